@@ -1,0 +1,23 @@
+# timerwheel — top-level entry points. Each interface adds its targets in mk/<name>.mk,
+# appending to TEST_TARGETS / BENCH_TARGETS.
+SHELL := /bin/bash
+CARGO ?= cargo
+PYTHON ?= python3
+VENV := $(CURDIR)/.venv
+TEST_TARGETS :=
+BENCH_TARGETS :=
+
+.PHONY: all test bench demo fmt lint
+all: build
+
+include mk/rust.mk
+include $(filter-out mk/rust.mk,$(sort $(wildcard mk/*.mk)))
+
+test: $(TEST_TARGETS)
+	@echo "make test: all suites passed ($(TEST_TARGETS))"
+
+bench: $(BENCH_TARGETS)
+
+demo: build
+	@echo "The billing simulation arrives with the C ABI; meanwhile, the Rust example:"
+	$(CARGO) run --release -q -p timerwheel-core --example hello
