@@ -35,8 +35,7 @@ impl When {
             When::Before(d) => now.saturating_sub(d),
             When::At(t) => t,
             When::Aligned { shift, delta } => ((now >> shift) + 1)
-                .checked_mul(1 << shift)
-                .unwrap_or(u64::MAX)
+                .saturating_mul(1 << shift)
                 .saturating_add_signed(delta),
         }
     }
@@ -184,12 +183,21 @@ impl Harness {
         let value = self.fresh_value();
         match self.wheel.insert(deadline, value) {
             Ok(key) => {
-                assert!(self.limit.map_or(true, |l| self.model.len() < l), "insert past the limit");
+                assert!(
+                    self.limit.map_or(true, |l| self.model.len() < l),
+                    "insert past the limit"
+                );
                 assert_ne!(key.to_u64(), 0);
                 assert_eq!(Key::from_u64(key.to_u64()), Some(key));
                 assert!(self.issued.insert(key.to_u64()), "key {key:?} issued twice");
                 let order = deadline.max(self.now);
-                let entry = Entry { key, value, deadline, order, pending: true };
+                let entry = Entry {
+                    key,
+                    value,
+                    deadline,
+                    order,
+                    pending: true,
+                };
                 self.model.insert(key.to_u64(), entry);
             }
             Err(Full(back)) => {
@@ -200,16 +208,23 @@ impl Harness {
     }
 
     fn remove(&mut self, pick: usize) {
-        let Some(key) = self.pick(pick) else { return self.poke_stale(pick) };
+        let Some(key) = self.pick(pick) else {
+            return self.poke_stale(pick);
+        };
         let entry = self.model.remove(&key.to_u64()).unwrap();
         assert_eq!(self.wheel.remove(key), Some(entry.value));
         self.stale.push(key);
     }
 
     fn reset(&mut self, pick: usize, when: When) {
-        let Some(key) = self.pick(pick) else { return self.poke_stale(pick) };
+        let Some(key) = self.pick(pick) else {
+            return self.poke_stale(pick);
+        };
         let deadline = when.resolve(self.now);
-        assert!(self.wheel.reset(key, deadline), "reset of a live key refused");
+        assert!(
+            self.wheel.reset(key, deadline),
+            "reset of a live key refused"
+        );
         let entry = self.model.get_mut(&key.to_u64()).unwrap();
         entry.deadline = deadline;
         entry.order = deadline.max(self.now);
@@ -217,7 +232,9 @@ impl Harness {
     }
 
     fn get_mut(&mut self, pick: usize) {
-        let Some(key) = self.pick(pick) else { return self.poke_stale(pick) };
+        let Some(key) = self.pick(pick) else {
+            return self.poke_stale(pick);
+        };
         let value = self.fresh_value();
         *self.wheel.get_mut(key).expect("get_mut of a live key") = value;
         self.model.get_mut(&key.to_u64()).unwrap().value = value;
@@ -225,12 +242,17 @@ impl Harness {
 
     fn advance(&mut self, target: u64) {
         let mut fired = Vec::new();
-        let n = self.wheel.advance(target, |key, value| fired.push((key, value)));
+        let n = self
+            .wheel
+            .advance(target, |key, value| fired.push((key, value)));
         assert_eq!(n, fired.len(), "advance's count");
         self.settle(target, fired.iter().map(|&(key, _)| key));
         for (key, value) in fired {
             let entry = self.model.remove(&key.to_u64()).unwrap();
-            assert_eq!(value, entry.value, "advance handed out the wrong value for {key:?}");
+            assert_eq!(
+                value, entry.value,
+                "advance handed out the wrong value for {key:?}"
+            );
             self.stale.push(key);
         }
     }
@@ -243,7 +265,11 @@ impl Harness {
             let entry = self.model.get_mut(&key.to_u64()).unwrap();
             entry.pending = false;
             if remove {
-                assert_eq!(self.wheel.remove(key), Some(entry.value), "remove after expire");
+                assert_eq!(
+                    self.wheel.remove(key),
+                    Some(entry.value),
+                    "remove after expire"
+                );
                 self.model.remove(&key.to_u64());
                 self.stale.push(key);
             }
@@ -262,12 +288,32 @@ impl Harness {
             .collect();
         let got: HashSet<u64> = fired.iter().map(|k| k.to_u64()).collect();
         assert_eq!(got.len(), fired.len(), "an entry fired twice in one call");
-        let early: Vec<_> = got.difference(&due).map(|raw| self.describe(*raw)).collect();
-        let missed: Vec<_> = due.difference(&got).map(|raw| self.describe(*raw)).collect();
-        assert!(early.is_empty(), "advance to {target} (now {}) fired {early:?}", self.now);
-        assert!(missed.is_empty(), "advance to {target} (now {}) missed {missed:?}", self.now);
-        let orders: Vec<u64> = fired.iter().map(|k| self.model[&k.to_u64()].order).collect();
-        assert!(orders.windows(2).all(|w| w[0] <= w[1]), "out of order: {orders:?}");
+        let early: Vec<_> = got
+            .difference(&due)
+            .map(|raw| self.describe(*raw))
+            .collect();
+        let missed: Vec<_> = due
+            .difference(&got)
+            .map(|raw| self.describe(*raw))
+            .collect();
+        assert!(
+            early.is_empty(),
+            "advance to {target} (now {}) fired {early:?}",
+            self.now
+        );
+        assert!(
+            missed.is_empty(),
+            "advance to {target} (now {}) missed {missed:?}",
+            self.now
+        );
+        let orders: Vec<u64> = fired
+            .iter()
+            .map(|k| self.model[&k.to_u64()].order)
+            .collect();
+        assert!(
+            orders.windows(2).all(|w| w[0] <= w[1]),
+            "out of order: {orders:?}"
+        );
         self.now = self.now.max(target);
         fired
     }
@@ -287,7 +333,10 @@ impl Harness {
         let key = self.stale[pick % self.stale.len()];
         assert_eq!(self.wheel.remove(key), None, "remove of stale {key:?}");
         assert!(!self.wheel.reset(key, self.now), "reset of stale {key:?}");
-        assert!(self.wheel.get_mut(key).is_none(), "get_mut of stale {key:?}");
+        assert!(
+            self.wheel.get_mut(key).is_none(),
+            "get_mut of stale {key:?}"
+        );
     }
 
     /// Everything observable agrees with the model.
@@ -297,7 +346,12 @@ impl Harness {
         assert_eq!(self.wheel.is_empty(), self.model.is_empty(), "is_empty()");
         for e in self.model.values() {
             assert_eq!(self.wheel.get(e.key), Some(&e.value), "get({:?})", e.key);
-            assert_eq!(self.wheel.is_pending(e.key), e.pending, "is_pending({:?})", e.key);
+            assert_eq!(
+                self.wheel.is_pending(e.key),
+                e.pending,
+                "is_pending({:?})",
+                e.key
+            );
             let deadline = self.wheel.deadline(e.key);
             if e.pending {
                 assert_eq!(deadline, Some(e.deadline), "deadline({:?})", e.key);
@@ -314,29 +368,49 @@ impl Harness {
     }
 
     fn check_next_expiry(&self) {
-        let earliest = self.model.values().filter(|e| e.pending).map(|e| e.order).min();
+        let earliest = self
+            .model
+            .values()
+            .filter(|e| e.pending)
+            .map(|e| e.order)
+            .min();
         let next = self.wheel.next_expiry();
         let Some(earliest) = earliest else {
             return assert_eq!(next, None, "next_expiry with nothing pending");
         };
         let t = next.expect("next_expiry is None with entries pending");
-        assert!(t <= earliest, "next_expiry {t} after the earliest deadline {earliest}");
+        assert!(
+            t <= earliest,
+            "next_expiry {t} after the earliest deadline {earliest}"
+        );
         if earliest == self.now {
             assert_eq!(t, self.now, "next_expiry {t} while an entry is due now");
         } else {
-            assert!(t > self.now, "next_expiry {t} makes no progress from now {}", self.now);
+            assert!(
+                t > self.now,
+                "next_expiry {t} makes no progress from now {}",
+                self.now
+            );
         }
     }
 
     /// Follows `next_expiry()` until nothing is pending, then drains the detached rest.
     fn finish(&mut self) {
-        let deadlines: HashSet<u64> =
-            self.model.values().filter(|e| e.pending).map(|e| e.order).collect();
+        let deadlines: HashSet<u64> = self
+            .model
+            .values()
+            .filter(|e| e.pending)
+            .map(|e| e.order)
+            .collect();
         let bound = STEPS_PER_DEADLINE * (deadlines.len() + 1);
         let mut steps = 0;
         while let Some(t) = self.wheel.next_expiry() {
             steps += 1;
-            assert!(steps <= bound, "{steps} steps to reach {} deadlines", deadlines.len());
+            assert!(
+                steps <= bound,
+                "{steps} steps to reach {} deadlines",
+                deadlines.len()
+            );
             self.advance(t);
             self.check();
         }
@@ -348,9 +422,18 @@ impl Harness {
         let mut got = Vec::new();
         let n = self.wheel.drain(|key, value| got.push((key, value)));
         assert_eq!(n, got.len(), "drain's count");
-        assert_eq!(got.len(), self.model.len(), "drain handed out {} of {}", n, self.model.len());
+        assert_eq!(
+            got.len(),
+            self.model.len(),
+            "drain handed out {} of {}",
+            n,
+            self.model.len()
+        );
         for (key, value) in got {
-            let entry = self.model.remove(&key.to_u64()).expect("drain: unknown or repeated key");
+            let entry = self
+                .model
+                .remove(&key.to_u64())
+                .expect("drain: unknown or repeated key");
             assert_eq!(value, entry.value, "drain handed out the wrong value");
             self.stale.push(key);
         }
