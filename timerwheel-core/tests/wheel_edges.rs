@@ -232,6 +232,18 @@ fn overflow_entries_wait_and_fire() {
     }
 }
 
+/// An overflow entry that left must not hold `next_expiry` back once the list refills.
+#[test]
+fn next_expiry_moves_on_after_the_overflow_list_emptied() {
+    let mut wheel = Wheel::new();
+    let gone = wheel.insert(1 << 37, ()).unwrap();
+    wheel.remove(gone).unwrap();
+    assert!(fire(&mut wheel, 1 << 36).is_empty());
+    let deadline = (1 << 36) + (1 << 37);
+    wheel.insert(deadline, ()).unwrap();
+    assert_next_expiry_within(&wheel, deadline);
+}
+
 #[test]
 fn the_last_tick_is_reachable() {
     let mut wheel = wheel_at(u64::MAX - 1);

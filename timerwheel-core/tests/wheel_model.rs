@@ -7,7 +7,7 @@
 //! are due, each once, in nondecreasing firing order; `next_expiry` must never point past the
 //! earliest pending entry and must always make progress.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use proptest::prelude::*;
 use timerwheel_core::wheel::{Full, Key, Wheel};
@@ -44,6 +44,13 @@ impl When {
 #[derive(Clone, Debug)]
 enum Op {
     Insert(When),
+    /// `count` inserts at `base` plus up to `spread`: enough to fill an upper slot, so that
+    /// it is moved down in several chunks.
+    Bulk {
+        count: u64,
+        base: When,
+        spread: u64,
+    },
     Remove(usize),
     Reset(usize, When),
     GetMut(usize),
@@ -87,6 +94,8 @@ fn step() -> impl Strategy<Value = When> {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         10 => deadline().prop_map(Op::Insert),
+        1 => (1u64..3_000, deadline(), prop::sample::select(vec![1u64, 64, 4_096, 1 << 18]))
+            .prop_map(|(count, base, spread)| Op::Bulk { count, base, spread }),
         3 => any::<usize>().prop_map(Op::Remove),
         4 => (any::<usize>(), deadline()).prop_map(|(i, w)| Op::Reset(i, w)),
         1 => any::<usize>().prop_map(Op::GetMut),
@@ -119,16 +128,116 @@ struct Entry {
     /// The deadline clamped up to `now()` when it was set: the firing order.
     order: u64,
     pending: bool,
+    /// Position in `Model::live`.
+    slot: usize,
+}
+
+/// What the wheel should hold: entries by key, pending ones ordered by firing order.
+#[derive(Default)]
+struct Model {
+    now: u64,
+    entries: BTreeMap<u64, Entry>,
+    /// `(order, key)` of every pending entry.
+    queue: BTreeSet<(u64, u64)>,
+    /// Every live key, for picking one at random in O(1).
+    live: Vec<u64>,
+}
+
+impl Model {
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn get(&self, raw: u64) -> &Entry {
+        &self.entries[&raw]
+    }
+
+    fn pick(&self, pick: usize) -> Option<Key> {
+        let n = self.live.len();
+        (n > 0).then(|| self.get(self.live[pick % n]).key)
+    }
+
+    fn insert(&mut self, key: Key, deadline: u64, value: u64) {
+        let raw = key.to_u64();
+        let order = deadline.max(self.now);
+        let slot = self.live.len();
+        let entry = Entry {
+            key,
+            value,
+            deadline,
+            order,
+            pending: true,
+            slot,
+        };
+        self.live.push(raw);
+        self.queue.insert((order, raw));
+        assert!(
+            self.entries.insert(raw, entry).is_none(),
+            "key {key:?} issued twice"
+        );
+    }
+
+    fn set_deadline(&mut self, raw: u64, deadline: u64) {
+        self.detach(raw);
+        let entry = self.entries.get_mut(&raw).unwrap();
+        entry.deadline = deadline;
+        entry.order = deadline.max(self.now);
+        entry.pending = true;
+        self.queue.insert((entry.order, raw));
+    }
+
+    fn detach(&mut self, raw: u64) {
+        let entry = self.entries.get_mut(&raw).unwrap();
+        if entry.pending {
+            entry.pending = false;
+            self.queue.remove(&(entry.order, raw));
+        }
+    }
+
+    fn remove(&mut self, raw: u64) -> Entry {
+        self.detach(raw);
+        let entry = self.entries.remove(&raw).unwrap();
+        self.live.swap_remove(entry.slot);
+        if let Some(&moved) = self.live.get(entry.slot) {
+            self.entries.get_mut(&moved).unwrap().slot = entry.slot;
+        }
+        entry
+    }
+
+    /// Keys of the pending entries an advance to `target` must hand out.
+    fn due(&self, target: u64) -> HashSet<u64> {
+        if target < self.now {
+            return HashSet::new();
+        }
+        let due = self.queue.range(..=(target, u64::MAX));
+        due.map(|&(_, raw)| raw).collect()
+    }
+
+    /// The earliest firing order of a pending entry.
+    fn earliest(&self) -> Option<u64> {
+        self.queue.first().map(|&(order, _)| order)
+    }
+
+    /// Up to `n` entries spread over all of them.
+    fn sample(&self, n: usize) -> impl Iterator<Item = &Entry> {
+        let step = self.live.len().div_ceil(n).max(1);
+        self.live.iter().step_by(step).map(|raw| self.get(*raw))
+    }
+
+    fn describe(&self, raw: u64) -> String {
+        match self.entries.get(&raw) {
+            Some(e) => format!("{:?} deadline {} order {}", e.key, e.deadline, e.order),
+            None => format!("unknown key {raw:#x}"),
+        }
+    }
 }
 
 /// The wheel under test next to the model it must agree with.
 struct Harness {
     wheel: Wheel<u64>,
     limit: Option<usize>,
-    now: u64,
-    model: BTreeMap<u64, Entry>,
+    model: Model,
     stale: Vec<Key>,
-    issued: HashSet<u64>,
     next_value: u64,
 }
 
@@ -137,13 +246,15 @@ impl Harness {
         let mut wheel = limit.map_or_else(Wheel::new, Wheel::with_limit);
         assert_eq!(wheel.now(), 0);
         assert_eq!(wheel.advance(start, |_, _| panic!("empty wheel fired")), 0);
+        let model = Model {
+            now: start,
+            ..Model::default()
+        };
         let h = Harness {
             wheel,
             limit,
-            now: start,
-            model: BTreeMap::new(),
+            model,
             stale: Vec::new(),
-            issued: HashSet::new(),
             next_value: 0,
         };
         h.check();
@@ -151,13 +262,24 @@ impl Harness {
     }
 
     fn run(&mut self, op: &Op) {
+        let now = self.model.now;
         match *op {
-            Op::Insert(when) => self.insert(when),
+            Op::Insert(when) => self.insert(when.resolve(now)),
+            Op::Bulk {
+                count,
+                base,
+                spread,
+            } => {
+                let base = base.resolve(now);
+                for i in 0..count {
+                    self.insert(base.saturating_add(i * 7_919 % spread));
+                }
+            }
             Op::Remove(pick) => self.remove(pick),
-            Op::Reset(pick, when) => self.reset(pick, when),
+            Op::Reset(pick, when) => self.reset(pick, when.resolve(now)),
             Op::GetMut(pick) => self.get_mut(pick),
-            Op::Advance(when) => self.advance(when.resolve(self.now)),
-            Op::Expire(when, remove) => self.expire(when.resolve(self.now), remove),
+            Op::Advance(when) => self.advance(when.resolve(now)),
+            Op::Expire(when, remove) => self.expire(when.resolve(now), remove),
             Op::AdvanceToNext => {
                 if let Some(t) = self.wheel.next_expiry() {
                     self.advance(t);
@@ -168,37 +290,16 @@ impl Harness {
         self.check();
     }
 
-    fn fresh_value(&mut self) -> u64 {
+    fn insert(&mut self, deadline: u64) {
         self.next_value += 1;
-        self.next_value
-    }
-
-    fn pick(&self, pick: usize) -> Option<Key> {
-        let n = self.model.len();
-        (n > 0).then(|| self.model.values().nth(pick % n).unwrap().key)
-    }
-
-    fn insert(&mut self, when: When) {
-        let deadline = when.resolve(self.now);
-        let value = self.fresh_value();
+        let value = self.next_value;
         match self.wheel.insert(deadline, value) {
             Ok(key) => {
-                assert!(
-                    self.limit.map_or(true, |l| self.model.len() < l),
-                    "insert past the limit"
-                );
+                let room = self.limit.map_or(true, |l| self.model.len() < l);
+                assert!(room, "insert past the limit");
                 assert_ne!(key.to_u64(), 0);
                 assert_eq!(Key::from_u64(key.to_u64()), Some(key));
-                assert!(self.issued.insert(key.to_u64()), "key {key:?} issued twice");
-                let order = deadline.max(self.now);
-                let entry = Entry {
-                    key,
-                    value,
-                    deadline,
-                    order,
-                    pending: true,
-                };
-                self.model.insert(key.to_u64(), entry);
+                self.model.insert(key, deadline, value);
             }
             Err(Full(back)) => {
                 assert_eq!(back, value, "Full must hand the value back");
@@ -208,36 +309,32 @@ impl Harness {
     }
 
     fn remove(&mut self, pick: usize) {
-        let Some(key) = self.pick(pick) else {
+        let Some(key) = self.model.pick(pick) else {
             return self.poke_stale(pick);
         };
-        let entry = self.model.remove(&key.to_u64()).unwrap();
+        let entry = self.model.remove(key.to_u64());
         assert_eq!(self.wheel.remove(key), Some(entry.value));
         self.stale.push(key);
     }
 
-    fn reset(&mut self, pick: usize, when: When) {
-        let Some(key) = self.pick(pick) else {
+    fn reset(&mut self, pick: usize, deadline: u64) {
+        let Some(key) = self.model.pick(pick) else {
             return self.poke_stale(pick);
         };
-        let deadline = when.resolve(self.now);
         assert!(
             self.wheel.reset(key, deadline),
             "reset of a live key refused"
         );
-        let entry = self.model.get_mut(&key.to_u64()).unwrap();
-        entry.deadline = deadline;
-        entry.order = deadline.max(self.now);
-        entry.pending = true;
+        self.model.set_deadline(key.to_u64(), deadline);
     }
 
     fn get_mut(&mut self, pick: usize) {
-        let Some(key) = self.pick(pick) else {
+        let Some(key) = self.model.pick(pick) else {
             return self.poke_stale(pick);
         };
-        let value = self.fresh_value();
-        *self.wheel.get_mut(key).expect("get_mut of a live key") = value;
-        self.model.get_mut(&key.to_u64()).unwrap().value = value;
+        self.next_value += 1;
+        *self.wheel.get_mut(key).expect("get_mut of a live key") = self.next_value;
+        self.model.entries.get_mut(&key.to_u64()).unwrap().value = self.next_value;
     }
 
     fn advance(&mut self, target: u64) {
@@ -248,7 +345,7 @@ impl Harness {
         assert_eq!(n, fired.len(), "advance's count");
         self.settle(target, fired.iter().map(|&(key, _)| key));
         for (key, value) in fired {
-            let entry = self.model.remove(&key.to_u64()).unwrap();
+            let entry = self.model.remove(key.to_u64());
             assert_eq!(
                 value, entry.value,
                 "advance handed out the wrong value for {key:?}"
@@ -262,15 +359,14 @@ impl Harness {
         let n = self.wheel.expire(target, |key| fired.push(key));
         assert_eq!(n, fired.len(), "expire's count");
         for key in self.settle(target, fired) {
-            let entry = self.model.get_mut(&key.to_u64()).unwrap();
-            entry.pending = false;
+            self.model.detach(key.to_u64());
             if remove {
+                let entry = self.model.remove(key.to_u64());
                 assert_eq!(
                     self.wheel.remove(key),
                     Some(entry.value),
                     "remove after expire"
                 );
-                self.model.remove(&key.to_u64());
                 self.stale.push(key);
             }
         }
@@ -280,49 +376,36 @@ impl Harness {
     /// `target`, in firing order, and moves the model's clock. Returns `fired` again.
     fn settle<I: IntoIterator<Item = Key>>(&mut self, target: u64, fired: I) -> Vec<Key> {
         let fired: Vec<Key> = fired.into_iter().collect();
-        let due: HashSet<u64> = self
-            .model
-            .iter()
-            .filter(|(_, e)| e.pending && target >= self.now && e.deadline <= target)
-            .map(|(&raw, _)| raw)
-            .collect();
+        let due = self.model.due(target);
         let got: HashSet<u64> = fired.iter().map(|k| k.to_u64()).collect();
         assert_eq!(got.len(), fired.len(), "an entry fired twice in one call");
+        let now = self.model.now;
         let early: Vec<_> = got
             .difference(&due)
-            .map(|raw| self.describe(*raw))
-            .collect();
-        let missed: Vec<_> = due
-            .difference(&got)
-            .map(|raw| self.describe(*raw))
+            .map(|&raw| self.model.describe(raw))
             .collect();
         assert!(
             early.is_empty(),
-            "advance to {target} (now {}) fired {early:?}",
-            self.now
+            "advance to {target} (now {now}) fired {early:?}"
         );
+        let missed: Vec<_> = due
+            .difference(&got)
+            .map(|&raw| self.model.describe(raw))
+            .collect();
         assert!(
             missed.is_empty(),
-            "advance to {target} (now {}) missed {missed:?}",
-            self.now
+            "advance to {target} (now {now}) missed {missed:?}"
         );
         let orders: Vec<u64> = fired
             .iter()
-            .map(|k| self.model[&k.to_u64()].order)
+            .map(|k| self.model.get(k.to_u64()).order)
             .collect();
         assert!(
             orders.windows(2).all(|w| w[0] <= w[1]),
             "out of order: {orders:?}"
         );
-        self.now = self.now.max(target);
+        self.model.now = now.max(target);
         fired
-    }
-
-    fn describe(&self, raw: u64) -> String {
-        match self.model.get(&raw) {
-            Some(e) => format!("{:?} deadline {} order {}", e.key, e.deadline, e.order),
-            None => format!("unknown key {raw:#x}"),
-        }
     }
 
     /// A stale key is refused everywhere, including by the mutating calls.
@@ -332,19 +415,23 @@ impl Harness {
         }
         let key = self.stale[pick % self.stale.len()];
         assert_eq!(self.wheel.remove(key), None, "remove of stale {key:?}");
-        assert!(!self.wheel.reset(key, self.now), "reset of stale {key:?}");
+        assert!(
+            !self.wheel.reset(key, self.model.now),
+            "reset of stale {key:?}"
+        );
         assert!(
             self.wheel.get_mut(key).is_none(),
             "get_mut of stale {key:?}"
         );
     }
 
-    /// Everything observable agrees with the model.
+    /// Everything observable agrees with the model (for a sample of the entries when
+    /// there are many).
     fn check(&self) {
-        assert_eq!(self.wheel.now(), self.now, "now()");
+        assert_eq!(self.wheel.now(), self.model.now, "now()");
         assert_eq!(self.wheel.len(), self.model.len(), "len()");
-        assert_eq!(self.wheel.is_empty(), self.model.is_empty(), "is_empty()");
-        for e in self.model.values() {
+        assert_eq!(self.wheel.is_empty(), self.model.len() == 0, "is_empty()");
+        for e in self.model.sample(256) {
             assert_eq!(self.wheel.get(e.key), Some(&e.value), "get({:?})", e.key);
             assert_eq!(
                 self.wheel.is_pending(e.key),
@@ -368,14 +455,8 @@ impl Harness {
     }
 
     fn check_next_expiry(&self) {
-        let earliest = self
-            .model
-            .values()
-            .filter(|e| e.pending)
-            .map(|e| e.order)
-            .min();
-        let next = self.wheel.next_expiry();
-        let Some(earliest) = earliest else {
+        let (now, next) = (self.model.now, self.wheel.next_expiry());
+        let Some(earliest) = self.model.earliest() else {
             return assert_eq!(next, None, "next_expiry with nothing pending");
         };
         let t = next.expect("next_expiry is None with entries pending");
@@ -383,25 +464,16 @@ impl Harness {
             t <= earliest,
             "next_expiry {t} after the earliest deadline {earliest}"
         );
-        if earliest == self.now {
-            assert_eq!(t, self.now, "next_expiry {t} while an entry is due now");
+        if earliest == now {
+            assert_eq!(t, now, "next_expiry {t} while an entry is due now");
         } else {
-            assert!(
-                t > self.now,
-                "next_expiry {t} makes no progress from now {}",
-                self.now
-            );
+            assert!(t > now, "next_expiry {t} makes no progress from now {now}");
         }
     }
 
     /// Follows `next_expiry()` until nothing is pending, then drains the detached rest.
     fn finish(&mut self) {
-        let deadlines: HashSet<u64> = self
-            .model
-            .values()
-            .filter(|e| e.pending)
-            .map(|e| e.order)
-            .collect();
+        let deadlines: HashSet<u64> = self.model.queue.iter().map(|&(order, _)| order).collect();
         let bound = STEPS_PER_DEADLINE * (deadlines.len() + 1);
         let mut steps = 0;
         while let Some(t) = self.wheel.next_expiry() {
@@ -423,17 +495,17 @@ impl Harness {
         let n = self.wheel.drain(|key, value| got.push((key, value)));
         assert_eq!(n, got.len(), "drain's count");
         assert_eq!(
-            got.len(),
-            self.model.len(),
-            "drain handed out {} of {}",
             n,
+            self.model.len(),
+            "drain handed out {n} of {}",
             self.model.len()
         );
         for (key, value) in got {
-            let entry = self
-                .model
-                .remove(&key.to_u64())
-                .expect("drain: unknown or repeated key");
+            assert!(
+                self.model.entries.contains_key(&key.to_u64()),
+                "drain: unknown {key:?}"
+            );
+            let entry = self.model.remove(key.to_u64());
             assert_eq!(value, entry.value, "drain handed out the wrong value");
             self.stale.push(key);
         }
@@ -467,7 +539,7 @@ proptest! {
     ) {
         let mut h = Harness::new(None, start);
         for when in deadlines {
-            h.insert(when);
+            h.insert(when.resolve(start));
             h.check();
         }
         h.finish();
