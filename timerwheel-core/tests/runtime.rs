@@ -290,8 +290,13 @@ fn a_callback_may_reset_and_add() {
             let rt = handle.upgrade().unwrap();
             for _ in 0..1000 {
                 let c = c.clone();
-                rt.add(ms(1), Box::new(move |_| drop(c.fetch_add(1, SeqCst))))
-                    .unwrap();
+                rt.add(
+                    ms(1),
+                    Box::new(move |_| {
+                        c.fetch_add(1, SeqCst);
+                    }),
+                )
+                .unwrap();
             }
         }),
     )
@@ -370,8 +375,13 @@ fn shutdown_waits_for_callbacks_and_discards_the_rest() {
     }
     for _ in 0..10_000 {
         let probe = tally.probe();
-        rt.add(Duration::from_secs(60), Box::new(move |_| drop(&probe)))
-            .unwrap();
+        rt.add(
+            Duration::from_secs(60),
+            Box::new(move |_| {
+                let _ = &probe;
+            }),
+        )
+        .unwrap();
     }
     wait_until("a callback started", || started.load(SeqCst) > 0);
     let discarded = rt.shutdown().unwrap();
