@@ -95,7 +95,9 @@ impl Lateness {
         let us = now.saturating_duration_since(deadline).as_micros() as u64;
         let bucket = (us as usize / 10).min(self.buckets.len() - 1);
         self.buckets[bucket].fetch_add(1, Relaxed);
-        self.max.fetch_max(us, Relaxed);
+        if us > self.max.load(Relaxed) {
+            self.max.fetch_max(us, Relaxed);
+        }
     }
 
     pub fn count(&self) -> u64 {
