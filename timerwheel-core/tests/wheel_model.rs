@@ -295,7 +295,7 @@ impl Harness {
         let value = self.next_value;
         match self.wheel.insert(deadline, value) {
             Ok(key) => {
-                let room = self.limit.map_or(true, |l| self.model.len() < l);
+                let room = self.limit.is_none_or(|l| self.model.len() < l);
                 assert!(room, "insert past the limit");
                 assert_ne!(key.to_u64(), 0);
                 assert_eq!(Key::from_u64(key.to_u64()), Some(key));
