@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use timerwheel_core::wheel::{Full, Key, Wheel};
 
-/// Distances around every level boundary (64 slots per level) and the overflow range.
+/// Distances around every level granularity (powers of 64) and the overflow range (2^37).
 const BOUNDARY_DISTANCES: &[u64] = &[
     1,
     2,

@@ -61,7 +61,7 @@ enum Op {
     Stale(usize),
 }
 
-/// Shifts of the level boundaries (64 slots per level) and of the overflow range.
+/// Shifts of the level granularities (powers of 64), the overflow range and beyond.
 fn boundary_shift() -> impl Strategy<Value = u32> {
     prop::sample::select(vec![6u32, 12, 18, 24, 30, 36, 37, 42, 48, 63])
 }
