@@ -15,6 +15,8 @@ mod config;
 mod error;
 mod executor;
 mod inner;
+#[cfg(all(test, loom))]
+mod loom_tests;
 mod shard;
 mod stats;
 mod task;

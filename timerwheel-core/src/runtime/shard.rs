@@ -91,17 +91,8 @@ pub(crate) struct ShardState<T> {
 
 impl<T> Shard<T> {
     pub(crate) fn new(limit: usize, now: u64) -> Self {
-        let mut wheel = Wheel::with_limit(limit.min(MAX_PER_SHARD));
-        wheel.advance(now, |_, _| {});
         Shard {
-            state: Mutex::new(ShardState {
-                wheel,
-                periodic: HashMap::new(),
-                wall: HashMap::new(),
-                counters: Counters::default(),
-                sync_waiters: 0,
-                closed: false,
-            }),
+            state: Mutex::new(ShardState::new(limit, now)),
             finished: Condvar::new(),
         }
     }
@@ -140,6 +131,20 @@ impl<T> Shard<T> {
 }
 
 impl<T> ShardState<T> {
+    /// An empty, open shard holding at most `limit` timers, its wheel at tick `now`.
+    pub(crate) fn new(limit: usize, now: u64) -> Self {
+        let mut wheel = Wheel::with_limit(limit.min(MAX_PER_SHARD));
+        wheel.advance(now, |_, _| {});
+        ShardState {
+            wheel,
+            periodic: HashMap::new(),
+            wall: HashMap::new(),
+            counters: Counters::default(),
+            sync_waiters: 0,
+            closed: false,
+        }
+    }
+
     pub(crate) fn insert(
         &mut self,
         deadline: u64,
