@@ -161,3 +161,47 @@ fn shutdown_with_a_million_pending_and_sixteen_running() {
         Err(timerwheel_core::Error::Shutdown)
     );
 }
+
+/// Manual mode: a callback runs inside `poll` on one thread while another thread shuts the
+/// runtime down. Shutdown waits for it (as with threads), and the poll returns normally.
+#[test]
+#[ignore = "fails: shutdown does not wait for a run inside poll, whose finish then panics"]
+fn manual_shutdown_waits_for_a_callback_running_in_poll() {
+    let board = Board::new(2);
+    let config = Config {
+        manual: true,
+        ..Config::default()
+    };
+    let rt = Arc::new(Runtime::<Probe>::new(config).unwrap());
+    let probe = |serial, blocks| Probe {
+        board: Arc::clone(&board),
+        serial,
+        blocks,
+    };
+    rt.add(Duration::ZERO, probe(0, true)).unwrap();
+    rt.add(ms(60_000), probe(1, false)).unwrap();
+    let poller = {
+        let rt = Arc::clone(&rt);
+        thread::spawn(move || {
+            wait_for("the first timer to be due", || {
+                rt.next_timeout() == Some(Duration::ZERO)
+            });
+            rt.poll()
+        })
+    };
+    wait_for("the callback to start", || {
+        board.started_blockers.load(SeqCst) == 1
+    });
+    board.shutdown_called.store(true, SeqCst);
+    let discarded = rt.shutdown();
+    let finished = board.finished_blockers.load(SeqCst);
+    let polled = poller.join();
+    assert_eq!(
+        finished, 1,
+        "shutdown returned while a callback ran in poll"
+    );
+    assert_eq!(discarded, Ok(1));
+    assert_eq!(polled.map_err(|_| "poll panicked").unwrap(), Ok(1));
+    assert_eq!(board.drops[0].load(SeqCst), 1);
+    assert_eq!(board.drops[1].load(SeqCst), 1);
+}
