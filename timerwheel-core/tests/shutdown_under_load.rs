@@ -165,7 +165,6 @@ fn shutdown_with_a_million_pending_and_sixteen_running() {
 /// Manual mode: a callback runs inside `poll` on one thread while another thread shuts the
 /// runtime down. Shutdown waits for it (as with threads), and the poll returns normally.
 #[test]
-#[ignore = "fails: shutdown does not wait for a run inside poll, whose finish then panics"]
 fn manual_shutdown_waits_for_a_callback_running_in_poll() {
     let board = Board::new(2);
     let config = Config {

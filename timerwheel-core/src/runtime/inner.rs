@@ -351,7 +351,7 @@ impl<T: Task> Inner<T> {
     pub(crate) fn discard_all(&self) -> usize {
         let mut discarded = 0;
         for shard in self.shards.iter() {
-            let tasks = shard.lock().close();
+            let tasks = shard.close();
             discarded += tasks.len();
             self.capacity.release(tasks.len());
             for task in tasks {
