@@ -22,3 +22,36 @@ test-loom:
 		$(CARGO) test --release -p timerwheel-core --lib loom -- --nocapture --test-threads=1
 
 TEST_TARGETS += test-loom
+
+# Fuzzing (cargo-fuzz, nightly): each target for FUZZ_SECONDS from its committed seeds
+# (fuzz/seeds/<target>); the growing corpus stays in fuzz/corpus (not committed). A crash
+# lands in fuzz/artifacts/<target>/: copy it to fuzz/regressions/<target>/, where the
+# stable replay test runs it from then on. wheel_ops is safe Rust: no sanitizer, for speed.
+FUZZ_SECONDS ?= 300
+FUZZ_TARGETS := wheel_ops
+FUZZ_SANITIZER_wheel_ops := none
+FUZZ_MAX_LEN := 512
+.PHONY: fuzz fuzz-tools test-fuzz $(addprefix fuzz-,$(FUZZ_TARGETS))
+
+fuzz-tools:
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+
+fuzz: $(addprefix fuzz-,$(FUZZ_TARGETS))
+
+fuzz-%: fuzz-tools
+	@mkdir -p fuzz/corpus/$*
+	@echo "fuzz: $* for $(FUZZ_SECONDS) s"
+	$(CARGO) +nightly fuzz run -s $(or $(FUZZ_SANITIZER_$*),address) $* fuzz/corpus/$* fuzz/seeds/$* -- \
+		-max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN) -print_final_stats=1
+
+# CI: a minute per target on nightly; without nightly, the same decode-and-check functions
+# run on stable over the seeds, the regressions and a few thousand pseudo-random inputs.
+test-fuzz:
+	@if $(CARGO) +nightly --version >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=60; \
+	else \
+		echo "test-fuzz: skipped: no nightly toolchain; replaying seeds and regressions on stable"; \
+		$(CARGO) test --release -p timerwheel-core --test wheel_ops_replay; \
+	fi
+
+TEST_TARGETS += test-fuzz
