@@ -16,8 +16,11 @@ C_SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-f
 VALGRIND := valgrind -q --leak-check=full --errors-for-leak-kinds=definite \
             --show-leak-kinds=definite --error-exitcode=1
 
+# The shared object's soname is libtimerwheel.so.$(TW_ABI): programs linked against it look
+# for that name, so target/release gets the link too.
 lib:
 	$(CARGO) build --release -q -p timerwheel-ffi
+	ln -sf libtimerwheel.so $(TW_LIBDIR)/libtimerwheel.so.$(TW_ABI)
 
 # Regenerates the committed header (cbindgen runs in timerwheel-ffi/build.rs).
 header:
