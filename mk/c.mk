@@ -87,11 +87,14 @@ test-install:
 	$$prefix/app-static; \
 	echo "test-install: 2 passed, 0 failed"
 
+# W1-W3 through the C ABI against libuv (installed here if missing), and W1 through the
+# Rust API with the same input for the cost of the ABI. BENCH_ARGS=--quick for a short run.
 bench-c: lib | $(C_BUILD)
 	@pkg-config --exists libuv || (apt-get update -qq && apt-get install -y -qq libuv1-dev)
 	$(CC) -std=c99 $(C_WARN) -pthread -O2 -Iinclude bench/c/bench.c -o $(C_BUILD)/bench \
-	  $(C_LINK) $$(pkg-config --cflags --libs libuv) -lm
-	$(C_BUILD)/bench $(BENCH_ARGS)
+	  $(C_LINK) $$(pkg-config --cflags --libs libuv)
+	$(CARGO) run --release -q -p timerwheel-ffi --example w1_rust -- $(BENCH_ARGS) | tee $(C_BUILD)/w1_rust.json
+	$(C_BUILD)/bench --rust $(C_BUILD)/w1_rust.json $(BENCH_ARGS)
 
 TEST_TARGETS += test-c test-cpp test-install
 BENCH_TARGETS += bench-c
