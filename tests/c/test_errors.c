@@ -158,12 +158,21 @@ static void default_wheel(void) {
 
 typedef struct {
     tw_wheel *wheel;
-    tw_status destroy, delete_sync, delete_, reset;
+    tw_status destroy, delete_sync, delete_, reset, add, add_periodic, add_at, get_stats;
+    int64_t next_timeout;
     long done;
 } own_calls;
 
 static void call_on_self(tw_timer_id id, void *user_data) {
     own_calls *c = user_data;
+    tw_timer_id other = 0;
+    tw_stats stats;
+    c->add = tw_add(c->wheel, 3600 * 1000, count_cb, NULL, count_drop, &other);
+    c->add_periodic = tw_add_periodic(c->wheel, 3600 * 1000, 1, TW_FIXED_DELAY, count_cb, NULL,
+                                      count_drop, &other);
+    c->add_at = tw_add_at(c->wheel, INT64_MAX, count_cb, NULL, count_drop, &other);
+    c->get_stats = tw_get_stats(c->wheel, &stats);
+    c->next_timeout = tw_next_timeout_ms(c->wheel);
     c->destroy = tw_destroy(c->wheel);
     c->delete_sync = tw_delete_sync(c->wheel, id);
     c->reset = tw_reset(c->wheel, id, 3600 * 1000);
@@ -173,8 +182,12 @@ static void call_on_self(tw_timer_id id, void *user_data) {
 
 static void from_own_callback(void) {
     tw_wheel *w = new_wheel(0);
-    own_calls once = {w, -1, -1, -1, -1, 0}, periodic = {w, -1, -1, -1, -1, 0};
+    own_calls once, periodic;
+    memset(&once, 0, sizeof once);
+    memset(&periodic, 0, sizeof periodic);
+    once.wheel = periodic.wheel = w;
     tw_timer_id id = 0;
+    long dropped = drops;
     CHECK_OK(tw_add(w, 1, call_on_self, &once, NULL, &id));
     CHECK_OK(tw_add_periodic(w, 1, 1000, TW_FIXED_RATE, call_on_self, &periodic, NULL, &id));
     CHECK(wait_for(&once.done, 1, 5000) && wait_for(&periodic.done, 1, 5000));
@@ -186,7 +199,16 @@ static void from_own_callback(void) {
     CHECK_STATUS(periodic.delete_sync, TW_ERR_BUSY);
     CHECK_STATUS(periodic.reset, TW_OK);
     CHECK_STATUS(periodic.delete_, TW_OK);
+    const own_calls *both[] = {&once, &periodic};
+    for (int i = 0; i < 2; i++) {
+        CHECK_STATUS(both[i]->add, TW_OK);
+        CHECK_STATUS(both[i]->add_periodic, TW_OK);
+        CHECK_STATUS(both[i]->add_at, TW_OK);
+        CHECK_STATUS(both[i]->get_stats, TW_OK);
+        CHECK(both[i]->next_timeout > 0); /* the far timers just added */
+    }
     CHECK_OK(tw_destroy(w));
+    CHECK(drops == dropped + 6); /* the six timers added from the callbacks */
 }
 
 /* ---- while tw_destroy runs on another thread ----------------------------------------- */

@@ -83,7 +83,8 @@ fn default_wheel() -> Option<&'static tw_wheel> {
 ///
 /// # Safety
 /// `w` is NULL or a wheel from tw_create / tw_default that is not yet destroyed. Not to be
-/// called while another thread may still use `w` (other than a callback of `w` itself).
+/// called while another thread may still use `w` (other than a callback of `w` itself);
+/// for a manual wheel, not while another thread is inside tw_poll.
 #[no_mangle]
 pub unsafe extern "C" fn tw_destroy(w: *mut tw_wheel) -> tw_status {
     guard(|| {
@@ -119,11 +120,14 @@ pub unsafe extern "C" fn tw_get_stats(w: *const tw_wheel, out: *mut tw_stats) ->
     })
 }
 
-/// For a manual wheel: milliseconds until the next deadline, rounded up (0 when a timer is
+/// For a manual wheel: milliseconds until tw_poll has work, rounded up (0 when a timer is
 /// due), or -1 when no timer is pending: the timeout to give poll()/epoll_wait() before
-/// calling tw_poll. On a wheel with threads the value is the same, for information only.
+/// calling tw_poll. It may come before the next deadline when the wheel must move far
+/// timers closer; tw_poll then runs nothing and the next value is later. On a wheel with
+/// threads the value is the same, for information only.
 ///
-/// Bad input: `w` NULL returns -1.
+/// Bad input: `w` NULL returns -1. During tw_destroy: the value until the pending timers
+/// are discarded, then -1.
 ///
 /// # Safety
 /// `w` is NULL or a live wheel.
@@ -142,8 +146,8 @@ pub unsafe extern "C" fn tw_next_timeout_ms(w: *mut tw_wheel) -> i64 {
 /// how many ran in `*ran`.
 ///
 /// Returns TW_OK, or (and nothing runs):
-/// - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is not manual.
-/// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+/// - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is not manual (also during destroy).
+/// - TW_ERR_SHUTDOWN: a manual wheel is being destroyed.
 ///
 /// # Safety
 /// `w` is NULL or a live wheel; `ran` is NULL or valid for writing a `size_t`.
