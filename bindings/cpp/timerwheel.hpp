@@ -119,7 +119,9 @@ class Wheel {
 public:
     Wheel() : Wheel(Config()) {}
 
-    explicit Wheel(const tw_config &config) { detail::check(tw_create(&config, &wheel_), "tw_create"); }
+    explicit Wheel(const tw_config &config) {
+        detail::check(tw_create(&config, &wheel_), "tw_create");
+    }
 
     /* The process-wide shared wheel (tw_default). Destroying this handle leaves the shared
      * wheel running: tw_destroy refuses it. */

@@ -18,7 +18,9 @@ static int check_failures_now;    /* failures in the running test (any thread) *
 static int check_tests_passed;
 static int check_tests_failed;
 
-static inline long atomic_add(long *p, long v) { return __atomic_add_fetch(p, v, __ATOMIC_SEQ_CST); }
+static inline long atomic_add(long *p, long v) {
+    return __atomic_add_fetch(p, v, __ATOMIC_SEQ_CST);
+}
 static inline long atomic_get(const long *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
 static inline void atomic_set(long *p, long v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
 
