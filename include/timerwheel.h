@@ -204,9 +204,9 @@ void tw_config_init(struct tw_config *cfg);
  * `cfg` NULL means every default. Free the wheel with tw_destroy.
  *
  * Returns TW_OK, or (and `*out` is left untouched):
- * - TW_ERR_INVALID: `out` NULL; or a config out of range (tick_us below 100 or above
- *   1000000, min_workers above a nonzero max_workers, max_workers above 1024).
- * - TW_ERR_INTERNAL: the threads could not be started.
+ * - TW_ERR_INVALID: `out` NULL; a config out of range (tick_us below 100 or above
+ *   1000000, min_workers above a nonzero max_workers, max_workers above 1024); or the tick
+ *   thread could not be started.
  *
  * # Safety
  * `cfg` is NULL or points to a readable `tw_config`; `out` is NULL or valid for writing a

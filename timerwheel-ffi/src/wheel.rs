@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use timerwheel_core::{Config, Runtime};
 
 use crate::boundary::{guard, guard_or};
-use crate::ptr::{config, runtime, wheel, Out};
+use crate::ptr::{config, runtime, Out};
 use crate::time::ceil_ms;
 use crate::types::{tw_config, tw_stats, tw_status, tw_wheel};
 
@@ -31,9 +31,9 @@ pub unsafe extern "C" fn tw_config_init(cfg: *mut tw_config) {
 /// `cfg` NULL means every default. Free the wheel with tw_destroy.
 ///
 /// Returns TW_OK, or (and `*out` is left untouched):
-/// - TW_ERR_INVALID: `out` NULL; or a config out of range (tick_us below 100 or above
-///   1000000, min_workers above a nonzero max_workers, max_workers above 1024).
-/// - TW_ERR_INTERNAL: the threads could not be started.
+/// - TW_ERR_INVALID: `out` NULL; a config out of range (tick_us below 100 or above
+///   1000000, min_workers above a nonzero max_workers, max_workers above 1024); or the tick
+///   thread could not be started.
 ///
 /// # Safety
 /// `cfg` is NULL or points to a readable `tw_config`; `out` is NULL or valid for writing a
@@ -44,9 +44,7 @@ pub unsafe extern "C" fn tw_create(cfg: *const tw_config, out: *mut *mut tw_whee
         // SAFETY: the caller passes NULL or a writable pointer.
         let out = unsafe { Out::new(out) }?;
         // SAFETY: the caller passes NULL or a readable tw_config.
-        let config = unsafe { config(cfg) };
-        config.validate()?;
-        let wheel = tw_wheel::new(Runtime::new(config)?);
+        let wheel = tw_wheel::new(Runtime::new(unsafe { config(cfg) })?);
         out.put(Box::into_raw(Box::new(wheel)));
         Ok(())
     })
@@ -64,11 +62,12 @@ pub extern "C" fn tw_default() -> *mut tw_wheel {
     })
 }
 
-/// The shared wheel, started on first use; `None` if it could not be started.
+/// The shared wheel, started on first use (its runtime refuses shutdown with `Busy`);
+/// `None` if it could not be started.
 fn default_wheel() -> Option<&'static tw_wheel> {
     static DEFAULT: OnceLock<Option<tw_wheel>> = OnceLock::new();
     DEFAULT
-        .get_or_init(|| Runtime::new(Config::default()).ok().map(tw_wheel::new))
+        .get_or_init(|| Runtime::new_shared(Config::default()).ok().map(tw_wheel::new))
         .as_ref()
 }
 
@@ -89,13 +88,10 @@ fn default_wheel() -> Option<&'static tw_wheel> {
 pub unsafe extern "C" fn tw_destroy(w: *mut tw_wheel) -> tw_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live wheel.
-        let wheel = unsafe { wheel(w) }?;
-        if default_wheel().is_some_and(|shared| ptr::eq(shared, wheel)) {
-            return Err(tw_status::TW_ERR_BUSY);
-        }
-        wheel.runtime().shutdown()?;
-        // SAFETY: `w` came from Box::into_raw in tw_create (it is not the shared wheel),
-        // and only the call whose shutdown succeeded gets here, so it is freed exactly once.
+        unsafe { runtime(w) }?.shutdown()?;
+        // SAFETY: only the one call whose shutdown succeeded gets here, and that is never
+        // for the shared wheel (its runtime refuses shutdown), so `w` came from
+        // Box::into_raw in tw_create and is freed exactly once.
         drop(unsafe { Box::from_raw(w) });
         Ok(())
     })
