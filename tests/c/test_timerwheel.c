@@ -498,6 +498,27 @@ static void test_manual_periodic_modes(void) {
     CHECK(rate.dropped == 1 && delay.dropped == 1);
 }
 
+static void destroy_from_poll(probe *p, tw_timer_id id) {
+    size_t ran = 0;
+    (void)id;
+    atomic_set(&p->status, tw_destroy(p->wheel) * 10 + tw_poll(p->wheel, &ran));
+}
+
+/* Inside tw_poll, a callback is a callback: tw_destroy is refused. Nested polls are fine. */
+static void test_manual_destroy_from_callback_is_busy(void) {
+    tw_wheel *w = wheel_with(1, 0, 1);
+    probe p;
+    memset(&p, 0, sizeof p);
+    p.hook = destroy_from_poll;
+    CHECK_OK(probe_add(w, &p, 1));
+    sleep_ms(3);
+    size_t ran = 0;
+    CHECK_OK(tw_poll(w, &ran));
+    CHECK(ran == 1 && p.status == TW_ERR_BUSY * 10 + TW_OK);
+    CHECK_OK(tw_destroy(w));
+    CHECK(p.dropped == 1);
+}
+
 static void test_poll_needs_a_manual_wheel(void) {
     tw_wheel *w = wheel_with(1, 0, 0);
     size_t ran = 7;
@@ -712,6 +733,7 @@ int main(void) {
     RUN(test_capacity_full);
     RUN(test_manual_poll);
     RUN(test_manual_periodic_modes);
+    RUN(test_manual_destroy_from_callback_is_busy);
     RUN(test_poll_needs_a_manual_wheel);
     RUN(test_stats_invariant);
     RUN(test_default_wheel);
