@@ -216,7 +216,7 @@ static void from_own_callback(void) {
 typedef struct {
     tw_wheel *wheel;
     tw_timer_id pending;
-    long destroying, done;
+    long started, done;
     tw_status add, add_periodic, add_at, reset, delete_, delete_sync, get_stats, poll, destroy;
     int64_t next_timeout;
 } shutdown_calls;
@@ -227,13 +227,17 @@ static void call_during_shutdown(tw_timer_id id, void *user_data) {
     tw_stats stats;
     size_t ran = 0;
     (void)id;
-    wait_for(&c->destroying, 1, 5000);
-    sleep_ms(100); /* tw_destroy has begun and waits for this callback */
+    atomic_set(&c->started, 1);
+    /* Until tw_destroy has begun (it then waits for this callback), re-arming works. */
+    for (int i = 0; i < 5000; i++) {
+        c->reset = tw_reset(c->wheel, c->pending, 3600 * 1000);
+        if (c->reset != TW_OK) break;
+        sleep_ms(1);
+    }
     c->add = tw_add(c->wheel, 1, count_cb, NULL, count_drop, &out);
     c->add_periodic =
         tw_add_periodic(c->wheel, 1, 1, TW_FIXED_RATE, count_cb, NULL, count_drop, &out);
     c->add_at = tw_add_at(c->wheel, 0, count_cb, NULL, count_drop, &out);
-    c->reset = tw_reset(c->wheel, c->pending, 1);
     c->delete_ = tw_delete(c->wheel, c->pending);
     c->delete_sync = tw_delete_sync(c->wheel, c->pending);
     c->get_stats = tw_get_stats(c->wheel, &stats);
@@ -251,8 +255,7 @@ static void during_shutdown(void) {
     tw_timer_id id = 0;
     long runs = cb_runs;
     CHECK_OK(tw_add(c.wheel, 1, call_during_shutdown, &c, NULL, &id));
-    sleep_ms(20);
-    atomic_set(&c.destroying, 1);
+    CHECK(wait_for(&c.started, 1, 5000));
     CHECK_OK(tw_destroy(c.wheel));
     CHECK(c.done == 1);
     CHECK_STATUS(c.add, TW_ERR_SHUTDOWN);
