@@ -77,6 +77,7 @@ install: lib
 # Installs into a temporary prefix, then builds and runs a C program with pkg-config,
 # linked once against the shared object and once against the static archive.
 test-install:
+	@command -v pkg-config >/dev/null || (apt-get update -qq && apt-get install -y -qq pkg-config)
 	@set -e; prefix=$$(mktemp -d); trap 'rm -rf $$prefix' EXIT; \
 	$(MAKE) -s install PREFIX=$$prefix; \
 	export PKG_CONFIG_PATH=$$prefix/lib/pkgconfig; \
