@@ -218,7 +218,8 @@ enum tw_status tw_create(const struct tw_config *cfg, struct tw_wheel **out);
  * The process-wide shared wheel (default config), created on the first call; every caller
  * gets the same one. It lives as long as the process: tw_destroy on it returns TW_ERR_BUSY.
  *
- * Returns NULL only if the wheel could not be started (no thread could be created).
+ * Returns NULL only if the wheel could not be started (no thread could be created); then
+ * every later call returns NULL too.
  */
 struct tw_wheel *tw_default(void);
 

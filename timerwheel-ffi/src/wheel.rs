@@ -53,7 +53,8 @@ pub unsafe extern "C" fn tw_create(cfg: *const tw_config, out: *mut *mut tw_whee
 /// The process-wide shared wheel (default config), created on the first call; every caller
 /// gets the same one. It lives as long as the process: tw_destroy on it returns TW_ERR_BUSY.
 ///
-/// Returns NULL only if the wheel could not be started (no thread could be created).
+/// Returns NULL only if the wheel could not be started (no thread could be created); then
+/// every later call returns NULL too.
 #[no_mangle]
 pub extern "C" fn tw_default() -> *mut tw_wheel {
     guard_or(ptr::null_mut(), || match default_wheel() {
