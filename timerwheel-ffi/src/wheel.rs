@@ -68,7 +68,11 @@ pub extern "C" fn tw_default() -> *mut tw_wheel {
 fn default_wheel() -> Option<&'static tw_wheel> {
     static DEFAULT: OnceLock<Option<tw_wheel>> = OnceLock::new();
     DEFAULT
-        .get_or_init(|| Runtime::new_shared(Config::default()).ok().map(tw_wheel::new))
+        .get_or_init(|| {
+            Runtime::new_shared(Config::default())
+                .ok()
+                .map(tw_wheel::new)
+        })
         .as_ref()
 }
 
