@@ -156,7 +156,8 @@ impl<T: Task> Inner<T> {
                 task,
             });
         }
-        let index = SHARD_HINT.with(|hint| *hint) % self.shards.len();
+        // The shard count is a power of two.
+        let index = SHARD_HINT.with(|hint| *hint) & (self.shards.len() - 1);
         let inserted = self.shards[index].lock().insert(deadline, schedule, task);
         match inserted {
             Ok(key) => {
