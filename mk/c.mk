@@ -62,11 +62,11 @@ test-cpp: lib | $(C_BUILD)
 	  tests/cpp/test_wrapper.cpp -o $(C_BUILD)/test_wrapper $(C_LINK)
 	$(C_BUILD)/test_wrapper
 
-# Installs the header, the shared object (with its soname links), the static archive and
-# timerwheel.pc under $(PREFIX).
+# Installs the header (and the C++ wrapper), the shared object with its soname links, the
+# static archive and timerwheel.pc under $(PREFIX).
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 $(TW_HEADER) $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(TW_HEADER) bindings/cpp/timerwheel.hpp $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(TW_LIBDIR)/libtimerwheel.so $(DESTDIR)$(PREFIX)/lib/libtimerwheel.so.$(TW_VERSION)
 	ln -sf libtimerwheel.so.$(TW_VERSION) $(DESTDIR)$(PREFIX)/lib/libtimerwheel.so.$(TW_ABI)
 	ln -sf libtimerwheel.so.$(TW_ABI) $(DESTDIR)$(PREFIX)/lib/libtimerwheel.so
