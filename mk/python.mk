@@ -3,16 +3,16 @@
 .PHONY: venv python-install test-python bench-python
 
 VENV_PY := $(VENV)/bin/python
-PIP := $(VENV_PY) -m pip --disable-pip-version-check --root-user-action=ignore
+PIP_INSTALL := $(VENV_PY) -m pip install -q --disable-pip-version-check --root-user-action=ignore
 
 # Created once; later runs only check that the tools are there.
 venv:
 	@test -x $(VENV)/bin/maturin -a -x $(VENV)/bin/pytest || { \
-		$(PYTHON) -m venv $(VENV) && $(PIP) install -q maturin pytest; }
+		$(PYTHON) -m venv $(VENV) && $(PIP_INSTALL) maturin pytest; }
 
 # Builds the abi3 extension (release) with the venv's maturin and installs the package.
 python-install: venv
-	$(PIP) install -q --no-build-isolation ./python
+	PATH="$(VENV)/bin:$$PATH" $(PIP_INSTALL) --no-build-isolation ./python
 
 test-python: python-install
 	$(VENV_PY) -m pytest python/tests -q
