@@ -36,7 +36,9 @@ pub fn period(value: f64) -> PyResult<Duration> {
 /// A Unix timestamp in float seconds (as `time.time()` gives) as a `SystemTime`.
 pub fn unix_time(value: f64) -> PyResult<SystemTime> {
     let magnitude = seconds("when", value.abs()).map_err(|_| {
-        invalid(format!("when must be a finite Unix timestamp in seconds, got {value}"))
+        invalid(format!(
+            "when must be a finite Unix timestamp in seconds, got {value}"
+        ))
     })?;
     let when = if value >= 0.0 {
         SystemTime::UNIX_EPOCH.checked_add(magnitude)
