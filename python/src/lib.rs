@@ -7,6 +7,7 @@
 
 mod convert;
 mod errors;
+mod gil;
 mod stats;
 mod task;
 mod timer;

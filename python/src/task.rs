@@ -10,6 +10,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use timerwheel_core::{Task, TimerId};
 
+use crate::gil;
+
 /// The marker a task unwinds with after a callback raised: the runtime catches it and
 /// counts it in `callback_panics`, so a Python exception is counted exactly like a Rust
 /// panic without a counter of our own. `resume_unwind` skips the panic hook, so nothing
@@ -70,7 +72,14 @@ impl Task for PyTask {
     }
 
     fn enter_batch(batch: &mut dyn FnMut()) {
-        if Python::try_attach(|_py| batch()).is_none() {
+        let keep = gil::should_keep();
+        let attached = Python::try_attach(|py| {
+            if keep {
+                gil::keep(py);
+            }
+            batch()
+        });
+        if attached.is_none() {
             batch();
         }
     }

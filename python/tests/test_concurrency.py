@@ -165,3 +165,21 @@ def test_threads_adding_concurrently_keep_the_counts():
         wait_until(lambda: fired[0] == 8000 - sum(results))
         assert stats["fired_one_shot"] == fired[0]
         assert quiet_invariant(stats)
+
+
+def test_workers_grow_for_blocking_callbacks_and_retire_when_idle():
+    with Wheel(min_workers=1, max_workers=4, worker_keepalive=0.05) as w:
+        done = []
+
+        def blocking():
+            time.sleep(0.02)  # releases the GIL, as I/O would
+            done.append(1)
+
+        for _ in range(40):
+            w.call_later(0, blocking)
+        wait_until(lambda: len(done) == 40)
+        assert w.stats()["workers_peak"] > 1
+        wait_until(lambda: w.stats()["workers_retired"] > 0 and w.stats()["workers"] == 1)
+        again = threading.Event()
+        w.call_later(0, again.set)
+        assert again.wait(10)
