@@ -181,14 +181,29 @@ impl Drop for Wheel {
     /// A wheel that is garbage collected without `close()` shuts down like Rust's
     /// `Runtime` does, without holding the GIL while it waits. From inside one of its
     /// own callbacks, where shutting down would wait for itself, a helper thread does it.
+    /// While the interpreter is finalizing, worker threads can no longer attach, so
+    /// waiting for them could hang the exit: the runtime is left to the process's end.
     fn drop(&mut self) {
         let rt = Arc::clone(&self.rt);
-        let result = match Python::try_attach(|py| py.detach(|| rt.shutdown())) {
-            Some(result) => result,
-            None => rt.shutdown(),
-        };
-        if result == Err(Error::Busy) {
-            std::thread::spawn(move || rt.shutdown());
+        let result = Python::try_attach(|py| {
+            if is_finalizing(py) {
+                return None;
+            }
+            Some(py.detach(|| rt.shutdown()))
+        });
+        match result {
+            Some(Some(Err(Error::Busy))) => {
+                std::thread::spawn(move || rt.shutdown());
+            }
+            Some(Some(_)) => {}
+            Some(None) | None => std::mem::forget(rt),
         }
     }
+}
+
+fn is_finalizing(py: Python<'_>) -> bool {
+    py.import("sys")
+        .and_then(|sys| sys.call_method0("is_finalizing"))
+        .and_then(|finalizing| finalizing.extract::<bool>())
+        .unwrap_or(true)
 }
