@@ -271,14 +271,13 @@ impl<T: Task> Inner<T> {
         }
         drop(scope);
         let mut state = shard.lock();
-        let ended = state.finish(key, run.task, &self.clock);
-        let next = state.next_expiry();
+        let finished = state.finish(key, run.task, &self.clock);
         shard.notify_finished(&state);
         drop(state);
-        if let Some(next) = next {
-            self.ticker.notify_if_earlier(next);
+        match finished {
+            Ok(next) => self.ticker.notify_if_earlier(next),
+            Err(task) => self.release(Some(task)),
         }
-        self.release(ended);
         true
     }
 
