@@ -71,6 +71,7 @@ def test_timer_attributes(wheel):
     assert timer.id > 0
     assert timer.active
     assert "active" in repr(timer)
+    assert "pending=1" in repr(wheel)
     other = wheel.call_later(60, print)
     assert other.id != timer.id and other != timer
     assert timer.cancel()

@@ -183,3 +183,28 @@ def test_workers_grow_for_blocking_callbacks_and_retire_when_idle():
         again = threading.Event()
         w.call_later(0, again.set)
         assert again.wait(10)
+
+
+def test_cancel_sync_does_not_hold_the_gil_while_it_waits(wheel):
+    started = threading.Event()
+    finished = []
+
+    def busy_python():
+        started.set()
+        end = time.monotonic() + 0.3
+        while time.monotonic() < end:  # pure Python: needs the GIL throughout
+            pass
+        finished.append(time.monotonic())
+
+    timer = wheel.call_every(0.001, busy_python)
+    assert started.wait(10)
+    results = []
+    canceller = threading.Thread(target=lambda: results.append(timer.cancel_sync()))
+    canceller.start()
+    canceller.join(10)
+    assert not canceller.is_alive(), "cancel_sync() deadlocked"
+    assert results == [True]
+    count = len(finished)
+    assert count >= 1  # it returned only after the run under way had finished
+    time.sleep(0.05)
+    assert len(finished) == count

@@ -61,3 +61,23 @@ def test_exception_in_poll_is_counted(manual, monkeypatch):
 def test_poll_needs_manual_mode(wheel):
     with pytest.raises(RuntimeError, match="manual"):
         wheel.poll()
+
+
+def test_due_timer_not_yet_started_is_still_cancelled(manual):
+    ran = []
+    timer = manual.call_later(0, ran.append, 1)
+    time.sleep(0.005)
+    assert manual.next_timeout() == 0.0
+    assert timer.cancel()
+    assert manual.poll() == 0
+    assert ran == []
+
+
+def test_reset_of_a_periodic_timer_moves_its_next_run(manual):
+    runs = []
+    timer = manual.call_every(0.005, runs.append, 1)
+    assert timer.reset(3600)
+    time.sleep(0.01)
+    assert manual.poll() == 0
+    assert manual.next_timeout() > 3000
+    assert timer.active and runs == []
