@@ -205,3 +205,12 @@ def test_default_wheel_cannot_be_closed():
     with pytest.raises(RuntimeError, match="shared default wheel"):
         timerwheel.default_wheel().close()
     assert not timerwheel.default_wheel().closed
+
+
+def test_callbacks_on_the_tick_thread_when_max_workers_is_zero():
+    with Wheel(max_workers=0, min_workers=0) as w:
+        runs = []
+        timer = w.call_every(0.005, runs.append, 1)
+        wait_until(lambda: len(runs) >= 3)
+        assert w.stats()["workers"] == 0
+        assert timer.cancel()
