@@ -177,33 +177,35 @@ impl Wheel {
     }
 }
 
+/// Set once the interpreter runs its exit handlers (see `_timerwheel._exiting`).
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Called by the package's exit handler, before it closes the open wheels: from then on
+/// a garbage-collected wheel is not waited for (below).
+#[pyfunction]
+pub fn _exiting() {
+    EXITING.store(true, Ordering::Release);
+}
+
 impl Drop for Wheel {
     /// A wheel that is garbage collected without `close()` shuts down like Rust's
     /// `Runtime` does, without holding the GIL while it waits. From inside one of its
     /// own callbacks, where shutting down would wait for itself, a helper thread does it.
-    /// While the interpreter is finalizing, worker threads can no longer attach, so
+    /// Once the interpreter is exiting, worker threads may no longer be able to attach, so
     /// waiting for them could hang the exit: the runtime is left to the process's end.
+    /// (No Python code runs here: a dealloc must not disturb the exception being raised.)
     fn drop(&mut self) {
         let rt = Arc::clone(&self.rt);
-        let result = Python::try_attach(|py| {
-            if is_finalizing(py) {
-                return None;
-            }
-            Some(py.detach(|| rt.shutdown()))
-        });
-        match result {
-            Some(Some(Err(Error::Busy))) => {
-                std::thread::spawn(move || rt.shutdown());
-            }
-            Some(Some(_)) => {}
-            Some(None) | None => std::mem::forget(rt),
+        if EXITING.load(Ordering::Acquire) {
+            std::mem::forget(rt);
+            return;
+        }
+        let result = match Python::try_attach(|py| py.detach(|| rt.shutdown())) {
+            Some(result) => result,
+            None => rt.shutdown(),
+        };
+        if result == Err(Error::Busy) {
+            std::thread::spawn(move || rt.shutdown());
         }
     }
-}
-
-fn is_finalizing(py: Python<'_>) -> bool {
-    py.import("sys")
-        .and_then(|sys| sys.call_method0("is_finalizing"))
-        .and_then(|finalizing| finalizing.extract::<bool>())
-        .unwrap_or(true)
 }

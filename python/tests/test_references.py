@@ -65,3 +65,27 @@ def test_garbage_collected_wheel_shuts_down():
     del w, _
     gc.collect()
     assert all(r() is None for r in refs)
+
+
+def test_dropping_a_wheel_keeps_the_exception_or_value_in_flight():
+    def raises():
+        w = Wheel()
+        w.call_later(60, print)
+        raise KeyError("in flight")
+
+    def generator():
+        w = Wheel()
+        w.call_later(60, print)
+        yield 1
+        return "value"
+
+    try:
+        raises()
+    except KeyError as err:
+        assert err.args == ("in flight",)
+    gen = generator()
+    next(gen)
+    try:
+        next(gen)
+    except StopIteration as stop:
+        assert stop.value == "value"

@@ -4,6 +4,10 @@ from typing import Any, Callable, Dict, Optional, final
 
 __version__: str
 
+def _exiting() -> None:
+    """Tells the module that the interpreter is exiting: wheels garbage collected from now
+    on are not waited for."""
+
 class _Wheel:
     """The native wheel: a timerwheel runtime running Python callbacks. Use
     ``timerwheel.Wheel``."""

@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import Any, Optional, Type, TypeVar
 
 from . import _asyncio
-from ._timerwheel import _Wheel
+from ._timerwheel import _exiting, _Wheel
 
 T = TypeVar("T")
 W = TypeVar("W", bound="Wheel")
@@ -85,5 +85,6 @@ class Wheel(_Wheel):
 
 @atexit.register
 def _close_all() -> None:
+    _exiting()
     for wheel in list(_wheels):
         _Wheel.close(wheel)
