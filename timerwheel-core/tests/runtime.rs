@@ -500,6 +500,39 @@ fn manual_mode_runs_due_callbacks_inside_poll() {
 }
 
 #[test]
+fn shutdown_waits_for_a_callback_running_inside_poll() {
+    let config = Config {
+        manual: true,
+        ..Config::default()
+    };
+    let rt = Arc::new(Runtime::<Box<dyn FnMut(TimerId) + Send>>::new(config).unwrap());
+    let (started_tx, started) = mpsc::channel();
+    let done = Arc::new(AtomicBool::new(false));
+    let d = done.clone();
+    rt.add(
+        ms(1),
+        Box::new(move |_| {
+            started_tx.send(()).unwrap();
+            thread::sleep(ms(200));
+            d.store(true, SeqCst);
+        }),
+    )
+    .unwrap();
+    thread::sleep(ms(5));
+    let poller = {
+        let rt = rt.clone();
+        thread::spawn(move || rt.poll())
+    };
+    started.recv_timeout(PATIENCE).unwrap();
+    rt.shutdown().unwrap();
+    assert!(
+        done.load(SeqCst),
+        "shutdown returned while poll ran a callback"
+    );
+    assert_eq!(poller.join().unwrap(), Ok(1));
+}
+
+#[test]
 fn poll_is_refused_with_threads() {
     let rt: Runtime<Probe> = runtime(1);
     assert_eq!(rt.poll(), Err(Error::Invalid));

@@ -190,13 +190,15 @@ impl<T: Task> Runtime<T> {
         if !self.inner.config.manual {
             return Err(Error::Invalid);
         }
-        if self.inner.executor.is_closed() {
+        if !self.inner.executor.begin_poll() {
             return Err(Error::Shutdown);
         }
         let mut due = Vec::new();
         self.inner
             .collect_due(self.inner.clock.now_tick(), &mut due);
-        Ok(self.inner.run_batch(&due))
+        let ran = self.inner.run_batch(&due);
+        self.inner.executor.end_poll();
+        Ok(ran)
     }
 
     /// Stops the tick thread, waits for running callbacks, drops every pending timer
