@@ -11,7 +11,7 @@ use super::clock::Clock;
 use super::executor::{Executor, GROW_AFTER};
 use super::shard::{decode, encode, Schedule, Shard, MAX_SHARDS};
 use super::stats::Histogram;
-use super::ticker::{Ticker, WALL_CHECK};
+use super::ticker::{tighten_timer_slack, Ticker, WALL_CHECK};
 use super::{Config, Error, Rejected, Stats, Task, TimerId};
 use crate::wheel::Key;
 
@@ -156,7 +156,8 @@ impl<T: Task> Inner<T> {
                 task,
             });
         }
-        let index = SHARD_HINT.with(|hint| *hint) % self.shards.len();
+        // The shard count is a power of two.
+        let index = SHARD_HINT.with(|hint| *hint) & (self.shards.len() - 1);
         let inserted = self.shards[index].lock().insert(deadline, schedule, task);
         match inserted {
             Ok(key) => {
@@ -372,6 +373,7 @@ pub(crate) fn worker_main<T: Task>(inner: Arc<Inner<T>>) {
 
 /// The tick thread.
 pub(crate) fn ticker_main<T: Task>(inner: Arc<Inner<T>>) {
+    tighten_timer_slack();
     let mut due = Vec::new();
     let mut wall_offset = inner.clock.wall_offset_ns();
     while !inner.ticker.stopped() {
