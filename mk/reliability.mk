@@ -26,9 +26,10 @@ TEST_TARGETS += test-loom
 # Fuzzing (cargo-fuzz, nightly): each target for FUZZ_SECONDS from its committed seeds
 # (fuzz/seeds/<target>); the growing corpus stays in fuzz/corpus (not committed). A crash
 # lands in fuzz/artifacts/<target>/: copy it to fuzz/regressions/<target>/, where the
-# stable replay test runs it from then on. wheel_ops is safe Rust: no sanitizer, for speed.
+# stable replay test runs it from then on. wheel_ops is safe Rust: no sanitizer, for speed;
+# c_abi crosses the C boundary: AddressSanitizer.
 FUZZ_SECONDS ?= 300
-FUZZ_TARGETS := wheel_ops
+FUZZ_TARGETS := wheel_ops c_abi
 FUZZ_SANITIZER_wheel_ops := none
 FUZZ_MAX_LEN := 512
 .PHONY: fuzz fuzz-tools test-fuzz $(addprefix fuzz-,$(FUZZ_TARGETS))
@@ -38,7 +39,7 @@ fuzz-tools:
 
 fuzz: $(addprefix fuzz-,$(FUZZ_TARGETS))
 
-fuzz-%: fuzz-tools
+$(addprefix fuzz-,$(FUZZ_TARGETS)): fuzz-%: fuzz-tools
 	@mkdir -p fuzz/corpus/$*
 	@echo "fuzz: $* for $(FUZZ_SECONDS) s"
 	$(CARGO) +nightly fuzz run -s $(or $(FUZZ_SANITIZER_$*),address) $* fuzz/corpus/$* fuzz/seeds/$* -- \
@@ -52,6 +53,7 @@ test-fuzz:
 	else \
 		echo "test-fuzz: skipped: no nightly toolchain; replaying seeds and regressions on stable"; \
 		$(CARGO) test --release -p timerwheel-core --test wheel_ops_replay; \
+		$(CARGO) test --release -p timerwheel-ffi --test c_abi_replay; \
 	fi
 
 TEST_TARGETS += test-fuzz
