@@ -29,6 +29,7 @@ TEST_TARGETS += test-loom
 # stable replay test runs it from then on. wheel_ops is safe Rust: no sanitizer, for speed;
 # c_abi crosses the C boundary: AddressSanitizer.
 FUZZ_SECONDS ?= 300
+FUZZ_TOOLCHAIN ?= nightly
 FUZZ_TARGETS := wheel_ops c_abi
 FUZZ_SANITIZER_wheel_ops := none
 FUZZ_MAX_LEN := 512
@@ -42,13 +43,13 @@ fuzz: $(addprefix fuzz-,$(FUZZ_TARGETS))
 $(addprefix fuzz-,$(FUZZ_TARGETS)): fuzz-%: fuzz-tools
 	@mkdir -p fuzz/corpus/$*
 	@echo "fuzz: $* for $(FUZZ_SECONDS) s"
-	$(CARGO) +nightly fuzz run -s $(or $(FUZZ_SANITIZER_$*),address) $* fuzz/corpus/$* fuzz/seeds/$* -- \
+	$(CARGO) +$(FUZZ_TOOLCHAIN) fuzz run -s $(or $(FUZZ_SANITIZER_$*),address) $* fuzz/corpus/$* fuzz/seeds/$* -- \
 		-max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN) -print_final_stats=1
 
 # CI: a minute per target on nightly; without nightly, the same decode-and-check functions
 # run on stable over the seeds, the regressions and a few thousand pseudo-random inputs.
 test-fuzz:
-	@if $(CARGO) +nightly --version >/dev/null 2>&1; then \
+	@if $(CARGO) +$(FUZZ_TOOLCHAIN) --version >/dev/null 2>&1; then \
 		$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=60; \
 	else \
 		echo "test-fuzz: skipped: no nightly toolchain; replaying seeds and regressions on stable"; \
