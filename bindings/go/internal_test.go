@@ -1,0 +1,65 @@
+package timerwheel
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+)
+
+func TestMillisRoundsUp(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want uint64
+	}{
+		{-time.Hour, 0}, {0, 0}, {time.Nanosecond, 1}, {time.Millisecond, 1},
+		{time.Millisecond + time.Nanosecond, 2}, {1500 * time.Microsecond, 2},
+		{time.Second, 1000}, {math.MaxInt64, math.MaxInt64/1000000 + 1},
+	} {
+		if got := millis(c.d); got != c.want {
+			t.Errorf("millis(%v) = %d, want %d", c.d, got, c.want)
+		}
+	}
+}
+
+func TestEveryStatusHasItsError(t *testing.T) {
+	want := []error{nil, ErrInvalid, ErrNotFound, ErrFull, ErrClosed, ErrBusy, ErrInternal}
+	for code, err := range want {
+		if got := errFromCode(code); got != err {
+			t.Errorf("errFromCode(%d) = %v, want %v", code, got, err)
+		}
+	}
+	if !errors.Is(errFromCode(99), ErrInternal) {
+		t.Error("an unknown status is not ErrInternal")
+	}
+	if !errors.Is(errNilFunc, ErrInvalid) {
+		t.Error("errNilFunc is not ErrInvalid")
+	}
+}
+
+func TestRegistryStaleHandleFindsNothing(t *testing.T) {
+	var r registry
+	w := &Wheel{}
+	a := &Timer{w: w}
+	h := r.add(a, false)
+	if r.fired(h) != a {
+		t.Fatal("a live periodic slot did not find its timer")
+	}
+	if !r.release(h) || r.release(h) {
+		t.Fatal("release of a live slot must succeed once")
+	}
+	b := &Timer{w: w}
+	h2 := r.add(b, true)
+	if h2&indexMask != h&indexMask {
+		t.Fatal("a released slot was not reused")
+	}
+	if r.fired(h) != nil {
+		t.Fatal("a stale handle found the slot's new timer")
+	}
+	if r.fired(h2) != b || r.fired(h2) != nil {
+		t.Fatal("a one-shot slot must fire once")
+	}
+	if n := r.countWheel(w); n != 0 {
+		t.Fatalf("%d live slots, want 0", n)
+	}
+}

@@ -1,0 +1,139 @@
+package timerwheel
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestAfterFuncNeverFiresEarly(t *testing.T) {
+	w := newWheel(t, Config{})
+	delays := []time.Duration{time.Millisecond, 1500 * time.Microsecond, 7 * time.Millisecond,
+		20*time.Millisecond + time.Nanosecond, 50 * time.Millisecond}
+	type result struct {
+		want, got time.Duration
+	}
+	done := make(chan result, len(delays))
+	for _, d := range delays {
+		d, start := d, time.Now()
+		mustAfterFunc(t, w, d, func() { done <- result{d, time.Since(start)} })
+	}
+	for range delays {
+		r := receive(t, done, "a timer to fire")
+		if r.got < r.want {
+			t.Errorf("timer of %v fired after %v: early", r.want, r.got)
+		}
+	}
+}
+
+func TestZeroAndNegativeDelaysFireSoon(t *testing.T) {
+	w := newWheel(t, Config{})
+	done := make(chan struct{}, 2)
+	mustAfterFunc(t, w, 0, func() { done <- struct{}{} })
+	mustAfterFunc(t, w, -time.Hour, func() { done <- struct{}{} })
+	receive(t, done, "the zero-delay timer")
+	receive(t, done, "the negative-delay timer")
+}
+
+func TestNilFuncIsInvalid(t *testing.T) {
+	w := newWheel(t, Config{})
+	if _, err := w.AfterFunc(time.Second, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("AfterFunc(nil) = %v, want ErrInvalid", err)
+	}
+	if _, err := w.Every(time.Second, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Every(nil) = %v, want ErrInvalid", err)
+	}
+	if _, err := w.Every(0, func() {}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Every(0) = %v, want ErrInvalid", err)
+	}
+	if _, err := w.EveryFixedDelay(-time.Second, func() {}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("EveryFixedDelay(-1s) = %v, want ErrInvalid", err)
+	}
+}
+
+func TestStopPendingTimer(t *testing.T) {
+	w := newWheel(t, Config{})
+	var ran atomic.Bool
+	tm := mustAfterFunc(t, w, 50*time.Millisecond, func() { ran.Store(true) })
+	if !tm.Stop() {
+		t.Fatal("Stop of a pending timer = false, want true")
+	}
+	if tm.Stop() {
+		t.Fatal("second Stop = true, want false")
+	}
+	time.Sleep(150 * time.Millisecond)
+	if ran.Load() {
+		t.Fatal("a stopped timer ran")
+	}
+}
+
+func TestStopAfterFireIsFalse(t *testing.T) {
+	w := newWheel(t, Config{})
+	done := make(chan struct{})
+	tm := mustAfterFunc(t, w, 0, func() { close(done) })
+	receive(t, done, "the timer to fire")
+	eventually(t, "the fired timer to end", func() bool { return w.Stats().Pending == 0 })
+	if tm.Stop() {
+		t.Fatal("Stop after the timer fired = true, want false")
+	}
+}
+
+func TestResetPendingTimerMovesIt(t *testing.T) {
+	w := newWheel(t, Config{})
+	fired := make(chan time.Time, 2)
+	tm := mustAfterFunc(t, w, time.Hour, func() { fired <- time.Now() })
+	start := time.Now()
+	if !tm.Reset(20 * time.Millisecond) {
+		t.Fatal("Reset of a pending timer = false, want true")
+	}
+	if at := receive(t, fired, "the reset timer"); at.Sub(start) < 20*time.Millisecond {
+		t.Errorf("reset timer fired after %v, before its 20ms", at.Sub(start))
+	}
+}
+
+func TestResetFiredTimerSchedulesItAgain(t *testing.T) {
+	w := newWheel(t, Config{})
+	fired := make(chan struct{}, 2)
+	tm := mustAfterFunc(t, w, 0, func() { fired <- struct{}{} })
+	receive(t, fired, "the first run")
+	eventually(t, "the fired timer to end", func() bool { return w.Stats().Pending == 0 })
+	if tm.Reset(time.Millisecond) {
+		t.Fatal("Reset of a fired timer = true, want false")
+	}
+	receive(t, fired, "the run scheduled by Reset")
+	eventually(t, "the second run to end", func() bool { return w.Stats().Pending == 0 })
+	if tm.Stop() {
+		t.Fatal("Stop after the second run = true, want false")
+	}
+}
+
+func TestResetStoppedTimerSchedulesItAgain(t *testing.T) {
+	w := newWheel(t, Config{})
+	fired := make(chan struct{}, 1)
+	tm := mustAfterFunc(t, w, time.Hour, func() { fired <- struct{}{} })
+	tm.Stop()
+	if tm.Reset(time.Millisecond) {
+		t.Fatal("Reset of a stopped timer = true, want false")
+	}
+	receive(t, fired, "the run scheduled by Reset")
+}
+
+func TestResetFromOwnCallback(t *testing.T) {
+	w := newWheel(t, Config{})
+	var runs atomic.Int32
+	results := make(chan bool, 1)
+	var tm *Timer
+	ready := make(chan struct{})
+	tm = mustAfterFunc(t, w, time.Millisecond, func() {
+		<-ready
+		if runs.Add(1) == 1 {
+			results <- tm.Reset(time.Millisecond)
+		}
+	})
+	close(ready)
+	if receive(t, results, "Reset from the callback") {
+		t.Error("Reset from the timer's own one-shot callback = true, want false")
+	}
+	eventually(t, "the second run", func() bool { return runs.Load() == 2 })
+}
