@@ -8,8 +8,10 @@ fn main() {
     let rt = Runtime::builder().build().expect("runtime");
     let (tx, rx) = mpsc::channel();
     let once = tx.clone();
-    rt.after(Duration::from_millis(20), move |_| once.send("one-shot fired").unwrap())
-        .unwrap();
+    rt.after(Duration::from_millis(20), move |_| {
+        once.send("one-shot fired").unwrap()
+    })
+    .unwrap();
     let beat = rt
         .every(Duration::from_millis(5), move |_| {
             let _ = tx.send("heartbeat");

@@ -50,6 +50,8 @@ pub struct Rejected<T> {
 
 impl<T> fmt::Debug for Rejected<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Rejected").field("error", &self.error).finish()
+        f.debug_struct("Rejected")
+            .field("error", &self.error)
+            .finish()
     }
 }

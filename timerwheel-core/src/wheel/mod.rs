@@ -14,7 +14,10 @@ impl Key {
     }
     pub fn from_u64(raw: u64) -> Option<Key> {
         let generation = (raw >> 32) as u32;
-        (generation != 0).then_some(Key { index: raw as u32, generation })
+        (generation != 0).then_some(Key {
+            index: raw as u32,
+            generation,
+        })
     }
     pub fn index(self) -> u32 {
         self.index

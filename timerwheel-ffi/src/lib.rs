@@ -1,0 +1,32 @@
+//! The C ABI of timerwheel: `libtimerwheel.so` / `libtimerwheel.a` and
+//! `include/timerwheel.h`, generated from this crate by cbindgen.
+//!
+//! Every function is a thin layer over [`timerwheel_core::Runtime`] with `CTask` as
+//! its task type; there is no second implementation. Every exported function runs behind the
+//! panic boundary (`boundary.rs`); C pointers become Rust references in `ptr.rs` only.
+#![allow(non_camel_case_types)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks, missing_docs)]
+
+mod boundary;
+mod ptr;
+mod task;
+mod time;
+mod types;
+
+// The exported functions, in the order the header lists them: the wheel's life cycle,
+// timers, static strings.
+pub mod wheel;
+
+pub mod timers;
+
+pub mod text;
+
+pub use text::{tw_status_str, tw_version};
+pub use timers::{tw_add, tw_add_at, tw_add_periodic, tw_delete, tw_delete_sync, tw_reset};
+pub use types::{
+    tw_callback, tw_config, tw_drop_fn, tw_period_mode, tw_stats, tw_status, tw_timer_id, tw_wheel,
+};
+pub use wheel::{
+    tw_config_init, tw_create, tw_default, tw_destroy, tw_get_stats, tw_next_timeout_ms, tw_poll,
+};

@@ -1,0 +1,68 @@
+//! Where C pointers become Rust references: the wheel handle, the config and the out
+//! pointers. A NULL pointer is `TW_ERR_INVALID`; the rest is the C caller's contract, stated
+//! in the header (a wheel pointer comes from tw_create or tw_default and is not yet
+//! destroyed; out pointers are valid for one write).
+
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use timerwheel_core::{Config, Runtime};
+
+use crate::task::CTask;
+use crate::types::{tw_config, tw_status, tw_wheel};
+
+/// The wheel behind `w`; `TW_ERR_INVALID` for NULL.
+///
+/// # Safety
+/// `w` is NULL or a live wheel from tw_create / tw_default, not destroyed during `'a`.
+pub unsafe fn wheel<'a>(w: *const tw_wheel) -> Result<&'a tw_wheel, tw_status> {
+    // SAFETY: by this function's contract, a non-NULL `w` points to a live wheel.
+    unsafe { w.as_ref() }.ok_or(tw_status::TW_ERR_INVALID)
+}
+
+/// The runtime behind `w`; `TW_ERR_INVALID` for NULL.
+///
+/// # Safety
+/// As for [`wheel`].
+pub unsafe fn runtime<'a>(w: *const tw_wheel) -> Result<&'a Runtime<CTask>, tw_status> {
+    // SAFETY: this function's contract is `wheel`'s.
+    unsafe { wheel(w) }.map(tw_wheel::runtime)
+}
+
+/// The configuration `cfg` describes; the defaults for NULL.
+///
+/// # Safety
+/// `cfg` is NULL or points to a readable `tw_config`.
+pub unsafe fn config(cfg: *const tw_config) -> Config {
+    // SAFETY: by this function's contract, a non-NULL `cfg` is readable.
+    match unsafe { cfg.as_ref() } {
+        Some(cfg) => Config::from(cfg),
+        None => Config::default(),
+    }
+}
+
+/// An out pointer checked for NULL before anything else happens, written once at the end.
+pub struct Out<'a, T> {
+    ptr: NonNull<T>,
+    _borrow: PhantomData<&'a mut T>,
+}
+
+impl<T> Out<'_, T> {
+    /// `TW_ERR_INVALID` for NULL.
+    ///
+    /// # Safety
+    /// `ptr` is NULL or valid for writing one `T` (it may be uninitialized).
+    pub unsafe fn new(ptr: *mut T) -> Result<Self, tw_status> {
+        let ptr = NonNull::new(ptr).ok_or(tw_status::TW_ERR_INVALID)?;
+        Ok(Out {
+            ptr,
+            _borrow: PhantomData,
+        })
+    }
+
+    /// Writes the result (without reading or dropping what was there).
+    pub fn put(self, value: T) {
+        // SAFETY: `new`'s contract: the pointer is non-NULL and valid for one write.
+        unsafe { self.ptr.as_ptr().write(value) }
+    }
+}

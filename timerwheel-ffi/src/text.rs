@@ -1,0 +1,66 @@
+//! The exported functions that return static strings.
+
+use std::ffi::c_char;
+
+use crate::boundary::guard_or;
+use crate::types::{tw_status, RawStatus};
+
+/// A static, human-readable description of a status; never NULL. A value that is not a
+/// tw_status gives "unknown status".
+#[no_mangle]
+pub extern "C" fn tw_status_str(s: RawStatus) -> *const c_char {
+    guard_or(UNKNOWN.as_ptr(), || message(s).as_ptr()).cast()
+}
+
+/// The library's version, e.g. "0.1.0" (static, never NULL).
+#[no_mangle]
+pub extern "C" fn tw_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+const UNKNOWN: &str = "unknown status\0";
+
+/// The NUL-terminated message of a status.
+fn message(s: RawStatus) -> &'static str {
+    const MESSAGES: [(tw_status, &str); 7] = [
+        (tw_status::TW_OK, "success\0"),
+        (tw_status::TW_ERR_INVALID, "invalid argument\0"),
+        (tw_status::TW_ERR_NOT_FOUND, "no such pending timer\0"),
+        (tw_status::TW_ERR_FULL, "timer capacity reached\0"),
+        (tw_status::TW_ERR_SHUTDOWN, "the wheel is shutting down\0"),
+        (
+            tw_status::TW_ERR_BUSY,
+            "would wait for the calling callback itself, or the wheel is shared\0",
+        ),
+        (tw_status::TW_ERR_INTERNAL, "internal error\0"),
+    ];
+    MESSAGES
+        .iter()
+        .find(|(status, _)| *status as u32 == s.0)
+        .map_or(UNKNOWN, |(_, message)| message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    fn text(s: u32) -> &'static str {
+        // SAFETY: tw_status_str returns a static NUL-terminated string.
+        unsafe { CStr::from_ptr(tw_status_str(RawStatus(s))) }
+            .to_str()
+            .unwrap()
+    }
+
+    #[test]
+    fn every_status_has_its_own_message() {
+        let all: Vec<_> = (0..7).map(text).collect();
+        assert!(all.iter().all(|m| *m != "unknown status"));
+        let mut unique = all.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), all.len());
+        assert_eq!(text(7), "unknown status");
+        assert_eq!(text(u32::MAX), "unknown status");
+    }
+}

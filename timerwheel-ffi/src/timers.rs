@@ -1,0 +1,186 @@
+//! The exported functions that add, re-arm and delete timers.
+
+use std::ffi::c_void;
+use std::time::Duration;
+
+use timerwheel_core::PeriodMode;
+
+use crate::boundary::guard;
+use crate::ptr::{runtime, Out};
+use crate::task::{accepted, CTask};
+use crate::time::unix_time;
+use crate::types::RawPeriodMode;
+use crate::types::{timer_id, tw_callback, tw_drop_fn, tw_status, tw_timer_id, tw_wheel};
+
+/// Adds a one-shot timer: `cb(id, user_data)` runs once, not before `delay_ms` has passed
+/// (within about a tick after), on a worker thread (the tick thread when max_workers is 0,
+/// inside tw_poll for a manual wheel). Then `drop(user_data)` is called, if `drop` is not
+/// NULL. `*out_id` receives the timer's id.
+///
+/// Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called (the
+/// caller still owns `user_data`) and `*out_id` is left untouched:
+/// - TW_ERR_INVALID: `w`, `cb` or `out_id` NULL.
+/// - TW_ERR_FULL: the wheel holds max_timers pending timers.
+/// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+///
+/// Any `delay_ms` is accepted, UINT64_MAX included (such a timer never fires in practice).
+///
+/// # Safety
+/// `w` is NULL or a live wheel; `out_id` is NULL or valid for writing a `tw_timer_id`;
+/// `cb` and `drop` may be called with `user_data` from any thread.
+#[no_mangle]
+pub unsafe extern "C" fn tw_add(
+    w: *mut tw_wheel,
+    delay_ms: u64,
+    cb: tw_callback,
+    user_data: *mut c_void,
+    drop: tw_drop_fn,
+    out_id: *mut tw_timer_id,
+) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a writable tw_timer_id.
+        let out_id = unsafe { Out::new(out_id) }?;
+        // SAFETY: the caller passes NULL or a live wheel.
+        let runtime = unsafe { runtime(w) }?;
+        let task = CTask::new(cb, user_data, drop)?;
+        out_id.put(accepted(
+            runtime.add(Duration::from_millis(delay_ms), task),
+        )?);
+        Ok(())
+    })
+}
+
+/// Adds a periodic timer: first run after `delay_ms`, then every `period_ms`, in `mode`
+/// (TW_FIXED_RATE keeps the schedule delay, delay + period, ... and coalesces missed
+/// periods into one run; TW_FIXED_DELAY runs `period_ms` after the previous callback
+/// returned). Runs of one timer never overlap. `drop(user_data)` is called once, after the
+/// timer is deleted (and its running callback, if any, returned) or at destroy.
+///
+/// Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called and
+/// `*out_id` is left untouched:
+/// - TW_ERR_INVALID: `w`, `cb` or `out_id` NULL; `period_ms` 0; `mode` not a tw_period_mode.
+/// - TW_ERR_FULL: the wheel holds max_timers pending timers.
+/// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+///
+/// # Safety
+/// As for tw_add.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the signature is the C contract
+pub unsafe extern "C" fn tw_add_periodic(
+    w: *mut tw_wheel,
+    delay_ms: u64,
+    period_ms: u64,
+    mode: RawPeriodMode,
+    cb: tw_callback,
+    user_data: *mut c_void,
+    drop: tw_drop_fn,
+    out_id: *mut tw_timer_id,
+) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a writable tw_timer_id.
+        let out_id = unsafe { Out::new(out_id) }?;
+        // SAFETY: the caller passes NULL or a live wheel.
+        let runtime = unsafe { runtime(w) }?;
+        let mode = PeriodMode::try_from(mode)?;
+        let task = CTask::new(cb, user_data, drop)?;
+        let (delay, period) = (
+            Duration::from_millis(delay_ms),
+            Duration::from_millis(period_ms),
+        );
+        out_id.put(accepted(runtime.add_periodic(delay, period, mode, task))?);
+        Ok(())
+    })
+}
+
+/// Adds a one-shot timer for a wall-clock time, `unix_ms` milliseconds since the Unix
+/// epoch; a time in the past runs at once. If the system clock is stepped, the timer still
+/// fires at `unix_ms` on the new clock.
+///
+/// Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called and
+/// `*out_id` is left untouched:
+/// - TW_ERR_INVALID: `w`, `cb` or `out_id` NULL.
+/// - TW_ERR_FULL: the wheel holds max_timers pending timers.
+/// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+///
+/// # Safety
+/// As for tw_add.
+#[no_mangle]
+pub unsafe extern "C" fn tw_add_at(
+    w: *mut tw_wheel,
+    unix_ms: i64,
+    cb: tw_callback,
+    user_data: *mut c_void,
+    drop: tw_drop_fn,
+    out_id: *mut tw_timer_id,
+) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a writable tw_timer_id.
+        let out_id = unsafe { Out::new(out_id) }?;
+        // SAFETY: the caller passes NULL or a live wheel.
+        let runtime = unsafe { runtime(w) }?;
+        let when = unix_time(unix_ms)?;
+        let task = CTask::new(cb, user_data, drop)?;
+        out_id.put(accepted(runtime.add_at(when, task))?);
+        Ok(())
+    })
+}
+
+/// Re-arms a pending timer to fire `delay_ms` from now (for a periodic timer: moves its
+/// next run; the period stays).
+///
+/// Returns TW_OK, or (and nothing changes):
+/// - TW_ERR_INVALID: `w` NULL.
+/// - TW_ERR_NOT_FOUND: `id` is 0, unknown, stale, deleted, or a one-shot that fired.
+/// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+///
+/// # Safety
+/// `w` is NULL or a live wheel.
+#[no_mangle]
+pub unsafe extern "C" fn tw_reset(w: *mut tw_wheel, id: tw_timer_id, delay_ms: u64) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live wheel.
+        let runtime = unsafe { runtime(w) }?;
+        runtime.reset(timer_id(id)?, Duration::from_millis(delay_ms))?;
+        Ok(())
+    })
+}
+
+/// Deletes a timer: TW_OK when it was pending and will not start again. A one-shot that is
+/// due but has not started yet is stopped too. For a periodic timer whose callback is
+/// running: TW_OK, no further run starts, and `drop` follows when the callback returns.
+/// A callback may delete its own timer.
+///
+/// Returns TW_OK, or (and nothing changes):
+/// - TW_ERR_INVALID: `w` NULL.
+/// - TW_ERR_NOT_FOUND: `id` is 0, unknown, stale, already deleted, or a one-shot that fired.
+/// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+///
+/// # Safety
+/// `w` is NULL or a live wheel.
+#[no_mangle]
+pub unsafe extern "C" fn tw_delete(w: *mut tw_wheel, id: tw_timer_id) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live wheel.
+        let runtime = unsafe { runtime(w) }?;
+        runtime.cancel(timer_id(id)?)?;
+        Ok(())
+    })
+}
+
+/// Like tw_delete, then waits until a callback of this timer running on another thread
+/// has returned (so its user data is no longer in use when this returns).
+///
+/// Returns what tw_delete returns, or TW_ERR_BUSY at once (nothing changes) when called
+/// from this timer's own callback.
+///
+/// # Safety
+/// `w` is NULL or a live wheel.
+#[no_mangle]
+pub unsafe extern "C" fn tw_delete_sync(w: *mut tw_wheel, id: tw_timer_id) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live wheel.
+        let runtime = unsafe { runtime(w) }?;
+        runtime.cancel_sync(timer_id(id)?)?;
+        Ok(())
+    })
+}

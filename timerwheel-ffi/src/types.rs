@@ -1,0 +1,213 @@
+//! The C types of the ABI, whose layouts the header fixes, and their conversions from and
+//! to the runtime's Rust types.
+
+use std::ffi::c_void;
+use std::time::Duration;
+
+use timerwheel_core::{Config, Error, PeriodMode, Runtime, Stats, TimerId};
+
+use crate::task::CTask;
+
+/// A timer wheel: its tick thread, its workers and its timers. Opaque; create it with
+/// tw_create (or share tw_default) and free it with tw_destroy.
+pub struct tw_wheel {
+    runtime: Runtime<CTask>,
+}
+
+impl tw_wheel {
+    /// Wraps a started runtime.
+    pub fn new(runtime: Runtime<CTask>) -> Self {
+        tw_wheel { runtime }
+    }
+
+    /// The runtime inside.
+    pub fn runtime(&self) -> &Runtime<CTask> {
+        &self.runtime
+    }
+}
+
+/// The id of a timer. 0 never names a timer; ids are generational, so the id of a timer
+/// that has ended never reaches a later timer.
+pub type tw_timer_id = u64;
+
+/// A timer's callback: runs with the timer's id and the `user_data` given at add.
+pub type tw_callback = Option<unsafe extern "C" fn(id: tw_timer_id, user_data: *mut c_void)>;
+
+/// Frees a timer's `user_data`: called exactly once per accepted timer, after its last
+/// callback returned (after a one-shot fired, at delete, or at destroy). May be NULL.
+pub type tw_drop_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
+
+/// The result of every call that can fail. TW_OK is 0; the errors are distinct.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum tw_status {
+    /// Success.
+    TW_OK = 0,
+    /// A NULL pointer or an out-of-range argument (zero period, bad config, unknown mode).
+    TW_ERR_INVALID = 1,
+    /// No pending timer has this id (fired one-shot, deleted, stale, or never existed).
+    TW_ERR_NOT_FOUND = 2,
+    /// The wheel holds max_timers pending timers already.
+    TW_ERR_FULL = 3,
+    /// The wheel is shutting down.
+    TW_ERR_SHUTDOWN = 4,
+    /// The call would wait for the calling callback itself, or targets the shared wheel.
+    TW_ERR_BUSY = 5,
+    /// A bug inside the library was caught at the boundary; nothing crashed.
+    TW_ERR_INTERNAL = 6,
+}
+
+impl From<Error> for tw_status {
+    fn from(error: Error) -> Self {
+        match error {
+            Error::Invalid => tw_status::TW_ERR_INVALID,
+            Error::NotFound => tw_status::TW_ERR_NOT_FOUND,
+            Error::Full => tw_status::TW_ERR_FULL,
+            Error::Shutdown => tw_status::TW_ERR_SHUTDOWN,
+            Error::Busy => tw_status::TW_ERR_BUSY,
+        }
+    }
+}
+
+/// How a periodic timer schedules its next run.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum tw_period_mode {
+    /// Runs at delay, delay + period, delay + 2 period, ...; missed periods coalesce into one run.
+    TW_FIXED_RATE = 0,
+    /// Runs period after the previous callback returned.
+    TW_FIXED_DELAY = 1,
+}
+
+/// A `tw_status` as C passes it in: any value of the underlying integer, so that an
+/// unknown value is an error rather than undefined behaviour. The header names it
+/// `tw_status` (same ABI as the C enum).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct RawStatus(pub u32);
+
+/// A `tw_period_mode` as C passes it in (see [`RawStatus`]).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct RawPeriodMode(pub u32);
+
+impl TryFrom<RawPeriodMode> for PeriodMode {
+    type Error = tw_status;
+
+    fn try_from(mode: RawPeriodMode) -> Result<Self, tw_status> {
+        match mode.0 {
+            m if m == tw_period_mode::TW_FIXED_RATE as u32 => Ok(PeriodMode::FixedRate),
+            m if m == tw_period_mode::TW_FIXED_DELAY as u32 => Ok(PeriodMode::FixedDelay),
+            _ => Err(tw_status::TW_ERR_INVALID),
+        }
+    }
+}
+
+/// A timer id from its C form. 0 names no timer: `TW_ERR_NOT_FOUND`, like any unknown id.
+pub fn timer_id(raw: tw_timer_id) -> Result<TimerId, tw_status> {
+    TimerId::from_u64(raw).ok_or(tw_status::TW_ERR_NOT_FOUND)
+}
+
+/// How a wheel is set up. Fill it with `tw_config_init`, then change what you need.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct tw_config {
+    /// Granularity of the wheel in microseconds: default 1000, at least 100, at most 1000000.
+    pub tick_us: u64,
+    /// Worker threads kept even when idle: default 1.
+    pub min_workers: u32,
+    /// Most worker threads: default the number of CPUs; 0 runs callbacks on the tick thread.
+    pub max_workers: u32,
+    /// An idle worker retires after this many milliseconds (down to min_workers): default 1000.
+    pub worker_keepalive_ms: u64,
+    /// Most pending timers at once; 0 = unlimited (the default).
+    pub max_timers: u64,
+    /// Nonzero = no threads: the caller drives time with tw_poll and tw_next_timeout_ms.
+    pub manual: u32,
+}
+
+impl From<&Config> for tw_config {
+    fn from(config: &Config) -> Self {
+        tw_config {
+            tick_us: u64::try_from(config.tick.as_micros()).unwrap_or(u64::MAX),
+            min_workers: u32::try_from(config.min_workers).unwrap_or(u32::MAX),
+            max_workers: u32::try_from(config.max_workers).unwrap_or(u32::MAX),
+            worker_keepalive_ms: u64::try_from(config.worker_keepalive.as_millis())
+                .unwrap_or(u64::MAX),
+            max_timers: u64::try_from(config.max_timers).unwrap_or(u64::MAX),
+            manual: u32::from(config.manual),
+        }
+    }
+}
+
+impl From<&tw_config> for Config {
+    fn from(config: &tw_config) -> Self {
+        Config {
+            tick: Duration::from_micros(config.tick_us),
+            min_workers: config.min_workers as usize,
+            max_workers: config.max_workers as usize,
+            worker_keepalive: Duration::from_millis(config.worker_keepalive_ms),
+            max_timers: usize::try_from(config.max_timers).unwrap_or(usize::MAX),
+            manual: config.manual != 0,
+        }
+    }
+}
+
+/// A snapshot of a wheel's counters. At any quiet moment
+/// added = fired_one_shot + cancelled + pending + discarded.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct tw_stats {
+    /// Timers that will run (again) unless deleted.
+    pub pending: u64,
+    /// Timers ever accepted.
+    pub added: u64,
+    /// Callback runs started (one-shot and periodic).
+    pub fired: u64,
+    /// One-shot timers whose callback started.
+    pub fired_one_shot: u64,
+    /// Timers stopped by tw_delete / tw_delete_sync.
+    pub cancelled: u64,
+    /// Timers dropped unrun at destroy.
+    pub discarded: u64,
+    /// Worker threads now.
+    pub workers: u64,
+    /// Most worker threads at once.
+    pub workers_peak: u64,
+    /// Workers started because due callbacks backed up.
+    pub workers_spawned: u64,
+    /// Workers retired after worker_keepalive_ms idle.
+    pub workers_retired: u64,
+    /// Due callbacks waiting for a worker.
+    pub queue_depth: u64,
+    /// Median lateness (callback start minus deadline), microseconds.
+    pub late_p50_us: u64,
+    /// 99th percentile lateness, microseconds.
+    pub late_p99_us: u64,
+    /// Largest lateness seen, microseconds.
+    pub late_max_us: u64,
+    /// Callbacks that panicked (never a C callback; counted for the other interfaces).
+    pub callback_panics: u64,
+}
+
+impl From<Stats> for tw_stats {
+    fn from(s: Stats) -> Self {
+        tw_stats {
+            pending: s.pending,
+            added: s.added,
+            fired: s.fired,
+            fired_one_shot: s.fired_one_shot,
+            cancelled: s.cancelled,
+            discarded: s.discarded,
+            workers: s.workers,
+            workers_peak: s.workers_peak,
+            workers_spawned: s.workers_spawned,
+            workers_retired: s.workers_retired,
+            queue_depth: s.queue_depth,
+            late_p50_us: s.late_p50_us,
+            late_p99_us: s.late_p99_us,
+            late_max_us: s.late_max_us,
+            callback_panics: s.callback_panics,
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! The exported functions that create, inspect, drive and destroy a wheel.
+
+use std::ptr;
+use std::sync::OnceLock;
+
+use timerwheel_core::{Config, Runtime};
+
+use crate::boundary::{guard, guard_or};
+use crate::ptr::{config, runtime, wheel, Out};
+use crate::time::ceil_ms;
+use crate::types::{tw_config, tw_stats, tw_status, tw_wheel};
+
+/// Fills `*cfg` with the defaults: tick_us 1000, min_workers 1, max_workers = number of
+/// CPUs, worker_keepalive_ms 1000, max_timers 0 (unlimited), manual 0.
+///
+/// Bad input: `cfg` NULL does nothing.
+///
+/// # Safety
+/// `cfg` is NULL or valid for writing a `tw_config`.
+#[no_mangle]
+pub unsafe extern "C" fn tw_config_init(cfg: *mut tw_config) {
+    guard_or((), || {
+        // SAFETY: the caller passes NULL or a writable tw_config.
+        if let Ok(out) = unsafe { Out::new(cfg) } {
+            out.put(tw_config::from(&Config::default()));
+        }
+    })
+}
+
+/// Creates a wheel and starts its threads (none when `cfg->manual`); `*out` receives it.
+/// `cfg` NULL means every default. Free the wheel with tw_destroy.
+///
+/// Returns TW_OK, or (and `*out` is left untouched):
+/// - TW_ERR_INVALID: `out` NULL; or a config out of range (tick_us below 100 or above
+///   1000000, min_workers above a nonzero max_workers, max_workers above 1024).
+/// - TW_ERR_INTERNAL: the threads could not be started.
+///
+/// # Safety
+/// `cfg` is NULL or points to a readable `tw_config`; `out` is NULL or valid for writing a
+/// pointer.
+#[no_mangle]
+pub unsafe extern "C" fn tw_create(cfg: *const tw_config, out: *mut *mut tw_wheel) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a writable pointer.
+        let out = unsafe { Out::new(out) }?;
+        // SAFETY: the caller passes NULL or a readable tw_config.
+        let config = unsafe { config(cfg) };
+        config.validate()?;
+        let wheel = tw_wheel::new(Runtime::new(config)?);
+        out.put(Box::into_raw(Box::new(wheel)));
+        Ok(())
+    })
+}
+
+/// The process-wide shared wheel (default config), created on the first call; every caller
+/// gets the same one. It lives as long as the process: tw_destroy on it returns TW_ERR_BUSY.
+///
+/// Returns NULL only if the wheel could not be started (no thread could be created).
+#[no_mangle]
+pub extern "C" fn tw_default() -> *mut tw_wheel {
+    guard_or(ptr::null_mut(), || match default_wheel() {
+        Some(wheel) => (wheel as *const tw_wheel).cast_mut(),
+        None => ptr::null_mut(),
+    })
+}
+
+/// The shared wheel, started on first use; `None` if it could not be started.
+fn default_wheel() -> Option<&'static tw_wheel> {
+    static DEFAULT: OnceLock<Option<tw_wheel>> = OnceLock::new();
+    DEFAULT
+        .get_or_init(|| Runtime::new(Config::default()).ok().map(tw_wheel::new))
+        .as_ref()
+}
+
+/// Stops the wheel: stops the tick thread, waits for running callbacks, drops every
+/// pending timer (its drop function is called, its callback is not) and frees the wheel,
+/// all before it returns. `w` is invalid afterwards.
+///
+/// Returns TW_OK, or (and nothing changes):
+/// - TW_ERR_INVALID: `w` NULL.
+/// - TW_ERR_BUSY: called from inside one of this wheel's callbacks, or `w` is tw_default().
+/// - TW_ERR_SHUTDOWN: another thread is destroying `w` at the same time (that call frees it).
+///
+/// # Safety
+/// `w` is NULL or a wheel from tw_create / tw_default that is not yet destroyed. Not to be
+/// called while another thread may still use `w` (other than a callback of `w` itself).
+#[no_mangle]
+pub unsafe extern "C" fn tw_destroy(w: *mut tw_wheel) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live wheel.
+        let wheel = unsafe { wheel(w) }?;
+        if default_wheel().is_some_and(|shared| ptr::eq(shared, wheel)) {
+            return Err(tw_status::TW_ERR_BUSY);
+        }
+        wheel.runtime().shutdown()?;
+        // SAFETY: `w` came from Box::into_raw in tw_create (it is not the shared wheel),
+        // and only the call whose shutdown succeeded gets here, so it is freed exactly once.
+        drop(unsafe { Box::from_raw(w) });
+        Ok(())
+    })
+}
+
+/// Copies the wheel's counters into `*out`. At any quiet moment
+/// added = fired_one_shot + cancelled + pending + discarded.
+///
+/// Returns TW_OK, or TW_ERR_INVALID when `w` or `out` is NULL. Works during shutdown too.
+///
+/// # Safety
+/// `w` is NULL or a live wheel; `out` is NULL or valid for writing a `tw_stats`.
+#[no_mangle]
+pub unsafe extern "C" fn tw_get_stats(w: *const tw_wheel, out: *mut tw_stats) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a writable tw_stats.
+        let out = unsafe { Out::new(out) }?;
+        // SAFETY: the caller passes NULL or a live wheel.
+        let runtime = unsafe { runtime(w) }?;
+        out.put(runtime.stats().into());
+        Ok(())
+    })
+}
+
+/// For a manual wheel: milliseconds until the next deadline, rounded up (0 when a timer is
+/// due), or -1 when no timer is pending: the timeout to give poll()/epoll_wait() before
+/// calling tw_poll. On a wheel with threads the value is the same, for information only.
+///
+/// Bad input: `w` NULL returns -1.
+///
+/// # Safety
+/// `w` is NULL or a live wheel.
+#[no_mangle]
+pub unsafe extern "C" fn tw_next_timeout_ms(w: *mut tw_wheel) -> i64 {
+    guard_or(-1, || {
+        // SAFETY: the caller passes NULL or a live wheel.
+        match unsafe { runtime(w) } {
+            Ok(runtime) => runtime.next_timeout().map_or(-1, ceil_ms),
+            Err(_) => -1,
+        }
+    })
+}
+
+/// For a manual wheel: runs every callback that is due, on the calling thread, and stores
+/// how many ran in `*ran`.
+///
+/// Returns TW_OK, or (and nothing runs):
+/// - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is not manual.
+/// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+///
+/// # Safety
+/// `w` is NULL or a live wheel; `ran` is NULL or valid for writing a `size_t`.
+#[no_mangle]
+pub unsafe extern "C" fn tw_poll(w: *mut tw_wheel, ran: *mut usize) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a writable size_t.
+        let ran = unsafe { Out::new(ran) }?;
+        // SAFETY: the caller passes NULL or a live wheel.
+        let runtime = unsafe { runtime(w) }?;
+        ran.put(runtime.poll()?);
+        Ok(())
+    })
+}
