@@ -116,7 +116,8 @@ func cVersion() string {
 	return C.GoString(C.tw_version())
 }
 
-// statusErr is the error of a tw_status, nil for TW_OK.
-func statusErr(s C.tw_status) error {
+// statusErr is the error of a tw_status, nil for TW_OK. (The header's functions return
+// `enum tw_status`, which cgo types as uint32, its struct fields C.tw_status.)
+func statusErr[S ~uint32](s S) error {
 	return errFromCode(int(s))
 }
