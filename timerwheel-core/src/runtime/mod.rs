@@ -1,13 +1,27 @@
 //! The runtime: sharded wheels, a tick thread on the monotonic clock, and an adaptive
 //! executor. Every interface (C, Python, Go) wraps one [`Runtime`].
+//!
+//! | file          | responsibility                                              |
+//! |---------------|-------------------------------------------------------------|
+//! | `clock.rs`    | ticks on `CLOCK_MONOTONIC`, rounding deadlines up           |
+//! | `shard.rs`    | one wheel + bookkeeping under a lock; a timer's life cycle  |
+//! | `ticker.rs`   | the tick thread's sleep and wake-up                         |
+//! | `executor.rs` | the run queue, workers, and the grow/shrink decision        |
+//! | `inner.rs`    | the paths of a timer through all of them                    |
+//! | `stats.rs`    | counters and the lateness histogram                         |
 
+mod clock;
 mod config;
 mod error;
+mod executor;
+mod inner;
+mod shard;
 mod stats;
 mod task;
+mod ticker;
 mod timer;
 
-use std::marker::PhantomData;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 pub use config::{Builder, Config, MIN_TICK};
@@ -16,10 +30,13 @@ pub use stats::Stats;
 pub use task::{BoxTask, PeriodMode, Task, TimerId};
 pub use timer::Timer;
 
+use inner::{ticker_main, worker_main, Inner};
+use shard::Schedule;
+
 /// A timer runtime. Every method takes `&self` and is safe from any thread, including from
 /// inside callbacks. Dropping the runtime shuts it down.
 pub struct Runtime<T: Task = BoxTask> {
-    _task: PhantomData<T>,
+    inner: Arc<Inner<T>>,
 }
 
 impl Runtime<BoxTask> {
@@ -34,8 +51,7 @@ impl Runtime<BoxTask> {
         delay: Duration,
         f: impl FnMut(TimerId) + Send + 'static,
     ) -> Result<Timer, Error> {
-        let _ = (delay, f);
-        todo!()
+        self.handle(self.add(delay, Box::new(f)))
     }
 
     /// Runs `f` once at the wall-clock time `when`.
@@ -44,8 +60,7 @@ impl Runtime<BoxTask> {
         when: SystemTime,
         f: impl FnMut(TimerId) + Send + 'static,
     ) -> Result<Timer, Error> {
-        let _ = (when, f);
-        todo!()
+        self.handle(self.add_at(when, Box::new(f)))
     }
 
     /// Runs `f` every `period`, first after `period`, at a fixed rate.
@@ -54,22 +69,50 @@ impl Runtime<BoxTask> {
         period: Duration,
         f: impl FnMut(TimerId) + Send + 'static,
     ) -> Result<Timer, Error> {
-        let _ = (period, f);
-        todo!()
+        self.handle(self.add_periodic(period, period, PeriodMode::FixedRate, Box::new(f)))
+    }
+
+    fn handle(&self, added: Result<TimerId, Rejected<BoxTask>>) -> Result<Timer, Error> {
+        added
+            .map(|id| Timer::new(id, Arc::downgrade(&self.inner)))
+            .map_err(|rejected| rejected.error)
     }
 }
 
 impl<T: Task> Runtime<T> {
     /// Starts a runtime (its tick thread and `min_workers` workers unless manual).
     pub fn new(config: Config) -> Result<Self, Error> {
-        let _ = config;
-        todo!()
+        Self::start(config, false)
+    }
+
+    /// Starts a runtime meant to live as long as the process (a process-wide default):
+    /// its `shutdown` returns `Busy`.
+    pub fn new_shared(config: Config) -> Result<Self, Error> {
+        Self::start(config, true)
+    }
+
+    fn start(config: Config, shared: bool) -> Result<Self, Error> {
+        config.validate()?;
+        let inner = Arc::new(Inner::new(config, shared));
+        if !inner.config.manual {
+            let ticker = Arc::clone(&inner);
+            let handle = std::thread::Builder::new()
+                .name("timerwheel-tick".into())
+                .spawn(move || ticker_main(ticker))
+                .map_err(|_| Error::Invalid)?;
+            inner.ticker.set_thread(handle.thread().clone());
+            inner.executor.adopt(handle);
+            for _ in 0..inner.executor.reserve_initial() {
+                spawn_worker(&inner);
+            }
+        }
+        Ok(Runtime { inner })
     }
 
     /// Adds a one-shot timer that runs `task` once, not before `delay` has passed.
     pub fn add(&self, delay: Duration, task: T) -> Result<TimerId, Rejected<T>> {
-        let _ = (delay, task);
-        todo!()
+        let deadline = self.inner.clock.deadline_after(delay);
+        self.inner.add(deadline, Schedule::Once, task)
     }
 
     /// Adds a periodic timer: first run after `delay`, then every `period` (not zero).
@@ -80,78 +123,136 @@ impl<T: Task> Runtime<T> {
         mode: PeriodMode,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
-        let _ = (delay, period, mode, task);
-        todo!()
+        let tick = self.inner.clock.tick_ns();
+        let period_ticks = u64::try_from(period.as_nanos().div_ceil(u128::from(tick)));
+        let period = match period_ticks {
+            Ok(ticks) if ticks > 0 => ticks,
+            _ => {
+                let error = Error::Invalid;
+                return Err(Rejected { error, task });
+            }
+        };
+        let deadline = self.inner.clock.deadline_after(delay);
+        self.inner
+            .add(deadline, Schedule::Every { period, mode }, task)
     }
 
     /// Adds a one-shot timer for the wall-clock time `when`; a time in the past runs at
-    /// once. If the system clock is stepped, the timer is re-placed so that it still fires
-    /// at `when` on the new clock.
+    /// once. The system clock is compared with the monotonic one each time the tick thread
+    /// wakes (at least once a second while such timers are pending); when it was stepped,
+    /// these timers are re-placed so that they still fire at `when` on the new clock.
     pub fn add_at(&self, when: SystemTime, task: T) -> Result<TimerId, Rejected<T>> {
-        let _ = (when, task);
-        todo!()
+        let deadline = self.inner.clock.deadline_at(when);
+        self.inner.add(deadline, Schedule::At(when), task)
     }
 
     /// Stops a timer: `Ok` when it was pending (or a periodic timer whose run is under way)
-    /// and will not start again; `NotFound` otherwise. Its task is dropped once no run of
-    /// it is under way.
+    /// and will not start again; `NotFound` otherwise (fired one-shot, cancelled, stale).
+    /// Its task is dropped once no run of it is under way.
     pub fn cancel(&self, id: TimerId) -> Result<(), Error> {
-        let _ = id;
-        todo!()
+        self.inner.cancel(id)
     }
 
     /// Like [`cancel`](Self::cancel), then waits until a run of this timer on another
-    /// thread has returned. From the timer's own callback: `Busy`, at once.
+    /// thread has returned (also for a one-shot already running, which gives `NotFound`).
+    /// From the timer's own callback: `Busy`, at once, and nothing changes.
     pub fn cancel_sync(&self, id: TimerId) -> Result<(), Error> {
-        let _ = id;
-        todo!()
+        self.inner.cancel_sync(id)
     }
 
     /// Re-arms a pending timer to fire `delay` from now. For a periodic timer, this moves
     /// its next run; the period stays.
     pub fn reset(&self, id: TimerId, delay: Duration) -> Result<(), Error> {
-        let _ = (id, delay);
-        todo!()
+        self.inner.reset(id, delay)
     }
 
     /// Whether the timer is pending: it will run (again) unless cancelled.
     pub fn is_pending(&self, id: TimerId) -> bool {
-        let _ = id;
-        todo!()
+        self.inner.is_pending(id)
     }
 
     /// A snapshot of the counters.
     pub fn stats(&self) -> Stats {
-        todo!()
+        self.inner.stats()
     }
 
-    /// Manual mode: time until the next deadline (zero if one is due), `None` if no timer
-    /// is pending.
+    /// Manual mode: time until [`poll`](Self::poll) has work (zero if something is due;
+    /// it may be earlier than the next deadline, when a cascade step is due), `None` if no
+    /// timer is pending.
     pub fn next_timeout(&self) -> Option<Duration> {
-        todo!()
+        let tick = self.inner.next_expiry()?;
+        Some(self.inner.clock.until(tick))
     }
 
     /// Manual mode: runs every callback that is due, on the calling thread; returns how
     /// many ran. `Invalid` when the runtime has threads.
     pub fn poll(&self) -> Result<usize, Error> {
-        todo!()
+        if !self.inner.config.manual {
+            return Err(Error::Invalid);
+        }
+        if self.inner.executor.is_closed() {
+            return Err(Error::Shutdown);
+        }
+        let mut due = Vec::new();
+        self.inner
+            .collect_due(self.inner.clock.now_tick(), &mut due);
+        Ok(self.inner.run_batch(&due))
     }
 
     /// Stops the tick thread, waits for running callbacks, drops every pending timer
     /// without running it and returns how many were dropped. `Busy` from inside one of
-    /// this runtime's callbacks (nothing changes); `Shutdown` if already shut down.
+    /// this runtime's callbacks or on a shared runtime (nothing changes); `Shutdown` if
+    /// already shut down.
     pub fn shutdown(&self) -> Result<usize, Error> {
-        todo!()
+        let inner = &self.inner;
+        if inner.shared || inner.in_callback() {
+            return Err(Error::Busy);
+        }
+        if !inner.begin_shutdown() {
+            return Err(Error::Shutdown);
+        }
+        inner.ticker.stop();
+        inner.executor.close();
+        Ok(inner.discard_all())
     }
 
     /// The configuration the runtime runs with.
     pub fn config(&self) -> &Config {
-        todo!()
+        &self.inner.config
+    }
+}
+
+impl<T: Task> Drop for Runtime<T> {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+impl<T: Task> std::fmt::Debug for Runtime<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Starts a worker thread (already counted by the executor).
+fn spawn_worker<T: Task>(inner: &Arc<Inner<T>>) {
+    let worker = Arc::clone(inner);
+    let spawned = std::thread::Builder::new()
+        .name("timerwheel-worker".into())
+        .spawn(move || worker_main(worker));
+    match spawned {
+        Ok(handle) => inner.executor.adopt(handle),
+        Err(_) => inner.executor.worker_failed(),
     }
 }
 
 /// The process-wide shared runtime: default config, started on first use, never shut down
 /// (its `shutdown` returns `Busy`). One timer thread per process is the right default.
 pub fn default_runtime() -> &'static Runtime<BoxTask> {
-    todo!()
+    static DEFAULT: OnceLock<Runtime<BoxTask>> = OnceLock::new();
+    DEFAULT.get_or_init(|| {
+        Runtime::new_shared(Config::default()).expect("the default config is valid")
+    })
 }

@@ -35,3 +35,123 @@ pub struct Stats {
     /// Callbacks that panicked (or raised).
     pub callback_panics: u64,
 }
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Counters kept per shard, under the shard's lock.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) added: u64,
+    pub(crate) fired: u64,
+    pub(crate) fired_one_shot: u64,
+    pub(crate) cancelled: u64,
+    pub(crate) discarded: u64,
+}
+
+impl Counters {
+    pub(crate) fn add_to(&self, stats: &mut Stats) {
+        stats.added += self.added;
+        stats.fired += self.fired;
+        stats.fired_one_shot += self.fired_one_shot;
+        stats.cancelled += self.cancelled;
+        stats.discarded += self.discarded;
+        stats.pending += self.added - self.fired_one_shot - self.cancelled - self.discarded;
+    }
+}
+
+/// Values below this get a bucket each.
+const LINEAR: u64 = 16;
+/// Each power of two above is split in 2^SUB_BITS buckets (12.5 % relative error).
+const SUB_BITS: u32 = 3;
+const BUCKETS: usize = LINEAR as usize + (64 - 4) * (1 << SUB_BITS);
+
+/// A log-bucket histogram of microseconds: one relaxed atomic add per sample, cheap enough
+/// to keep on always.
+pub(crate) struct Histogram {
+    buckets: Box<[AtomicU64]>,
+    max: AtomicU64,
+}
+
+impl Histogram {
+    pub(crate) fn new() -> Self {
+        Histogram {
+            buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            max: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn record(&self, value: u64) {
+        self.buckets[bucket_of(value)].fetch_add(1, Relaxed);
+        self.max.fetch_max(value, Relaxed);
+    }
+
+    pub(crate) fn max(&self) -> u64 {
+        self.max.load(Relaxed)
+    }
+
+    /// The value at quantile `q` (0..=1): the upper edge of its bucket, capped by the max.
+    pub(crate) fn quantile(&self, q: f64) -> u64 {
+        let counts: Vec<u64> = self.buckets.iter().map(|b| b.load(Relaxed)).collect();
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return 0;
+        }
+        let rank = ((total as f64 * q).ceil() as u64).clamp(1, total);
+        let mut seen = 0;
+        for (bucket, &count) in counts.iter().enumerate() {
+            seen += count;
+            if seen >= rank {
+                return bucket_upper(bucket).min(self.max());
+            }
+        }
+        self.max()
+    }
+}
+
+fn bucket_of(value: u64) -> usize {
+    if value < LINEAR {
+        return value as usize;
+    }
+    let msb = 63 - value.leading_zeros();
+    let sub = (value >> (msb - SUB_BITS)) & ((1 << SUB_BITS) - 1);
+    LINEAR as usize + ((msb - 4) << SUB_BITS) as usize + sub as usize
+}
+
+fn bucket_upper(bucket: usize) -> u64 {
+    if bucket < LINEAR as usize {
+        return bucket as u64;
+    }
+    let offset = bucket - LINEAR as usize;
+    let msb = (offset >> SUB_BITS) as u32 + 4;
+    let sub = (offset & ((1 << SUB_BITS) - 1)) as u64;
+    let width = 1u64 << (msb - SUB_BITS);
+    ((1u64 << msb) + sub * width).saturating_add(width - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_bound_their_values() {
+        for value in (0..5000).chain([u64::MAX / 3, u64::MAX]) {
+            let bucket = bucket_of(value);
+            assert!(bucket < BUCKETS);
+            assert!(bucket_upper(bucket) >= value);
+            assert!(bucket_upper(bucket) - value <= value / 8 + 1, "{value}");
+        }
+    }
+
+    #[test]
+    fn quantiles_follow_the_samples() {
+        let h = Histogram::new();
+        for v in 1..=1000 {
+            h.record(v);
+        }
+        let p50 = h.quantile(0.5);
+        assert!((450..=570).contains(&p50), "{p50}");
+        assert!(h.quantile(0.99) >= 990);
+        assert_eq!(h.quantile(1.0), 1000);
+        assert_eq!(h.max(), 1000);
+    }
+}

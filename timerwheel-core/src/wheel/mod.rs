@@ -1,17 +1,50 @@
-//! The hierarchical timing wheel as a plain data structure (skeleton; implementation follows).
-#![allow(missing_docs, unused_variables)]
+//! The hierarchical timing wheel as a plain data structure: no threads, no clock. Time is a
+//! tick number that the caller passes to [`Wheel::advance`]; everything is O(1) but the
+//! advance, which costs O(levels) plus the entries it moves.
+//!
+//! The geometry (six levels of 128 slots, an overflow list beyond) is tabled in `level.rs`.
+//! Entries are nodes in a pool (`pool.rs`), linked by `u32` index into one doubly-linked
+//! list per slot; a bitmap per level marks the slots that hold something, so the next
+//! non-empty slot is found with one rotate and one count of trailing zeros.
+//!
+//! Cascading is spread out: while a level runs through its current rotation, the next slot
+//! of the level above is moved down in chunks of at least [`DRAIN_CHUNK`] entries, paced to
+//! finish before it comes due, so no single advance moves a whole upper slot at once.
+//! [`Wheel::next_expiry`] asks to be advanced for those steps too.
+//!
+//! Order: within one advance, entries come out in nondecreasing deadline order, where a
+//! deadline already past when the entry was inserted or reset counts as the wheel's `now` at
+//! that moment; entries with the same deadline come out in no particular order.
 
-/// Names an entry of a [`Wheel`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+mod level;
+mod pool;
+
+use std::fmt;
+
+use level::{
+    level_of, list_for, list_of, next_occupied, overflow_time, slot_time, slot_value, LEVELS,
+    LISTS, OVERFLOW, SLOTS,
+};
+use pool::{Node, Pool, DETACHED, NIL};
+
+/// Least number of entries moved down per step when an upper slot is moved ahead of time.
+pub const DRAIN_CHUNK: u64 = 256;
+
+/// Names an entry of a [`Wheel`]: a node index and the node's generation at insert, so a
+/// key outlives its entry harmlessly (every call with a stale key finds nothing).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Key {
     index: u32,
     generation: u32,
 }
 
 impl Key {
+    /// The key as one number: generation in the high half, index in the low. Never 0.
     pub fn to_u64(self) -> u64 {
         (u64::from(self.generation) << 32) | u64::from(self.index)
     }
+
+    /// A key from [`to_u64`](Self::to_u64); `None` for a number no key has.
     pub fn from_u64(raw: u64) -> Option<Key> {
         let generation = (raw >> 32) as u32;
         (generation != 0).then_some(Key {
@@ -19,16 +52,32 @@ impl Key {
             generation,
         })
     }
+
+    /// The node index: reused by later entries once this one is gone.
     pub fn index(self) -> u32 {
         self.index
     }
 }
 
-#[derive(Debug)]
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Key({}@{})", self.index, self.generation)
+    }
+}
+
+/// An insert refused because the wheel holds its limit of entries; the value comes back.
+#[derive(Debug, PartialEq, Eq)]
 pub struct Full<T>(pub T);
 
+/// A hierarchical timing wheel holding values of type `T` until their deadline tick.
 pub struct Wheel<T> {
-    _v: Vec<T>,
+    pool: Pool<T>,
+    heads: Vec<u32>,
+    counts: Vec<u32>,
+    occupied: [u128; LEVELS],
+    /// Lower bound of the deadlines in the overflow list.
+    overflow_earliest: u64,
+    now: u64,
 }
 
 impl<T> Default for Wheel<T> {
@@ -37,53 +86,351 @@ impl<T> Default for Wheel<T> {
     }
 }
 
+impl<T> fmt::Debug for Wheel<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Wheel")
+            .field("now", &self.now)
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
 impl<T> Wheel<T> {
+    /// An empty wheel at tick 0 with no limit on entries.
     pub fn new() -> Self {
-        todo!()
+        Self::with_limit(usize::MAX)
     }
+
+    /// An empty wheel at tick 0 that holds at most `limit` entries.
     pub fn with_limit(limit: usize) -> Self {
-        todo!()
+        Wheel {
+            pool: Pool::new(limit),
+            heads: vec![NIL; LISTS],
+            counts: vec![0; LISTS],
+            occupied: [0; LEVELS],
+            overflow_earliest: u64::MAX,
+            now: 0,
+        }
     }
+
+    /// Bytes of one node: the wheel's whole cost per entry, payload included.
+    pub fn node_size() -> usize {
+        std::mem::size_of::<Node<T>>()
+    }
+
+    /// The tick of the last advance.
     pub fn now(&self) -> u64 {
-        todo!()
+        self.now
     }
+
+    /// Entries held: pending ones and expired ones not yet removed.
     pub fn len(&self) -> usize {
-        todo!()
+        self.pool.live()
     }
+
+    /// Whether the wheel holds nothing.
     pub fn is_empty(&self) -> bool {
-        todo!()
+        self.len() == 0
     }
+
+    /// Adds `value`, due at tick `deadline` (any u64; one already past is due at the next
+    /// advance).
     pub fn insert(&mut self, deadline: u64, value: T) -> Result<Key, Full<T>> {
-        todo!()
+        let index = self.pool.alloc(deadline, value).map_err(Full)?;
+        self.link(index);
+        Ok(self.pool.key(index))
     }
+
+    /// Takes the entry out, pending or expired; `None` for a stale key.
     pub fn remove(&mut self, key: Key) -> Option<T> {
-        todo!()
+        let index = self.pool.resolve(key)?;
+        self.unlink(index);
+        Some(self.pool.free(index))
     }
+
+    /// Moves the entry to a new deadline; an expired entry becomes pending again. False
+    /// for a stale key.
     pub fn reset(&mut self, key: Key, deadline: u64) -> bool {
-        todo!()
+        let Some(index) = self.pool.resolve(key) else {
+            return false;
+        };
+        self.unlink(index);
+        self.pool.node_mut(index).deadline = deadline;
+        self.link(index);
+        true
     }
+
+    /// The entry's value.
     pub fn get(&self, key: Key) -> Option<&T> {
-        todo!()
+        let index = self.pool.resolve(key)?;
+        self.pool.node(index).value.as_ref()
     }
+
+    /// The entry's value, mutably.
     pub fn get_mut(&mut self, key: Key) -> Option<&mut T> {
-        todo!()
+        let index = self.pool.resolve(key)?;
+        self.pool.node_mut(index).value.as_mut()
     }
+
+    /// The entry's deadline as last inserted or reset.
     pub fn deadline(&self, key: Key) -> Option<u64> {
-        todo!()
+        let index = self.pool.resolve(key)?;
+        Some(self.pool.node(index).deadline)
     }
+
+    /// Whether the entry waits in the wheel (not expired, not removed).
     pub fn is_pending(&self, key: Key) -> bool {
-        todo!()
+        self.pool
+            .resolve(key)
+            .is_some_and(|index| self.pool.node(index).list != DETACHED)
     }
-    pub fn advance(&mut self, now: u64, f: impl FnMut(Key, T)) -> usize {
-        todo!()
+
+    /// Moves time to `now` and removes every entry due by then, handing each to `f` in
+    /// deadline order. Returns how many came out. A `now` before [`now`](Self::now) only
+    /// lets what is already due come out.
+    pub fn advance(&mut self, now: u64, mut f: impl FnMut(Key, T)) -> usize {
+        self.run_until(now, |wheel, index| {
+            let key = wheel.pool.key(index);
+            f(key, wheel.pool.free(index));
+        })
     }
-    pub fn expire(&mut self, now: u64, f: impl FnMut(Key)) -> usize {
-        todo!()
+
+    /// Like [`advance`](Self::advance), but due entries stay in the wheel, expired: their
+    /// keys stay valid for [`get_mut`](Self::get_mut), [`remove`](Self::remove) and
+    /// [`reset`](Self::reset) (which re-arms them).
+    pub fn expire(&mut self, now: u64, mut f: impl FnMut(Key)) -> usize {
+        self.run_until(now, |wheel, index| f(wheel.pool.key(index)))
     }
+
+    /// The next tick at which [`advance`](Self::advance) has work: never later than the
+    /// earliest pending deadline, earlier when a cascade step is due first. `None` when
+    /// nothing is pending.
     pub fn next_expiry(&self) -> Option<u64> {
-        todo!()
+        let due = self.next_due_list().map(|(time, _)| time);
+        match (due, self.next_drain_step()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
-    pub fn drain(&mut self, f: impl FnMut(Key, T)) -> usize {
-        todo!()
+
+    /// Removes every entry, pending or expired, handing each to `f`; returns how many.
+    pub fn drain(&mut self, mut f: impl FnMut(Key, T)) -> usize {
+        let live: Vec<u32> = self.pool.live_indices().collect();
+        for &index in &live {
+            self.unlink(index);
+            let key = self.pool.key(index);
+            f(key, self.pool.free(index));
+        }
+        live.len()
+    }
+
+    fn run_until(&mut self, now: u64, mut on_due: impl FnMut(&mut Self, u32)) -> usize {
+        let mut due = 0;
+        while let Some((time, list)) = self.next_due_list().filter(|&(time, _)| time <= now) {
+            self.now = self.now.max(time);
+            if list < SLOTS {
+                while let Some(index) = self.pop(list) {
+                    on_due(self, index);
+                    due += 1;
+                }
+            } else {
+                self.relink_all(list);
+            }
+        }
+        self.now = self.now.max(now);
+        self.drain_ahead();
+        due
+    }
+
+    /// The list that comes due first and when: a level-0 slot expires, an upper slot or the
+    /// overflow list cascades. On a tie the higher list goes first, so that its entries
+    /// reach the level-0 slot before that expires.
+    fn next_due_list(&self) -> Option<(u64, usize)> {
+        let overflow = (self.counts[OVERFLOW] > 0)
+            // The bound may be stale (its entry left): then it is due now, and re-checked.
+            .then(|| {
+                (
+                    overflow_time(self.overflow_earliest).max(self.now),
+                    OVERFLOW,
+                )
+            });
+        (0..LEVELS).rev().fold(overflow, |best, level| {
+            let Some(value) = next_occupied(self.occupied[level], level, self.now) else {
+                return best;
+            };
+            let time = slot_time(value, level);
+            match best {
+                Some((best_time, _)) if best_time <= time => best,
+                _ => Some((time, list_of(value, level))),
+            }
+        })
+    }
+
+    /// The slot after the current one at `level` (above 0) and how many it holds: its
+    /// entries already fit a level below, so they can move down before it comes due.
+    fn drainable(&self, level: usize) -> Option<(usize, u64, u64)> {
+        let value = slot_value(self.now, level) + 1;
+        let list = list_of(value, level);
+        let count = u64::from(self.counts[list]);
+        (count > 0).then(|| (list, count, slot_time(value, level) - self.now))
+    }
+
+    /// Moves a chunk of each drainable slot down, sized so that the slot is empty by the
+    /// time it comes due even if advances come only once a tick.
+    fn drain_ahead(&mut self) {
+        for level in 1..LEVELS {
+            if let Some((list, count, ticks_left)) = self.drainable(level) {
+                let chunk = DRAIN_CHUNK.max(count.div_ceil(ticks_left));
+                for _ in 0..chunk.min(count) {
+                    let index = self.pop(list).expect("counted entries are linked");
+                    self.link(index);
+                }
+            }
+        }
+    }
+
+    /// When the next drain step should run: the remaining chunks spread evenly over the
+    /// ticks left before the slot comes due.
+    fn next_drain_step(&self) -> Option<u64> {
+        (1..LEVELS)
+            .filter_map(|level| self.drainable(level))
+            .map(|(_, count, ticks_left)| {
+                let steps = count.div_ceil(DRAIN_CHUNK);
+                self.now + ((ticks_left - 1) / steps).max(1)
+            })
+            .min()
+    }
+
+    /// Re-places every entry of `list` by its deadline (a cascade).
+    fn relink_all(&mut self, list: usize) {
+        let mut index = std::mem::replace(&mut self.heads[list], NIL);
+        self.counts[list] = 0;
+        if list == OVERFLOW {
+            self.overflow_earliest = u64::MAX;
+        } else {
+            self.occupied[level_of(list)] &= !(1u128 << (list % SLOTS));
+        }
+        while index != NIL {
+            let node = self.pool.node_mut(index);
+            let next = node.next;
+            node.list = DETACHED;
+            self.link(index);
+            index = next;
+        }
+    }
+
+    /// Links a detached node into the list of its deadline.
+    fn link(&mut self, index: u32) {
+        let deadline = self.pool.node(index).deadline.max(self.now);
+        let list = list_for(deadline, self.now);
+        let head = self.heads[list];
+        let node = self.pool.node_mut(index);
+        node.list = list as u16;
+        node.prev = NIL;
+        node.next = head;
+        if head != NIL {
+            self.pool.node_mut(head).prev = index;
+        }
+        self.heads[list] = index;
+        self.counts[list] += 1;
+        if list == OVERFLOW {
+            self.overflow_earliest = self.overflow_earliest.min(deadline);
+        } else {
+            self.occupied[level_of(list)] |= 1u128 << (list % SLOTS);
+        }
+    }
+
+    /// Takes a node out of its list; a detached node stays as it is.
+    fn unlink(&mut self, index: u32) {
+        let node = self.pool.node(index);
+        if node.list == DETACHED {
+            return;
+        }
+        let (list, prev, next) = (node.list as usize, node.prev, node.next);
+        if prev == NIL {
+            self.heads[list] = next;
+        } else {
+            self.pool.node_mut(prev).next = next;
+        }
+        if next != NIL {
+            self.pool.node_mut(next).prev = prev;
+        }
+        self.pool.node_mut(index).list = DETACHED;
+        self.counts[list] -= 1;
+        if self.counts[list] == 0 && list != OVERFLOW {
+            self.occupied[level_of(list)] &= !(1u128 << (list % SLOTS));
+        }
+    }
+
+    fn pop(&mut self, list: usize) -> Option<u32> {
+        let head = self.heads[list];
+        (head != NIL).then(|| {
+            self.unlink(head);
+            head
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fires_at_its_tick_not_before() {
+        let mut wheel = Wheel::new();
+        let key = wheel.insert(100, "a").unwrap();
+        let mut fired = Vec::new();
+        wheel.advance(99, |k, v| fired.push((k, v)));
+        assert!(fired.is_empty());
+        wheel.advance(100, |k, v| fired.push((k, v)));
+        assert_eq!(fired, vec![(key, "a")]);
+        assert!(wheel.remove(key).is_none(), "a fired key is stale");
+    }
+
+    #[test]
+    fn stepping_one_tick_at_a_time_reaches_far_deadlines_exactly() {
+        let mut wheel = Wheel::new();
+        let deadlines = [
+            1u64, 63, 64, 65, 127, 128, 4095, 4096, 4097, 8191, 8192, 300_000,
+        ];
+        for &d in &deadlines {
+            wheel.insert(d, d).unwrap();
+        }
+        let mut fired = Vec::new();
+        for now in 0..=300_000 {
+            wheel.advance(now, |_, d| fired.push((now, d)));
+        }
+        let expected: Vec<_> = deadlines.iter().map(|&d| (d, d)).collect();
+        assert_eq!(fired, expected);
+    }
+
+    #[test]
+    fn overflow_entries_come_back_in_time() {
+        let mut wheel = Wheel::new();
+        let far = 1u64 << 40;
+        wheel.insert(far, ()).unwrap();
+        wheel.insert(u64::MAX, ()).unwrap();
+        let mut steps = 0;
+        let mut fired = Vec::new();
+        while let Some(t) = wheel.next_expiry() {
+            assert!(
+                t <= far || !fired.is_empty(),
+                "next_expiry skipped a deadline"
+            );
+            wheel.advance(t, |_, _| fired.push(t));
+            steps += 1;
+            assert!(steps < 10_000);
+        }
+        assert_eq!(fired, vec![far, u64::MAX]);
+    }
+
+    #[test]
+    fn node_is_compact() {
+        assert!(
+            Wheel::<u64>::node_size() <= 48,
+            "{}",
+            Wheel::<u64>::node_size()
+        );
+        assert_eq!(Wheel::<Box<u8>>::node_size(), 32);
     }
 }

@@ -1,0 +1,67 @@
+//! The tick thread: it sleeps until the wheel's next expiry (not every tick), moves what is
+//! due into the run queue, and watches the queue for the executor's monitor.
+//!
+//! Wake-ups: `wake_at` holds the tick the thread sleeps until. An add or reset earlier than
+//! that unparks it. While it scans the shards `wake_at` is `u64::MAX`, so an add racing
+//! with the scan unparks it too; an unpark before `park` makes `park` return at once, so no
+//! wake-up is lost.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::OnceLock;
+use std::thread::Thread;
+use std::time::Duration;
+
+/// How often the thread looks at the clocks while wall-clock timers are pending, to catch
+/// a step of the system clock.
+pub(crate) const WALL_CHECK: Duration = Duration::from_secs(1);
+
+#[derive(Default)]
+pub(crate) struct Ticker {
+    wake_at: AtomicU64,
+    thread: OnceLock<Thread>,
+    stop: AtomicBool,
+}
+
+impl Ticker {
+    pub(crate) fn set_thread(&self, thread: Thread) {
+        let _ = self.thread.set(thread);
+    }
+
+    /// Called after an add or reset due at `deadline`: wakes the thread if it would sleep
+    /// past it.
+    pub(crate) fn notify_if_earlier(&self, deadline: u64) {
+        if deadline < self.wake_at.load(SeqCst) {
+            self.unpark();
+        }
+    }
+
+    fn unpark(&self) {
+        if let Some(thread) = self.thread.get() {
+            thread.unpark();
+        }
+    }
+
+    /// The thread starts a scan: every add from now on wakes it.
+    pub(crate) fn begin_scan(&self) {
+        self.wake_at.store(u64::MAX, SeqCst);
+    }
+
+    /// Sleeps until `tick` (`None`: until woken), at most `limit`.
+    pub(crate) fn sleep(&self, tick: Option<u64>, timeout: Option<Duration>) {
+        self.wake_at.store(tick.unwrap_or(u64::MAX - 1), SeqCst);
+        match timeout {
+            Some(timeout) if timeout.is_zero() => {}
+            Some(timeout) => std::thread::park_timeout(timeout),
+            None => std::thread::park(),
+        }
+    }
+
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, SeqCst);
+        self.unpark();
+    }
+
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop.load(SeqCst)
+    }
+}

@@ -1,0 +1,124 @@
+//! The node pool: a slab of nodes addressed by `u32` index, a free list threaded through
+//! the `next` field, and a generation per node so that stale keys are recognised.
+//!
+//! Nodes live in one contiguous `Vec` that grows a chunk at a time (no allocation per
+//! insert once warm); a freed node is reused by the next insert at once.
+
+use super::Key;
+
+/// "No node": the end of a list.
+pub(super) const NIL: u32 = u32::MAX;
+
+/// `Node::list` of a node on the free list.
+pub(super) const FREE: u16 = u16::MAX;
+/// `Node::list` of a node that is allocated but linked in no list (expired, not yet taken).
+pub(super) const DETACHED: u16 = u16::MAX - 1;
+
+/// Nodes added per growth step.
+const GROWTH_CHUNK: usize = 16 * 1024;
+
+pub(super) struct Node<T> {
+    pub(super) deadline: u64,
+    pub(super) next: u32,
+    pub(super) prev: u32,
+    pub(super) generation: u32,
+    /// The list this node is linked in, or `DETACHED` / `FREE`.
+    pub(super) list: u16,
+    pub(super) value: Option<T>,
+}
+
+pub(super) struct Pool<T> {
+    nodes: Vec<Node<T>>,
+    free_head: u32,
+    live: usize,
+    limit: usize,
+}
+
+impl<T> Pool<T> {
+    /// A pool that holds at most `limit` live nodes (and never more than `NIL` nodes).
+    pub(super) fn new(limit: usize) -> Self {
+        Pool {
+            nodes: Vec::new(),
+            free_head: NIL,
+            live: 0,
+            limit: limit.min(NIL as usize),
+        }
+    }
+
+    pub(super) fn live(&self) -> usize {
+        self.live
+    }
+
+    /// Takes a node for `value`, detached; hands the value back when the pool is full.
+    pub(super) fn alloc(&mut self, deadline: u64, value: T) -> Result<u32, T> {
+        if self.live >= self.limit {
+            return Err(value);
+        }
+        let index = match self.free_head {
+            NIL => self.push_new(),
+            index => index,
+        };
+        let node = &mut self.nodes[index as usize];
+        self.free_head = node.next;
+        node.deadline = deadline;
+        node.list = DETACHED;
+        node.value = Some(value);
+        self.live += 1;
+        Ok(index)
+    }
+
+    fn push_new(&mut self) -> u32 {
+        if self.nodes.len() == self.nodes.capacity() {
+            self.nodes.reserve_exact(GROWTH_CHUNK);
+        }
+        let index = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            deadline: 0,
+            next: NIL,
+            prev: NIL,
+            generation: 1,
+            list: FREE,
+            value: None,
+        });
+        index
+    }
+
+    /// Returns a detached node to the free list and its value to the caller. The
+    /// generation moves on, so every key of the old entry is stale from now on.
+    pub(super) fn free(&mut self, index: u32) -> T {
+        let node = &mut self.nodes[index as usize];
+        debug_assert_eq!(node.list, DETACHED);
+        node.generation = node.generation.wrapping_add(1).max(1);
+        node.list = FREE;
+        node.next = self.free_head;
+        self.free_head = index;
+        self.live -= 1;
+        node.value.take().expect("an allocated node holds a value")
+    }
+
+    /// The index behind `key` if it names a live node.
+    pub(super) fn resolve(&self, key: Key) -> Option<u32> {
+        let node = self.nodes.get(key.index as usize)?;
+        (node.generation == key.generation && node.list != FREE).then_some(key.index)
+    }
+
+    pub(super) fn key(&self, index: u32) -> Key {
+        Key {
+            index,
+            generation: self.nodes[index as usize].generation,
+        }
+    }
+
+    pub(super) fn node(&self, index: u32) -> &Node<T> {
+        &self.nodes[index as usize]
+    }
+
+    pub(super) fn node_mut(&mut self, index: u32) -> &mut Node<T> {
+        &mut self.nodes[index as usize]
+    }
+
+    /// Indices of every live node.
+    pub(super) fn live_indices(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.nodes.len() as u32).filter(|&i| self.nodes[i as usize].list != FREE)
+    }
+}

@@ -1,0 +1,629 @@
+//! Semantic tests of the runtime. Threaded behaviour is checked with generous timeouts;
+//! nothing here asserts a speed.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime};
+
+use timerwheel_core::{Config, Error, PeriodMode, Runtime, Task, TimerId};
+
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// Counts runs and drops of the tasks that share it.
+#[derive(Clone, Default)]
+struct Tally {
+    runs: Arc<AtomicUsize>,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Tally {
+    fn probe(&self) -> Probe {
+        Probe {
+            tally: self.clone(),
+            dropped: false,
+        }
+    }
+    fn runs(&self) -> usize {
+        self.runs.load(SeqCst)
+    }
+    fn drops(&self) -> usize {
+        self.drops.load(SeqCst)
+    }
+}
+
+struct Probe {
+    tally: Tally,
+    dropped: bool,
+}
+
+impl Task for Probe {
+    fn run(&mut self, _: TimerId) {
+        assert!(!self.dropped);
+        self.tally.runs.fetch_add(1, SeqCst);
+    }
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        self.dropped = true;
+        self.tally.drops.fetch_add(1, SeqCst);
+    }
+}
+
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn runtime<T: Task>(workers: usize) -> Runtime<T> {
+    let config = Config {
+        max_workers: workers,
+        ..Config::default()
+    };
+    Runtime::new(config).unwrap()
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn assert_conserved<T: Task>(rt: &Runtime<T>) {
+    let s = rt.stats();
+    assert_eq!(
+        s.added,
+        s.fired_one_shot + s.cancelled + s.pending + s.discarded,
+        "{s:?}"
+    );
+}
+
+#[test]
+fn a_one_shot_fires_once_never_early_then_drops() {
+    let rt = runtime(2);
+    let (tx, rx) = mpsc::channel();
+    let tally = Tally::default();
+    let probe = tally.probe();
+    let start = Instant::now();
+    let timer = rt
+        .after(ms(30), move |id| {
+            let _ = &probe;
+            tx.send((id, Instant::now())).unwrap();
+        })
+        .unwrap();
+    let (id, at) = rx.recv_timeout(PATIENCE).unwrap();
+    assert_eq!(id, timer.id());
+    assert!(at - start >= ms(30), "fired early: {:?}", at - start);
+    wait_until("drop", || tally.drops() == 1);
+    assert!(rx.recv_timeout(ms(100)).is_err(), "ran twice");
+    assert!(!timer.cancel(), "a fired one-shot is not found");
+    assert_conserved(&rt);
+}
+
+#[test]
+fn cancel_stops_a_pending_timer_and_drops_it_once() {
+    let rt: Runtime<Probe> = runtime(1);
+    let tally = Tally::default();
+    let id = rt.add(ms(200), tally.probe()).unwrap();
+    assert!(rt.is_pending(id));
+    assert_eq!(rt.cancel(id), Ok(()));
+    assert_eq!(tally.drops(), 1);
+    assert_eq!(rt.cancel(id), Err(Error::NotFound));
+    assert_eq!(rt.reset(id, ms(1)), Err(Error::NotFound));
+    assert!(!rt.is_pending(id));
+    thread::sleep(ms(300));
+    assert_eq!(tally.runs(), 0);
+    assert_eq!(rt.stats().cancelled, 1);
+    assert_conserved(&rt);
+}
+
+#[test]
+fn stale_and_foreign_ids_are_not_found() {
+    let rt: Runtime<Probe> = runtime(1);
+    let tally = Tally::default();
+    let old = rt.add(Duration::from_secs(60), tally.probe()).unwrap();
+    rt.cancel(old).unwrap();
+    let new = rt.add(Duration::from_secs(60), tally.probe()).unwrap();
+    assert_ne!(old, new);
+    assert_eq!(rt.cancel(old), Err(Error::NotFound));
+    assert!(
+        rt.is_pending(new),
+        "a stale id must not reach the new timer"
+    );
+    for raw in [1, u64::MAX, 0xffff_ffff, 0x1_0000_000f] {
+        let id = TimerId::from_u64(raw).unwrap();
+        assert_eq!(rt.cancel(id), Err(Error::NotFound), "{raw:#x}");
+    }
+    assert!(TimerId::from_u64(0).is_none());
+}
+
+#[test]
+fn reset_pushes_a_timer_back() {
+    let rt = runtime(1);
+    let (tx, rx) = mpsc::channel();
+    let start = Instant::now();
+    let timer = rt
+        .after(ms(50), move |_| tx.send(Instant::now()).unwrap())
+        .unwrap();
+    assert!(timer.reset(ms(300)));
+    let at = rx.recv_timeout(PATIENCE).unwrap();
+    assert!(at - start >= ms(300), "fired at {:?}", at - start);
+}
+
+#[test]
+fn reset_can_bring_a_timer_forward() {
+    let rt = runtime(1);
+    let (tx, rx) = mpsc::channel();
+    let timer = rt
+        .after(Duration::from_secs(3600), move |_| tx.send(()).unwrap())
+        .unwrap();
+    assert!(timer.reset(ms(5)));
+    rx.recv_timeout(PATIENCE)
+        .expect("the tick thread woke for the earlier deadline");
+}
+
+#[test]
+fn fixed_rate_keeps_its_schedule() {
+    let rt = runtime(2);
+    let times = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&times);
+    let start = Instant::now();
+    let timer = rt
+        .every(ms(20), move |_| seen.lock().unwrap().push(Instant::now()))
+        .unwrap();
+    wait_until("five runs", || times.lock().unwrap().len() >= 5);
+    assert!(timer.cancel());
+    let times = times.lock().unwrap().clone();
+    for (n, at) in times.iter().enumerate() {
+        let due = ms(20) * (n as u32 + 1);
+        assert!(
+            *at - start >= due,
+            "run {n} early: {:?} < {due:?}",
+            *at - start
+        );
+    }
+}
+
+#[test]
+fn fixed_delay_waits_a_period_after_each_run() {
+    let rt: Runtime<Box<dyn FnMut(TimerId) + Send>> = runtime(2);
+    let ends = Arc::new(Mutex::new(Vec::<(Instant, Instant)>::new()));
+    let seen = Arc::clone(&ends);
+    let id = rt
+        .add_periodic(
+            ms(5),
+            ms(30),
+            PeriodMode::FixedDelay,
+            Box::new(move |_| {
+                let begin = Instant::now();
+                thread::sleep(ms(20));
+                seen.lock().unwrap().push((begin, Instant::now()));
+            }),
+        )
+        .unwrap();
+    wait_until("four runs", || ends.lock().unwrap().len() >= 4);
+    rt.cancel_sync(id).unwrap();
+    let ends = ends.lock().unwrap().clone();
+    for pair in ends.windows(2) {
+        let gap = pair[1].0 - pair[0].1;
+        assert!(
+            gap >= ms(30),
+            "next run began {gap:?} after the previous ended"
+        );
+    }
+}
+
+#[test]
+fn a_periodic_callback_never_overlaps_itself() {
+    let rt = runtime(4);
+    let running = Arc::new(AtomicBool::new(false));
+    let overlaps = Arc::new(AtomicUsize::new(0));
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (r, o, n) = (running.clone(), overlaps.clone(), runs.clone());
+    // Each run takes longer than the period: a naive executor would start the next run
+    // on another worker while this one sleeps.
+    let timer = rt
+        .every(ms(2), move |_| {
+            if r.swap(true, SeqCst) {
+                o.fetch_add(1, SeqCst);
+            }
+            thread::sleep(ms(10));
+            r.store(false, SeqCst);
+            n.fetch_add(1, SeqCst);
+        })
+        .unwrap();
+    wait_until("runs", || runs.load(SeqCst) >= 10);
+    timer.cancel_sync().unwrap();
+    assert_eq!(overlaps.load(SeqCst), 0);
+    let after = runs.load(SeqCst);
+    thread::sleep(ms(50));
+    assert_eq!(runs.load(SeqCst), after, "ran after cancel_sync returned");
+}
+
+#[test]
+fn a_periodic_timer_can_cancel_itself_and_drops_after_its_run() {
+    let rt: Runtime<Box<dyn FnMut(TimerId) + Send>> = runtime(2);
+    let rt = Arc::new(rt);
+    let tally = Tally::default();
+    let probe = tally.probe();
+    let (tx, rx) = mpsc::channel();
+    let handle = Arc::downgrade(&rt);
+    let drops = tally.drops.clone();
+    let id = rt
+        .add_periodic(
+            ms(1),
+            ms(1),
+            PeriodMode::FixedRate,
+            Box::new(move |id| {
+                let _ = &probe;
+                let rt = handle.upgrade().unwrap();
+                let result = rt.cancel(id);
+                thread::sleep(ms(20));
+                // The drop waits for this run to return.
+                tx.send((result, drops.load(SeqCst))).unwrap();
+            }),
+        )
+        .unwrap();
+    let (result, drops_during_run) = rx.recv_timeout(PATIENCE).unwrap();
+    assert_eq!(result, Ok(()));
+    assert_eq!(drops_during_run, 0);
+    wait_until("drop", || tally.drops() == 1);
+    assert!(
+        rx.recv_timeout(ms(50)).is_err(),
+        "ran again after cancelling itself"
+    );
+    assert!(!rt.is_pending(id));
+    assert_conserved(&rt);
+}
+
+#[test]
+fn a_callback_may_reset_and_add() {
+    let rt = Arc::new(runtime::<Box<dyn FnMut(TimerId) + Send>>(2));
+    let count = Arc::new(AtomicUsize::new(0));
+    let handle = Arc::downgrade(&rt);
+    let c = count.clone();
+    rt.add(
+        ms(1),
+        Box::new(move |_| {
+            let rt = handle.upgrade().unwrap();
+            for _ in 0..1000 {
+                let c = c.clone();
+                rt.add(
+                    ms(1),
+                    Box::new(move |_| {
+                        c.fetch_add(1, SeqCst);
+                    }),
+                )
+                .unwrap();
+            }
+        }),
+    )
+    .unwrap();
+    wait_until("1000 nested timers", || count.load(SeqCst) == 1000);
+    assert_conserved(&rt);
+}
+
+#[test]
+fn cancel_sync_waits_for_the_running_callback() {
+    let rt = Arc::new(runtime::<Box<dyn FnMut(TimerId) + Send>>(2));
+    let (started_tx, started) = mpsc::channel();
+    let finished = Arc::new(AtomicBool::new(false));
+    let f = finished.clone();
+    let weak = Arc::downgrade(&rt);
+    let busy = Arc::new(Mutex::new(None));
+    let b = busy.clone();
+    let id = rt
+        .add_periodic(
+            ms(1),
+            ms(1),
+            PeriodMode::FixedRate,
+            Box::new(move |id| {
+                *b.lock().unwrap() = Some(weak.upgrade().unwrap().cancel_sync(id));
+                started_tx.send(()).unwrap();
+                thread::sleep(ms(100));
+                f.store(true, SeqCst);
+            }),
+        )
+        .unwrap();
+    started.recv_timeout(PATIENCE).unwrap();
+    assert_eq!(rt.cancel_sync(id), Ok(()));
+    assert!(
+        finished.load(SeqCst),
+        "cancel_sync returned before the callback did"
+    );
+    assert_eq!(*busy.lock().unwrap(), Some(Err(Error::Busy)));
+}
+
+#[test]
+fn shutdown_from_a_callback_is_busy_and_changes_nothing() {
+    let rt = Arc::new(runtime::<Box<dyn FnMut(TimerId) + Send>>(1));
+    let (tx, rx) = mpsc::channel();
+    let weak = Arc::downgrade(&rt);
+    rt.add(
+        ms(1),
+        Box::new(move |_| tx.send(weak.upgrade().unwrap().shutdown()).unwrap()),
+    )
+    .unwrap();
+    assert_eq!(rx.recv_timeout(PATIENCE).unwrap(), Err(Error::Busy));
+    let (tx, rx) = mpsc::channel();
+    rt.add(ms(1), Box::new(move |_| tx.send(()).unwrap()))
+        .unwrap();
+    rx.recv_timeout(PATIENCE)
+        .expect("still running after the refused shutdown");
+}
+
+#[test]
+fn shutdown_waits_for_callbacks_and_discards_the_rest() {
+    let rt: Runtime<Box<dyn FnMut(TimerId) + Send>> = runtime(4);
+    let tally = Tally::default();
+    let started = Arc::new(AtomicUsize::new(0));
+    let after_shutdown = Arc::new(AtomicBool::new(false));
+    for _ in 0..4 {
+        let (probe, s, a) = (tally.probe(), started.clone(), after_shutdown.clone());
+        rt.add(
+            ms(1),
+            Box::new(move |_| {
+                let _ = &probe;
+                s.fetch_add(1, SeqCst);
+                thread::sleep(ms(100));
+                assert!(!a.load(SeqCst));
+            }),
+        )
+        .unwrap();
+    }
+    for _ in 0..10_000 {
+        let probe = tally.probe();
+        rt.add(
+            Duration::from_secs(60),
+            Box::new(move |_| {
+                let _ = &probe;
+            }),
+        )
+        .unwrap();
+    }
+    wait_until("a callback started", || started.load(SeqCst) > 0);
+    let discarded = rt.shutdown().unwrap();
+    after_shutdown.store(true, SeqCst);
+    let s = rt.stats();
+    assert_eq!(s.discarded as usize, discarded);
+    assert!(discarded >= 10_000);
+    assert_eq!(tally.drops(), 10_004, "every task dropped exactly once");
+    assert_eq!(s.pending, 0);
+    assert_conserved(&rt);
+    assert_eq!(rt.shutdown(), Err(Error::Shutdown));
+    let err = rt.after(ms(1), |_| {}).unwrap_err();
+    assert_eq!(err, Error::Shutdown);
+}
+
+#[test]
+fn refused_adds_hand_the_task_back_undropped() {
+    let config = Config {
+        max_timers: 3,
+        ..Config::default()
+    };
+    let rt: Runtime<Probe> = Runtime::new(config).unwrap();
+    let tally = Tally::default();
+    let ids: Vec<_> = (0..3)
+        .map(|_| rt.add(Duration::from_secs(60), tally.probe()).unwrap())
+        .collect();
+    let rejected = rt.add(Duration::from_secs(60), tally.probe()).unwrap_err();
+    assert_eq!(rejected.error, Error::Full);
+    assert_eq!(
+        tally.drops(),
+        0,
+        "a refused task is not dropped by the runtime"
+    );
+    std::mem::forget(rejected.task);
+    rt.cancel(ids[0]).unwrap();
+    rt.add(Duration::from_secs(60), tally.probe())
+        .expect("room again");
+    let zero = rt
+        .add_periodic(ms(1), Duration::ZERO, PeriodMode::FixedRate, tally.probe())
+        .unwrap_err();
+    assert_eq!(zero.error, Error::Invalid);
+    std::mem::forget(zero.task);
+    assert_eq!(rt.stats().added, 4);
+}
+
+#[test]
+fn invalid_configs_are_refused() {
+    for config in [
+        Config {
+            tick: Duration::from_micros(10),
+            ..Config::default()
+        },
+        Config {
+            min_workers: 5,
+            max_workers: 2,
+            ..Config::default()
+        },
+    ] {
+        assert_eq!(Runtime::<Probe>::new(config).unwrap_err(), Error::Invalid);
+    }
+}
+
+#[test]
+fn panics_are_counted_and_the_runtime_goes_on() {
+    let rt = runtime(1);
+    for _ in 0..3 {
+        rt.after(ms(1), |_| panic!("callback failure")).unwrap();
+    }
+    let (tx, rx) = mpsc::channel();
+    rt.after(ms(20), move |_| tx.send(()).unwrap()).unwrap();
+    rx.recv_timeout(PATIENCE).unwrap();
+    wait_until("panic count", || rt.stats().callback_panics == 3);
+}
+
+#[test]
+fn inline_mode_runs_on_the_tick_thread() {
+    let rt = runtime(0);
+    let (tx, rx) = mpsc::channel();
+    rt.after(ms(1), move |_| {
+        tx.send(thread::current().name().map(String::from)).unwrap()
+    })
+    .unwrap();
+    let name = rx.recv_timeout(PATIENCE).unwrap();
+    assert_eq!(name.as_deref(), Some("timerwheel-tick"));
+    assert_eq!(rt.stats().workers, 0);
+}
+
+#[test]
+fn manual_mode_runs_due_callbacks_inside_poll() {
+    let config = Config {
+        manual: true,
+        ..Config::default()
+    };
+    let rt: Runtime<Probe> = Runtime::new(config).unwrap();
+    assert_eq!(rt.next_timeout(), None);
+    let tally = Tally::default();
+    rt.add(Duration::from_secs(3600), tally.probe()).unwrap();
+    let soon = rt.add(ms(15), tally.probe()).unwrap();
+    let timeout = rt.next_timeout().unwrap();
+    assert!(
+        timeout <= ms(16),
+        "{timeout:?}: at most the delay plus the rounding to a tick"
+    );
+    assert_eq!(rt.poll(), Ok(0), "nothing is due yet");
+    while let Some(timeout) = rt.next_timeout().filter(|_| tally.runs() == 0) {
+        thread::sleep(timeout);
+        rt.poll().unwrap();
+    }
+    assert_eq!(tally.runs(), 1);
+    assert!(!rt.is_pending(soon));
+    assert_eq!(tally.drops(), 1);
+    assert!(rt.next_timeout().unwrap() > Duration::from_secs(3000));
+    assert_eq!(rt.shutdown(), Ok(1));
+    assert_eq!(tally.drops(), 2);
+    assert_eq!(rt.poll(), Err(Error::Shutdown));
+}
+
+#[test]
+fn poll_is_refused_with_threads() {
+    let rt: Runtime<Probe> = runtime(1);
+    assert_eq!(rt.poll(), Err(Error::Invalid));
+}
+
+#[test]
+fn the_executor_grows_under_backlog_and_shrinks_when_idle() {
+    let config = Config {
+        min_workers: 1,
+        max_workers: 8,
+        worker_keepalive: ms(100),
+        ..Config::default()
+    };
+    let rt = Runtime::builder()
+        .min_workers(config.min_workers)
+        .max_workers(config.max_workers)
+        .worker_keepalive(config.worker_keepalive)
+        .build()
+        .unwrap();
+    let done = Arc::new(AtomicUsize::new(0));
+    for _ in 0..64 {
+        let d = done.clone();
+        rt.after(ms(1), move |_| {
+            thread::sleep(ms(20));
+            d.fetch_add(1, SeqCst);
+        })
+        .unwrap();
+    }
+    wait_until("all ran", || done.load(SeqCst) == 64);
+    let s = rt.stats();
+    assert!(s.workers_peak > 1, "no growth under backlog: {s:?}");
+    assert!(s.workers_peak <= 8);
+    wait_until("shrink to min", || rt.stats().workers == 1);
+    assert!(rt.stats().workers_retired >= 1);
+}
+
+#[test]
+fn a_wall_clock_timer_fires_at_its_time() {
+    let rt = runtime(1);
+    let (tx, rx) = mpsc::channel();
+    let when = SystemTime::now() + ms(50);
+    rt.at(when, move |_| tx.send(SystemTime::now()).unwrap())
+        .unwrap();
+    let at = rx.recv_timeout(PATIENCE).unwrap();
+    assert!(at >= when);
+    let (tx, rx) = mpsc::channel();
+    rt.at(SystemTime::UNIX_EPOCH, move |_| tx.send(()).unwrap())
+        .unwrap();
+    rx.recv_timeout(PATIENCE).expect("a past time runs at once");
+}
+
+#[test]
+fn the_default_runtime_is_shared_and_not_shut_down() {
+    let a = timerwheel_core::default_runtime();
+    let b = timerwheel_core::default_runtime();
+    assert!(std::ptr::eq(a, b));
+    assert_eq!(a.shutdown(), Err(Error::Busy));
+    let (tx, rx) = mpsc::channel();
+    a.after(ms(1), move |_| tx.send(()).unwrap()).unwrap();
+    rx.recv_timeout(PATIENCE).unwrap();
+}
+
+#[test]
+fn huge_delays_are_accepted() {
+    let rt: Runtime<Probe> = runtime(1);
+    let tally = Tally::default();
+    let id = rt.add(Duration::MAX, tally.probe()).unwrap();
+    let id2 = rt
+        .add(Duration::from_millis(u64::MAX), tally.probe())
+        .unwrap();
+    assert!(rt.is_pending(id) && rt.is_pending(id2));
+    assert_eq!(rt.shutdown(), Ok(2));
+    assert_eq!(tally.drops(), 2);
+}
+
+/// Four threads add, cancel and reset at random while callbacks fire; every timer is
+/// accounted for exactly once and every task dropped exactly once.
+#[test]
+fn stress_conserves_every_timer() {
+    let rt = Arc::new(runtime::<Probe>(4));
+    let tally = Tally::default();
+    let ops_per_thread = 250_000;
+    let threads: Vec<_> = (0..4u64)
+        .map(|seed| {
+            let (rt, tally) = (rt.clone(), tally.clone());
+            thread::spawn(move || {
+                let mut rng = seed * 0x9E37_79B9_7F4A_7C15 + 1;
+                let mut ids = Vec::new();
+                let mut next = move || {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    rng
+                };
+                for _ in 0..ops_per_thread {
+                    let r = next();
+                    match r % 4 {
+                        0 | 1 => ids.push(rt.add(ms(r % 20), tally.probe()).unwrap()),
+                        2 if !ids.is_empty() => {
+                            let id = ids.swap_remove((r as usize / 4) % ids.len());
+                            let _ = rt.cancel(id);
+                        }
+                        _ if !ids.is_empty() => {
+                            let id = ids[(r as usize / 4) % ids.len()];
+                            let _ = rt.reset(id, ms(r % 30));
+                        }
+                        _ => {}
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let s = rt.stats();
+    assert_eq!(
+        s.added,
+        s.fired_one_shot + s.cancelled + s.pending + s.discarded
+    );
+    wait_until("all fired", || rt.stats().pending == 0);
+    wait_until("all dropped", || tally.drops() as u64 == s.added);
+    let s = rt.stats();
+    assert_eq!(s.added, s.fired_one_shot + s.cancelled);
+    assert_eq!(tally.runs() as u64, s.fired_one_shot);
+    assert_eq!(rt.shutdown(), Ok(0));
+}
