@@ -11,8 +11,8 @@ var timers registry
 // func has; the library starts no other run of the same timer meanwhile.
 //
 //export twgoFire
-func twgoFire(slot C.uintptr_t) {
-	if t := timers.fired(uintptr(slot)); t != nil {
+func twgoFire(handle C.uintptr_t) {
+	if t := timers.fired(uintptr(handle)); t != nil {
 		t.run()
 	}
 }

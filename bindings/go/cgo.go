@@ -12,9 +12,9 @@ package timerwheel
 #include "timerwheel.h"
 
 // Exported from callback.go.
-extern void twgoFire(uintptr_t slot);
+extern void twgoFire(uintptr_t handle);
 
-// The tw_callback of every Go timer: user_data carries a registry slot, never a Go pointer.
+// The tw_callback of every Go timer: user_data carries a registry handle, never a Go pointer.
 static void twgo_fire(tw_timer_id id, void *user_data) {
 	(void)id;
 	twgoFire((uintptr_t)user_data);
@@ -28,12 +28,12 @@ typedef struct twgo_added {
 // Adds a one-shot timer (period_ms == 0) or a periodic one. The id comes back by value so
 // that no Go pointer is handed to C on this hot path.
 static twgo_added twgo_add(tw_wheel *w, uint64_t delay_ms, uint64_t period_ms,
-		tw_period_mode mode, uintptr_t slot) {
+		tw_period_mode mode, uintptr_t handle) {
 	twgo_added r = {TW_OK, 0};
 	if (period_ms == 0) {
-		r.status = tw_add(w, delay_ms, twgo_fire, (void *)slot, NULL, &r.id);
+		r.status = tw_add(w, delay_ms, twgo_fire, (void *)handle, NULL, &r.id);
 	} else {
-		r.status = tw_add_periodic(w, delay_ms, period_ms, mode, twgo_fire, (void *)slot,
+		r.status = tw_add_periodic(w, delay_ms, period_ms, mode, twgo_fire, (void *)handle,
 			NULL, &r.id);
 	}
 	return r;
@@ -81,9 +81,9 @@ func cDefault() cWheel {
 	return C.tw_default()
 }
 
-// cAdd adds a timer that fires registry slot; periodMs == 0 makes it a one-shot.
-func cAdd(w cWheel, delayMs, periodMs uint64, mode periodMode, slot uintptr) (uint64, error) {
-	r := C.twgo_add(w, C.uint64_t(delayMs), C.uint64_t(periodMs), mode, C.uintptr_t(slot))
+// cAdd adds a timer that fires the registry entry of handle; periodMs == 0 makes it a one-shot.
+func cAdd(w cWheel, delayMs, periodMs uint64, mode periodMode, handle uintptr) (uint64, error) {
+	r := C.twgo_add(w, C.uint64_t(delayMs), C.uint64_t(periodMs), mode, C.uintptr_t(handle))
 	return uint64(r.id), statusErr(r.status)
 }
 

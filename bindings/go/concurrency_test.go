@@ -68,6 +68,6 @@ func TestStopAndResetRaceOneTimer(t *testing.T) {
 	eventually(t, "the timer to end", func() bool { return w.Stats().Pending == 0 })
 	checkInvariant(t, w.Stats())
 	if n := timers.countWheel(w); n != 0 {
-		t.Fatalf("%d registry slots live after the timer ended", n)
+		t.Fatalf("%d registry entries live after the timer ended", n)
 	}
 }

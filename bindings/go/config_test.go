@@ -43,7 +43,7 @@ func TestMaxTimersGivesErrFull(t *testing.T) {
 		t.Fatalf("third AfterFunc with MaxTimers 2 = %v, want ErrFull", err)
 	}
 	if n := timers.countWheel(w); n != 2 {
-		t.Fatalf("%d live slots after a refused add, want 2", n)
+		t.Fatalf("%d live entries after a refused add, want 2", n)
 	}
 	a.Stop()
 	mustAfterFunc(t, w, time.Hour, func() {})

@@ -25,9 +25,9 @@
 // # How funcs run
 //
 // The package is cgo over the C library libtimerwheel, linked statically. Go funcs never
-// cross into C: each C timer carries as its user data the index of a slot in a Go table
-// that points to its Timer, and a stale index (its timer stopped, its slot reused) finds
-// nothing. When a timer fires, the library's worker thread calls an exported Go function
+// cross into C: each C timer carries as its user data a handle, the index of an entry of a
+// Go table that points to its Timer plus a generation, and a stale handle (its timer
+// stopped, the entry reused) finds nothing. When a timer fires, the library's worker thread calls an exported Go function
 // that runs the func right there, on that thread, and returns to the library when it has
 // returned. So the library's guarantees hold for Go funcs as they are: a periodic func does
 // not overlap itself, a fixed-delay period counts from the func's return, Close waits for
@@ -35,7 +35,7 @@
 // A func may block; it holds a worker thread while it does.
 //
 // A func may call any method of its wheel and of its Timer, Stop and Reset of its own
-// Timer included. A slot is released when its one-shot timer fires, when Stop stops the
+// Timer included. An entry is released when its one-shot timer fires, when Stop stops the
 // timer, or when Close discards it: no handle outlives its timer. The package starts no
 // goroutine of its own, but one to finish a Close called from one of the wheel's funcs.
 package timerwheel

@@ -40,26 +40,28 @@ func TestEveryStatusHasItsError(t *testing.T) {
 func TestRegistryStaleHandleFindsNothing(t *testing.T) {
 	var r registry
 	w := &Wheel{}
-	a := &Timer{w: w}
-	h := r.add(a, false)
-	if r.fired(h) != a {
-		t.Fatal("a live periodic slot did not find its timer")
+	periodic := &Timer{w: w, periodMs: 1}
+	h := r.add(periodic)
+	if r.fired(h) != periodic || r.fired(h) != periodic {
+		t.Fatal("a live periodic entry did not find its timer")
 	}
-	if !r.release(h) || r.release(h) {
-		t.Fatal("release of a live slot must succeed once")
+	r.release(periodic)
+	if r.fired(h) != nil || r.alive(periodic) {
+		t.Fatal("a released handle found its timer")
 	}
-	b := &Timer{w: w}
-	h2 := r.add(b, true)
+	r.sweep()
+	oneShot := &Timer{w: w}
+	h2 := r.add(oneShot)
 	if h2&indexMask != h&indexMask {
-		t.Fatal("a released slot was not reused")
+		t.Fatal("a released entry was not reused")
 	}
 	if r.fired(h) != nil {
-		t.Fatal("a stale handle found the slot's new timer")
+		t.Fatal("a stale handle found the entry's new timer")
 	}
-	if r.fired(h2) != b || r.fired(h2) != nil {
-		t.Fatal("a one-shot slot must fire once")
+	if r.fired(h2) != oneShot || r.fired(h2) != nil {
+		t.Fatal("a one-shot entry must fire once")
 	}
 	if n := r.countWheel(w); n != 0 {
-		t.Fatalf("%d live slots, want 0", n)
+		t.Fatalf("%d live entries, want 0", n)
 	}
 }

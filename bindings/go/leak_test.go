@@ -8,7 +8,7 @@ import (
 )
 
 // TestNoLeaks ends timers every way there is and checks that each released its registry
-// slot and that no goroutine is left behind.
+// entry and that no goroutine is left behind.
 func TestNoLeaks(t *testing.T) {
 	before := runtime.NumGoroutine()
 	w, err := New(Config{MaxWorkers: 4})
@@ -38,11 +38,11 @@ func TestNoLeaks(t *testing.T) {
 		tm.Stop() // stopped after running a while; the other 10 are discarded by Close
 	}
 	if n := timers.countWheel(w); n != 110 {
-		t.Fatalf("%d live slots with 110 timers pending", n)
+		t.Fatalf("%d live entries with 110 timers pending", n)
 	}
 	w.Close()
 	if n := timers.countWheel(w); n != 0 {
-		t.Fatalf("%d registry slots live after Close", n)
+		t.Fatalf("%d registry entries live after Close", n)
 	}
 	eventually(t, "the goroutine count to return to where it was", func() bool {
 		return runtime.NumGoroutine() <= before

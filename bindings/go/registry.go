@@ -5,125 +5,142 @@ import (
 	"sync"
 )
 
-// A slot handle names a registry entry: the entry's index in the low half of a uintptr, its
+// A handle names a registry entry: the entry's index in the low half of a uintptr, a
 // generation in the high half. It is what a C timer carries as user_data, so no Go pointer
-// ever crosses into C; a stale handle (its entry released and perhaps reused) finds nothing.
+// ever crosses into C. Every add takes a new generation, and an entry is found only by the
+// handle its timer holds now, so a stale handle (its timer stopped, the entry perhaps
+// reused) finds nothing.
 const (
 	genShift  = bits.UintSize / 2
 	indexMask = uintptr(1)<<genShift - 1
 )
 
+// sweepBatch is how many released entries wait before they are cleared together.
+const sweepBatch = 256
+
 // registry holds the Go side of every C timer of every wheel: the *Timer whose func a
 // firing C timer runs. Releasing an entry is what ends a timer on the Go side.
+//
+// A release only clears the timer's handle (its cache line is at hand) and queues the
+// entry; the entries are cleared in batches, where their scattered cache misses overlap
+// instead of each stalling a Stop.
 type registry struct {
-	mu      sync.Mutex
-	entries []entry
-	free    []uintptr // indexes of released entries
-	live    int
+	mu       sync.Mutex
+	entries  []*Timer
+	free     []uintptr // cleared entries, ready for reuse
+	released []uintptr // released entries not yet cleared
+	gen      uintptr
+	live     int
 }
 
-type entry struct {
-	t       *Timer // nil when released
-	gen     uintptr
-	oneShot bool // released when it fires
-}
-
-// add registers t and returns its slot handle.
-func (r *registry) add(t *Timer, oneShot bool) uintptr {
+// add registers t under a new handle, stores the handle in t.handle and returns it.
+func (r *registry) add(t *Timer) uintptr {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	var i uintptr
 	if n := len(r.free); n > 0 {
 		i = r.free[n-1]
 		r.free = r.free[:n-1]
 	} else {
 		i = uintptr(len(r.entries))
-		r.entries = append(r.entries, entry{gen: 1})
+		r.entries = append(r.entries, nil)
 	}
-	e := &r.entries[i]
-	e.t, e.oneShot = t, oneShot
+	r.gen++
+	h := (r.gen&indexMask)<<genShift | i
+	r.entries[i] = t
+	t.handle = h
 	r.live++
-	return e.gen<<genShift | i
+	r.mu.Unlock()
+	return h
 }
 
-// fired returns the timer of a firing slot (nil if it was released), releasing the slot of
-// a one-shot timer, which never fires again.
+// fired returns the timer of a firing handle (nil if it was released), releasing the entry
+// of a one-shot timer, which never fires again.
 func (r *registry) fired(h uintptr) *Timer {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	e := r.find(h)
-	if e == nil {
-		return nil
+	t := r.find(h)
+	if t != nil && t.periodMs == 0 {
+		r.releaseLocked(t)
 	}
-	t := e.t
-	if e.oneShot {
-		r.releaseLocked(e, h&indexMask)
-	}
+	r.mu.Unlock()
 	return t
 }
 
-// release ends a slot; it reports whether the slot was live.
-func (r *registry) release(h uintptr) bool {
+// release ends t's handle if it is live.
+func (r *registry) release(t *Timer) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	e := r.find(h)
-	if e == nil {
-		return false
+	if t.handle != 0 {
+		r.releaseLocked(t)
 	}
-	r.releaseLocked(e, h&indexMask)
-	return true
+	r.mu.Unlock()
 }
 
-// alive reports whether a slot is live.
-func (r *registry) alive(h uintptr) bool {
+// alive reports whether t's handle is live.
+func (r *registry) alive(t *Timer) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.find(h) != nil
+	return t.handle != 0
 }
 
-// releaseWheel ends every live slot of w (w was destroyed) and returns how many there were.
+// releaseWheel ends every live handle of w (w was destroyed) and returns how many there
+// were.
 func (r *registry) releaseWheel(w *Wheel) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
-	for i := range r.entries {
-		if e := &r.entries[i]; e.t != nil && e.t.w == w {
-			r.releaseLocked(e, uintptr(i))
+	for i, t := range r.entries {
+		if r.liveAt(uintptr(i), t) && t.w == w {
+			r.releaseLocked(t)
 			n++
 		}
 	}
+	r.sweep()
 	return n
 }
 
-// countWheel is the number of live slots of w.
+// countWheel is the number of live handles of w.
 func (r *registry) countWheel(w *Wheel) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
-	for i := range r.entries {
-		if e := &r.entries[i]; e.t != nil && e.t.w == w {
+	for i, t := range r.entries {
+		if r.liveAt(uintptr(i), t) && t.w == w {
 			n++
 		}
 	}
 	return n
 }
 
-// find returns the live entry a handle names, or nil.
-func (r *registry) find(h uintptr) *entry {
+// find returns the timer a live handle names, or nil.
+func (r *registry) find(h uintptr) *Timer {
 	i := h & indexMask
 	if i >= uintptr(len(r.entries)) {
 		return nil
 	}
-	e := &r.entries[i]
-	if e.t == nil || e.gen != h>>genShift {
-		return nil
+	if t := r.entries[i]; t != nil && t.handle == h {
+		return t
 	}
-	return e
+	return nil
 }
 
-func (r *registry) releaseLocked(e *entry, i uintptr) {
-	e.t = nil
-	e.gen = (e.gen + 1) & indexMask
-	r.free = append(r.free, i)
+// liveAt reports whether entry i holds the live handle of t.
+func (r *registry) liveAt(i uintptr, t *Timer) bool {
+	return t != nil && t.handle != 0 && t.handle&indexMask == i
+}
+
+func (r *registry) releaseLocked(t *Timer) {
+	r.released = append(r.released, t.handle&indexMask)
+	t.handle = 0
 	r.live--
+	if len(r.released) >= sweepBatch {
+		r.sweep()
+	}
+}
+
+// sweep clears the released entries and makes them free.
+func (r *registry) sweep() {
+	for _, i := range r.released {
+		r.entries[i] = nil
+	}
+	r.free = append(r.free, r.released...)
+	r.released = r.released[:0]
 }

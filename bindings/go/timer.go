@@ -13,9 +13,11 @@ type Timer struct {
 	periodMs uint64 // 0 for a one-shot timer
 	mode     periodMode
 
-	mu   sync.Mutex // guards the C timer the Timer stands for now
-	id   uint64
-	slot uintptr
+	mu sync.Mutex // guards the C timer the Timer stands for now
+	id uint64
+	// handle names t's registry entry while its C timer lives, 0 otherwise; guarded by
+	// the registry's lock.
+	handle uintptr
 }
 
 // Stop prevents the timer from firing (again). It returns true if the call stopped the
@@ -25,7 +27,12 @@ type Timer struct {
 // call starts.
 func (t *Timer) Stop() bool {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	stopped := t.stopLocked()
+	t.mu.Unlock()
+	return stopped
+}
+
+func (t *Timer) stopLocked() bool {
 	w := t.w
 	if !w.gate.enter() {
 		return false
@@ -35,7 +42,7 @@ func (t *Timer) Stop() bool {
 	if err != nil {
 		return false
 	}
-	timers.release(t.slot)
+	timers.release(t)
 	return true
 }
 
@@ -56,7 +63,7 @@ func (t *Timer) Reset(d time.Duration) bool {
 	if err == nil {
 		return true
 	}
-	if t.periodMs != 0 && timers.alive(t.slot) {
+	if t.periodMs != 0 && timers.alive(t) {
 		// A periodic timer that was not stopped is active, even while the library cannot
 		// move it.
 		return true
@@ -73,12 +80,12 @@ func (t *Timer) arm(d time.Duration) error {
 		return w.err
 	}
 	defer w.gate.exit()
-	slot := timers.add(t, t.periodMs == 0)
-	id, err := cAdd(w.c, millis(d), t.periodMs, t.mode, slot)
+	h := timers.add(t)
+	id, err := cAdd(w.c, millis(d), t.periodMs, t.mode, h)
 	if err != nil {
-		timers.release(slot)
+		timers.release(t)
 		return err
 	}
-	t.id, t.slot = id, slot
+	t.id = id
 	return nil
 }
