@@ -59,6 +59,19 @@ func Both() []func() Impl {
 	return []func() Impl{Std, Wheel}
 }
 
+// ImplNames names the implementations of Both, in the same order.
+var ImplNames = []string{"go-time", "timerwheel-go"}
+
+// NewImpl starts the implementation of that name; false if there is none.
+func NewImpl(name string) (Impl, bool) {
+	for i, n := range ImplNames {
+		if n == name {
+			return Both()[i](), true
+		}
+	}
+	return Impl{}, false
+}
+
 // Stopwatch is paused around the set-up of a workload so that a testing.B measures only
 // the timed phases; *testing.B is one.
 type Stopwatch interface {

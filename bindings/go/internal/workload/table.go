@@ -9,7 +9,7 @@ import (
 var metrics = map[string][]string{
 	"W1": {"add_ns", "cancel_ns", "add_cancel_ns", "bytes_per_timer"},
 	"W2": {"touch_ns"},
-	"W3": {"late_p50_us", "late_p99_us", "late_max_us", "total_s"},
+	"W3": {"late_p50_us", "late_p99_us", "late_max_us", "add_s", "total_s"},
 }
 
 // WriteTable prints each metric of timerwheel next to the baseline's of the same workload,
@@ -30,7 +30,7 @@ func WriteTable(w io.Writer, records []Record) {
 		}
 		for _, m := range metrics[wl] {
 			ours, theirs := toFloat(r[m]), toFloat(b[m])
-			fmt.Fprintf(w, "%-4s %-16s %14.1f %14.1f %7.2fx\n", wl, m, theirs, ours, ours/theirs)
+			fmt.Fprintf(w, "%-4s %-16s %14.2f %14.2f %7.2fx\n", wl, m, theirs, ours, ours/theirs)
 		}
 	}
 }

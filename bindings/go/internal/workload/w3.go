@@ -11,6 +11,7 @@ import (
 type W3Result struct {
 	Fired                int
 	TotalS               float64
+	AddS                 float64 // time taken to add them all
 	LateP50us, LateP99us float64
 	LateMaxus            float64
 	Complete             bool // every timer fired before the wait gave up
@@ -36,6 +37,7 @@ func W3(impl Impl, n int, seed int64) W3Result {
 			}
 		})
 	}
+	added := time.Since(start)
 	complete := true
 	select {
 	case <-done:
@@ -48,7 +50,7 @@ func W3(impl Impl, n int, seed int64) W3Result {
 		late = nil // some entries are still being written; only the count is reported
 	}
 	p50, p99, max := percentiles(late)
-	return W3Result{Fired: got, TotalS: total.Seconds(), LateP50us: p50, LateP99us: p99,
+	return W3Result{Fired: got, TotalS: total.Seconds(), AddS: added.Seconds(), LateP50us: p50, LateP99us: p99,
 		LateMaxus: max, Complete: complete}
 }
 
