@@ -32,7 +32,8 @@
 // returned. So the library's guarantees hold for Go funcs as they are: a periodic func does
 // not overlap itself, a fixed-delay period counts from the func's return, Close waits for
 // the funcs that run, and a slow func makes the pool grow rather than delay other timers.
-// A func may block; it holds a worker thread while it does.
+// A func may block; it holds a worker thread while it does. It must return or panic:
+// runtime.Goexit (which testing's FailNow calls) cannot end a call that came from C.
 //
 // A func may call any method of its wheel and of its Timer, Stop and Reset of its own
 // Timer included. An entry is released when its one-shot timer fires, when Stop stops the

@@ -47,8 +47,3 @@ func (g *gate) close() bool {
 	}
 	return true
 }
-
-// closed reports whether close was called.
-func (g *gate) closed() bool {
-	return g.n.Load() >= closedBit
-}
