@@ -73,9 +73,7 @@ func (w *Wheel) start(delay, period time.Duration, mode periodMode, f func()) (*
 		return nil, errNilFunc
 	}
 	t := &Timer{w: w, f: f, periodMs: millis(period), mode: mode}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err := t.arm(delay); err != nil {
+	if err := t.arm(delay); err != nil { // t is not shared yet: no need for t.mu
 		return nil, err
 	}
 	return t, nil
