@@ -71,3 +71,28 @@ func TestStopAndResetRaceOneTimer(t *testing.T) {
 		t.Fatalf("%d registry entries live after the timer ended", n)
 	}
 }
+
+// TestResetWhileFiringRunsBoth resets a one-shot timer whose func the library has started
+// but whose Go side has not yet run: Reset returns false and schedules a second run, and the
+// first run still happens.
+func TestResetWhileFiringRunsBoth(t *testing.T) {
+	w := newWheel(t, Config{})
+	var runs atomic.Int32
+	tm := mustAfterFunc(t, w, time.Millisecond, func() { runs.Add(1) })
+
+	timers.mu.Lock() // holds the firing callback before it finds its timer
+	eventually(t, "the library to start the callback", func() bool { return w.Stats().Fired == 1 })
+	reset := make(chan bool)
+	go func() { reset <- tm.Reset(time.Millisecond) }()
+	time.Sleep(20 * time.Millisecond) // lets Reset reach the registry too
+	timers.mu.Unlock()
+
+	if receive(t, reset, "Reset") {
+		t.Fatal("Reset of a timer that had fired = true, want false")
+	}
+	eventually(t, "both runs", func() bool { return runs.Load() == 2 })
+	eventually(t, "the timer to end", func() bool { return w.Stats().Pending == 0 })
+	if n := timers.countWheel(w); n != 0 {
+		t.Fatalf("%d registry entries live after the timer ended", n)
+	}
+}

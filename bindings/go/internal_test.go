@@ -45,21 +45,38 @@ func TestRegistryStaleHandleFindsNothing(t *testing.T) {
 	if r.fired(h) != periodic || r.fired(h) != periodic {
 		t.Fatal("a live periodic entry did not find its timer")
 	}
-	r.release(periodic)
-	if r.fired(h) != nil || r.alive(periodic) {
-		t.Fatal("a released handle found its timer")
+	r.release(h)
+	if n := r.countWheel(w); n != 0 {
+		t.Fatalf("%d live entries after release, want 0", n)
 	}
-	r.sweep()
+	if r.fired(h) != nil {
+		t.Fatal("a released and cleared handle found its timer")
+	}
 	oneShot := &Timer{w: w}
 	h2 := r.add(oneShot)
 	if h2&indexMask != h&indexMask {
-		t.Fatal("a released entry was not reused")
+		t.Fatal("a cleared entry was not reused")
 	}
 	if r.fired(h) != nil {
 		t.Fatal("a stale handle found the entry's new timer")
 	}
 	if r.fired(h2) != oneShot || r.fired(h2) != nil {
 		t.Fatal("a one-shot entry must fire once")
+	}
+	if n := r.countWheel(w); n != 0 || r.live != 0 {
+		t.Fatalf("%d live entries (counter %d), want 0", n, r.live)
+	}
+}
+
+func TestRegistryTimerWithTwoEntries(t *testing.T) {
+	// A one-shot Timer rescheduled by Reset while its old C timer is about to fire has two
+	// entries; both fire.
+	var r registry
+	w := &Wheel{}
+	tm := &Timer{w: w}
+	old, renewed := r.add(tm), r.add(tm)
+	if r.fired(old) != tm || r.fired(renewed) != tm {
+		t.Fatal("both entries of a rescheduled timer must fire")
 	}
 	if n := r.countWheel(w); n != 0 {
 		t.Fatalf("%d live entries, want 0", n)

@@ -13,10 +13,8 @@ type Timer struct {
 	periodMs uint64 // 0 for a one-shot timer
 	mode     periodMode
 
-	mu sync.Mutex // guards the C timer the Timer stands for now
-	id uint64
-	// handle names t's registry entry while its C timer lives, 0 otherwise; guarded by
-	// the registry's lock.
+	mu     sync.Mutex // guards the C timer the Timer stands for now: its id and handle
+	id     uint64
 	handle uintptr
 }
 
@@ -42,7 +40,7 @@ func (t *Timer) stopLocked() bool {
 	if err != nil {
 		return false
 	}
-	timers.release(t)
+	timers.release(t.handle)
 	return true
 }
 
@@ -63,11 +61,7 @@ func (t *Timer) Reset(d time.Duration) bool {
 	if err == nil {
 		return true
 	}
-	if t.periodMs != 0 && timers.alive(t) {
-		// A periodic timer that was not stopped is active, even while the library cannot
-		// move it.
-		return true
-	}
+	// The timer had fired (a one-shot) or been stopped: its C timer has ended.
 	_ = t.arm(d) // fails only when the wheel is closing or full: the timer stays stopped
 	return false
 }
@@ -83,9 +77,9 @@ func (t *Timer) arm(d time.Duration) error {
 	h := timers.add(t)
 	id, err := cAdd(w.c, millis(d), t.periodMs, t.mode, h)
 	if err != nil {
-		timers.release(t)
+		timers.release(h)
 		return err
 	}
-	t.id = id
+	t.id, t.handle = id, h
 	return nil
 }
