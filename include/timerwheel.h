@@ -204,9 +204,9 @@ void tw_config_init(struct tw_config *cfg);
  * `cfg` NULL means every default. Free the wheel with tw_destroy.
  *
  * Returns TW_OK, or (and `*out` is left untouched):
- * - TW_ERR_INVALID: `out` NULL; or a config out of range (tick_us below 100 or above
- *   1000000, min_workers above a nonzero max_workers, max_workers above 1024).
- * - TW_ERR_INTERNAL: the threads could not be started.
+ * - TW_ERR_INVALID: `out` NULL; a config out of range (tick_us below 100 or above
+ *   1000000, min_workers above a nonzero max_workers, max_workers above 1024); or the tick
+ *   thread could not be started.
  *
  * # Safety
  * `cfg` is NULL or points to a readable `tw_config`; `out` is NULL or valid for writing a
@@ -218,7 +218,8 @@ enum tw_status tw_create(const struct tw_config *cfg, struct tw_wheel **out);
  * The process-wide shared wheel (default config), created on the first call; every caller
  * gets the same one. It lives as long as the process: tw_destroy on it returns TW_ERR_BUSY.
  *
- * Returns NULL only if the wheel could not be started (no thread could be created).
+ * Returns NULL only if the wheel could not be started (no thread could be created); then
+ * every later call returns NULL too.
  */
 struct tw_wheel *tw_default(void);
 
@@ -234,7 +235,8 @@ struct tw_wheel *tw_default(void);
  *
  * # Safety
  * `w` is NULL or a wheel from tw_create / tw_default that is not yet destroyed. Not to be
- * called while another thread may still use `w` (other than a callback of `w` itself).
+ * called while another thread may still use `w` (other than a callback of `w` itself);
+ * for a manual wheel, not while another thread is inside tw_poll.
  */
 enum tw_status tw_destroy(struct tw_wheel *w);
 
@@ -250,11 +252,14 @@ enum tw_status tw_destroy(struct tw_wheel *w);
 enum tw_status tw_get_stats(const struct tw_wheel *w, struct tw_stats *out);
 
 /**
- * For a manual wheel: milliseconds until the next deadline, rounded up (0 when a timer is
+ * For a manual wheel: milliseconds until tw_poll has work, rounded up (0 when a timer is
  * due), or -1 when no timer is pending: the timeout to give poll()/epoll_wait() before
- * calling tw_poll. On a wheel with threads the value is the same, for information only.
+ * calling tw_poll. It may come before the next deadline when the wheel must move far
+ * timers closer; tw_poll then runs nothing and the next value is later. On a wheel with
+ * threads the value is the same, for information only.
  *
- * Bad input: `w` NULL returns -1.
+ * Bad input: `w` NULL returns -1. During tw_destroy: the value until the pending timers
+ * are discarded, then -1.
  *
  * # Safety
  * `w` is NULL or a live wheel.
@@ -266,8 +271,8 @@ int64_t tw_next_timeout_ms(struct tw_wheel *w);
  * how many ran in `*ran`.
  *
  * Returns TW_OK, or (and nothing runs):
- * - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is not manual.
- * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+ * - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is not manual (also during destroy).
+ * - TW_ERR_SHUTDOWN: a manual wheel is being destroyed.
  *
  * # Safety
  * `w` is NULL or a live wheel; `ran` is NULL or valid for writing a `size_t`.
@@ -363,7 +368,7 @@ enum tw_status tw_delete(struct tw_wheel *w, tw_timer_id id);
  * has returned (so its user data is no longer in use when this returns).
  *
  * Returns what tw_delete returns, or TW_ERR_BUSY at once (nothing changes) when called
- * from this timer's own callback.
+ * from this timer's own callback (TW_ERR_SHUTDOWN during destroy, even there).
  *
  * # Safety
  * `w` is NULL or a live wheel.

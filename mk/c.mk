@@ -16,8 +16,11 @@ C_SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-f
 VALGRIND := valgrind -q --leak-check=full --errors-for-leak-kinds=definite \
             --show-leak-kinds=definite --error-exitcode=1
 
+# The shared object's soname is libtimerwheel.so.$(TW_ABI): programs linked against it look
+# for that name, so target/release gets the link too.
 lib:
 	$(CARGO) build --release -q -p timerwheel-ffi
+	ln -sf libtimerwheel.so $(TW_LIBDIR)/libtimerwheel.so.$(TW_ABI)
 
 # Regenerates the committed header (cbindgen runs in timerwheel-ffi/build.rs).
 header:
@@ -59,11 +62,11 @@ test-cpp: lib | $(C_BUILD)
 	  tests/cpp/test_wrapper.cpp -o $(C_BUILD)/test_wrapper $(C_LINK)
 	$(C_BUILD)/test_wrapper
 
-# Installs the header, the shared object (with its soname links), the static archive and
-# timerwheel.pc under $(PREFIX).
+# Installs the header (and the C++ wrapper), the shared object with its soname links, the
+# static archive and timerwheel.pc under $(PREFIX).
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 $(TW_HEADER) $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(TW_HEADER) bindings/cpp/timerwheel.hpp $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(TW_LIBDIR)/libtimerwheel.so $(DESTDIR)$(PREFIX)/lib/libtimerwheel.so.$(TW_VERSION)
 	ln -sf libtimerwheel.so.$(TW_VERSION) $(DESTDIR)$(PREFIX)/lib/libtimerwheel.so.$(TW_ABI)
 	ln -sf libtimerwheel.so.$(TW_ABI) $(DESTDIR)$(PREFIX)/lib/libtimerwheel.so
@@ -74,6 +77,7 @@ install: lib
 # Installs into a temporary prefix, then builds and runs a C program with pkg-config,
 # linked once against the shared object and once against the static archive.
 test-install:
+	@command -v pkg-config >/dev/null || (apt-get update -qq && apt-get install -y -qq pkg-config)
 	@set -e; prefix=$$(mktemp -d); trap 'rm -rf $$prefix' EXIT; \
 	$(MAKE) -s install PREFIX=$$prefix; \
 	export PKG_CONFIG_PATH=$$prefix/lib/pkgconfig; \
@@ -84,11 +88,14 @@ test-install:
 	$$prefix/app-static; \
 	echo "test-install: 2 passed, 0 failed"
 
+# W1-W3 through the C ABI against libuv (installed here if missing), and W1 through the
+# Rust API with the same input for the cost of the ABI. BENCH_ARGS=--quick for a short run.
 bench-c: lib | $(C_BUILD)
 	@pkg-config --exists libuv || (apt-get update -qq && apt-get install -y -qq libuv1-dev)
 	$(CC) -std=c99 $(C_WARN) -pthread -O2 -Iinclude bench/c/bench.c -o $(C_BUILD)/bench \
-	  $(C_LINK) $$(pkg-config --cflags --libs libuv) -lm
-	$(C_BUILD)/bench $(BENCH_ARGS)
+	  $(C_LINK) $$(pkg-config --cflags --libs libuv)
+	$(CARGO) run --release -q -p timerwheel-ffi --example w1_rust -- $(BENCH_ARGS) | tee $(C_BUILD)/w1_rust.json
+	$(C_BUILD)/bench --rust $(C_BUILD)/w1_rust.json $(BENCH_ARGS)
 
 TEST_TARGETS += test-c test-cpp test-install
 BENCH_TARGETS += bench-c

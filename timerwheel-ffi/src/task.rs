@@ -22,11 +22,6 @@ pub struct CTask {
 // after the last run returned).
 unsafe impl Send for CTask {}
 
-// SAFETY: a shared `&CTask` gives access to nothing: the fields are private and no method
-// takes `&self`, so sharing references between threads cannot reach `cb`, `drop` or the
-// user data.
-unsafe impl Sync for CTask {}
-
 impl CTask {
     /// A task for `cb(id, user_data)`; `TW_ERR_INVALID` when `cb` is NULL.
     pub fn new(

@@ -15,7 +15,8 @@ pub extern "C" fn tw_status_str(s: RawStatus) -> *const c_char {
 /// The library's version, e.g. "0.1.0" (static, never NULL).
 #[no_mangle]
 pub extern "C" fn tw_version() -> *const c_char {
-    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+    const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+    guard_or(VERSION.as_ptr(), || VERSION.as_ptr()).cast()
 }
 
 const UNKNOWN: &str = "unknown status\0";

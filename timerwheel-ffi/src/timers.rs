@@ -171,7 +171,7 @@ pub unsafe extern "C" fn tw_delete(w: *mut tw_wheel, id: tw_timer_id) -> tw_stat
 /// has returned (so its user data is no longer in use when this returns).
 ///
 /// Returns what tw_delete returns, or TW_ERR_BUSY at once (nothing changes) when called
-/// from this timer's own callback.
+/// from this timer's own callback (TW_ERR_SHUTDOWN during destroy, even there).
 ///
 /// # Safety
 /// `w` is NULL or a live wheel.

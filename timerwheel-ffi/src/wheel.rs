@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use timerwheel_core::{Config, Runtime};
 
 use crate::boundary::{guard, guard_or};
-use crate::ptr::{config, runtime, wheel, Out};
+use crate::ptr::{config, runtime, Out};
 use crate::time::ceil_ms;
 use crate::types::{tw_config, tw_stats, tw_status, tw_wheel};
 
@@ -31,9 +31,9 @@ pub unsafe extern "C" fn tw_config_init(cfg: *mut tw_config) {
 /// `cfg` NULL means every default. Free the wheel with tw_destroy.
 ///
 /// Returns TW_OK, or (and `*out` is left untouched):
-/// - TW_ERR_INVALID: `out` NULL; or a config out of range (tick_us below 100 or above
-///   1000000, min_workers above a nonzero max_workers, max_workers above 1024).
-/// - TW_ERR_INTERNAL: the threads could not be started.
+/// - TW_ERR_INVALID: `out` NULL; a config out of range (tick_us below 100 or above
+///   1000000, min_workers above a nonzero max_workers, max_workers above 1024); or the tick
+///   thread could not be started.
 ///
 /// # Safety
 /// `cfg` is NULL or points to a readable `tw_config`; `out` is NULL or valid for writing a
@@ -44,9 +44,7 @@ pub unsafe extern "C" fn tw_create(cfg: *const tw_config, out: *mut *mut tw_whee
         // SAFETY: the caller passes NULL or a writable pointer.
         let out = unsafe { Out::new(out) }?;
         // SAFETY: the caller passes NULL or a readable tw_config.
-        let config = unsafe { config(cfg) };
-        config.validate()?;
-        let wheel = tw_wheel::new(Runtime::new(config)?);
+        let wheel = tw_wheel::new(Runtime::new(unsafe { config(cfg) })?);
         out.put(Box::into_raw(Box::new(wheel)));
         Ok(())
     })
@@ -55,7 +53,8 @@ pub unsafe extern "C" fn tw_create(cfg: *const tw_config, out: *mut *mut tw_whee
 /// The process-wide shared wheel (default config), created on the first call; every caller
 /// gets the same one. It lives as long as the process: tw_destroy on it returns TW_ERR_BUSY.
 ///
-/// Returns NULL only if the wheel could not be started (no thread could be created).
+/// Returns NULL only if the wheel could not be started (no thread could be created); then
+/// every later call returns NULL too.
 #[no_mangle]
 pub extern "C" fn tw_default() -> *mut tw_wheel {
     guard_or(ptr::null_mut(), || match default_wheel() {
@@ -64,11 +63,16 @@ pub extern "C" fn tw_default() -> *mut tw_wheel {
     })
 }
 
-/// The shared wheel, started on first use; `None` if it could not be started.
+/// The shared wheel, started on first use (its runtime refuses shutdown with `Busy`);
+/// `None` if it could not be started.
 fn default_wheel() -> Option<&'static tw_wheel> {
     static DEFAULT: OnceLock<Option<tw_wheel>> = OnceLock::new();
     DEFAULT
-        .get_or_init(|| Runtime::new(Config::default()).ok().map(tw_wheel::new))
+        .get_or_init(|| {
+            Runtime::new_shared(Config::default())
+                .ok()
+                .map(tw_wheel::new)
+        })
         .as_ref()
 }
 
@@ -83,18 +87,16 @@ fn default_wheel() -> Option<&'static tw_wheel> {
 ///
 /// # Safety
 /// `w` is NULL or a wheel from tw_create / tw_default that is not yet destroyed. Not to be
-/// called while another thread may still use `w` (other than a callback of `w` itself).
+/// called while another thread may still use `w` (other than a callback of `w` itself);
+/// for a manual wheel, not while another thread is inside tw_poll.
 #[no_mangle]
 pub unsafe extern "C" fn tw_destroy(w: *mut tw_wheel) -> tw_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live wheel.
-        let wheel = unsafe { wheel(w) }?;
-        if default_wheel().is_some_and(|shared| ptr::eq(shared, wheel)) {
-            return Err(tw_status::TW_ERR_BUSY);
-        }
-        wheel.runtime().shutdown()?;
-        // SAFETY: `w` came from Box::into_raw in tw_create (it is not the shared wheel),
-        // and only the call whose shutdown succeeded gets here, so it is freed exactly once.
+        unsafe { runtime(w) }?.shutdown()?;
+        // SAFETY: only the one call whose shutdown succeeded gets here, and that is never
+        // for the shared wheel (its runtime refuses shutdown), so `w` came from
+        // Box::into_raw in tw_create and is freed exactly once.
         drop(unsafe { Box::from_raw(w) });
         Ok(())
     })
@@ -119,11 +121,14 @@ pub unsafe extern "C" fn tw_get_stats(w: *const tw_wheel, out: *mut tw_stats) ->
     })
 }
 
-/// For a manual wheel: milliseconds until the next deadline, rounded up (0 when a timer is
+/// For a manual wheel: milliseconds until tw_poll has work, rounded up (0 when a timer is
 /// due), or -1 when no timer is pending: the timeout to give poll()/epoll_wait() before
-/// calling tw_poll. On a wheel with threads the value is the same, for information only.
+/// calling tw_poll. It may come before the next deadline when the wheel must move far
+/// timers closer; tw_poll then runs nothing and the next value is later. On a wheel with
+/// threads the value is the same, for information only.
 ///
-/// Bad input: `w` NULL returns -1.
+/// Bad input: `w` NULL returns -1. During tw_destroy: the value until the pending timers
+/// are discarded, then -1.
 ///
 /// # Safety
 /// `w` is NULL or a live wheel.
@@ -142,8 +147,8 @@ pub unsafe extern "C" fn tw_next_timeout_ms(w: *mut tw_wheel) -> i64 {
 /// how many ran in `*ran`.
 ///
 /// Returns TW_OK, or (and nothing runs):
-/// - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is not manual.
-/// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+/// - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is not manual (also during destroy).
+/// - TW_ERR_SHUTDOWN: a manual wheel is being destroyed.
 ///
 /// # Safety
 /// `w` is NULL or a live wheel; `ran` is NULL or valid for writing a `size_t`.

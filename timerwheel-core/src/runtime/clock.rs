@@ -34,8 +34,14 @@ impl Clock {
     /// The first tick at or after `delay` from now (rounded up): a timer due at this tick
     /// fires when `now_tick` reaches it, which is never before `delay` has passed.
     pub(crate) fn deadline_after(&self, delay: Duration) -> u64 {
-        let due_ns = u128::from(self.elapsed_ns()) + delay.as_nanos();
-        saturate(due_ns.div_ceil(u128::from(self.tick_ns)))
+        let due_ns = u64::try_from(delay.as_nanos())
+            .ok()
+            .and_then(|delay_ns| self.elapsed_ns().checked_add(delay_ns));
+        match due_ns {
+            Some(due_ns) => due_ns.div_ceil(self.tick_ns),
+            // Beyond 584 years: the exact tick matters to no one, and it must not wrap.
+            None => u64::MAX,
+        }
     }
 
     /// The deadline for the wall-clock time `when` as the system clock reads now.

@@ -11,7 +11,7 @@ use super::clock::Clock;
 use super::executor::{Executor, GROW_AFTER};
 use super::shard::{decode, encode, Schedule, Shard, MAX_SHARDS};
 use super::stats::Histogram;
-use super::ticker::{Ticker, WALL_CHECK};
+use super::ticker::{tighten_timer_slack, Ticker, WALL_CHECK};
 use super::{Config, Error, Rejected, Stats, Task, TimerId};
 use crate::wheel::Key;
 
@@ -156,7 +156,8 @@ impl<T: Task> Inner<T> {
                 task,
             });
         }
-        let index = SHARD_HINT.with(|hint| *hint) % self.shards.len();
+        // The shard count is a power of two.
+        let index = SHARD_HINT.with(|hint| *hint) & (self.shards.len() - 1);
         let inserted = self.shards[index].lock().insert(deadline, schedule, task);
         match inserted {
             Ok(key) => {
@@ -271,14 +272,13 @@ impl<T: Task> Inner<T> {
         }
         drop(scope);
         let mut state = shard.lock();
-        let ended = state.finish(key, run.task, &self.clock);
-        let next = state.next_expiry();
+        let finished = state.finish(key, run.task, &self.clock);
         shard.notify_finished(&state);
         drop(state);
-        if let Some(next) = next {
-            self.ticker.notify_if_earlier(next);
+        match finished {
+            Ok(next) => self.ticker.notify_if_earlier(next),
+            Err(task) => self.release(Some(task)),
         }
-        self.release(ended);
         true
     }
 
@@ -373,6 +373,7 @@ pub(crate) fn worker_main<T: Task>(inner: Arc<Inner<T>>) {
 
 /// The tick thread.
 pub(crate) fn ticker_main<T: Task>(inner: Arc<Inner<T>>) {
+    tighten_timer_slack();
     let mut due = Vec::new();
     let mut wall_offset = inner.clock.wall_offset_ns();
     while !inner.ticker.stopped() {

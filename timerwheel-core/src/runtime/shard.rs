@@ -258,16 +258,16 @@ impl<T> ShardState<T> {
         Some(Run { task, deadline })
     }
 
-    /// Ends a run: a periodic timer goes back into the wheel, anything else ends and its
-    /// task comes back to be dropped.
-    pub(crate) fn finish(&mut self, key: Key, task: T, clock: &Clock) -> Option<T> {
+    /// Ends a run: a periodic timer goes back into the wheel (its next deadline comes
+    /// back), anything else ends and its task comes back to be dropped.
+    pub(crate) fn finish(&mut self, key: Key, task: T, clock: &Clock) -> Result<u64, T> {
         let entry = self
             .wheel
             .get_mut(key)
             .expect("a running timer keeps its node");
         if entry.kind != Kind::Periodic || entry.cancelled {
             self.remove(key);
-            return Some(task);
+            return Err(task);
         }
         entry.task = Some(task);
         let previous = self.wheel.deadline(key).expect("live key");
@@ -280,7 +280,7 @@ impl<T> ShardState<T> {
             .take()
             .unwrap_or_else(|| next_run(periodic, previous, clock));
         self.wheel.reset(key, next);
-        None
+        Ok(next)
     }
 
     /// Removes the node and its side entries; its task if it still holds one.

@@ -82,7 +82,10 @@ impl Histogram {
 
     pub(crate) fn record(&self, value: u64) {
         self.buckets[bucket_of(value)].fetch_add(1, Relaxed);
-        self.max.fetch_max(value, Relaxed);
+        // Read first: a new maximum is rare, and a read keeps the line shared.
+        if value > self.max.load(Relaxed) {
+            self.max.fetch_max(value, Relaxed);
+        }
     }
 
     pub(crate) fn max(&self) -> u64 {

@@ -65,3 +65,21 @@ impl Ticker {
         self.stop.load(SeqCst)
     }
 }
+
+/// Asks the kernel to wake this thread within about a microsecond of its deadline instead
+/// of the default 50 us timer slack: the tick thread's wake-up is every timer's lateness.
+#[cfg(target_os = "linux")]
+pub(crate) fn tighten_timer_slack() {
+    const PR_SET_TIMERSLACK: std::ffi::c_int = 29;
+    extern "C" {
+        fn prctl(option: std::ffi::c_int, ...) -> std::ffi::c_int;
+    }
+    // SAFETY: PR_SET_TIMERSLACK takes one unsigned long by value and touches no memory of
+    // ours; it affects only the calling thread.
+    unsafe {
+        prctl(PR_SET_TIMERSLACK, 1000 as std::ffi::c_ulong);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn tighten_timer_slack() {}

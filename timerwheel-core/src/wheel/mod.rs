@@ -150,10 +150,20 @@ impl<T> Wheel<T> {
 
     /// Moves the entry to a new deadline; an expired entry becomes pending again. False
     /// for a stale key.
+    ///
+    /// A pending entry above level 0 pushed later stays in its slot with the new deadline:
+    /// that slot comes due no later than the new deadline, and the entry is re-placed then.
+    /// So the common "touch" of an idle timeout writes one node and no list.
     pub fn reset(&mut self, key: Key, deadline: u64) -> bool {
         let Some(index) = self.pool.resolve(key) else {
             return false;
         };
+        let node = self.pool.node_mut(index);
+        let above_level_0 = node.list != DETACHED && usize::from(node.list) >= SLOTS;
+        if above_level_0 && deadline >= node.deadline {
+            node.deadline = deadline;
+            return true;
+        }
         self.unlink(index);
         self.pool.node_mut(index).deadline = deadline;
         self.link(index);
@@ -186,8 +196,8 @@ impl<T> Wheel<T> {
     }
 
     /// Moves time to `now` and removes every entry due by then, handing each to `f` in
-    /// deadline order. Returns how many came out. A `now` before [`now`](Self::now) only
-    /// lets what is already due come out.
+    /// deadline order. Returns how many came out. A `now` before [`now`](Self::now) does
+    /// nothing.
     pub fn advance(&mut self, now: u64, mut f: impl FnMut(Key, T)) -> usize {
         self.run_until(now, |wheel, index| {
             let key = wheel.pool.key(index);
@@ -230,6 +240,10 @@ impl<T> Wheel<T> {
             self.now = self.now.max(time);
             if list < SLOTS {
                 while let Some(index) = self.pop(list) {
+                    if self.pool.node(index).deadline > time {
+                        self.link(index); // pushed later by a reset: not due yet
+                        continue;
+                    }
                     on_due(self, index);
                     due += 1;
                 }
@@ -305,11 +319,7 @@ impl<T> Wheel<T> {
     fn relink_all(&mut self, list: usize) {
         let mut index = std::mem::replace(&mut self.heads[list], NIL);
         self.counts[list] = 0;
-        if list == OVERFLOW {
-            self.overflow_earliest = u64::MAX;
-        } else {
-            self.occupied[level_of(list)] &= !(1u128 << (list % SLOTS));
-        }
+        self.mark_empty(list);
         while index != NIL {
             let node = self.pool.node_mut(index);
             let next = node.next;
@@ -357,7 +367,16 @@ impl<T> Wheel<T> {
         }
         self.pool.node_mut(index).list = DETACHED;
         self.counts[list] -= 1;
-        if self.counts[list] == 0 && list != OVERFLOW {
+        if self.counts[list] == 0 {
+            self.mark_empty(list);
+        }
+    }
+
+    /// Clears what tells that `list` holds something.
+    fn mark_empty(&mut self, list: usize) {
+        if list == OVERFLOW {
+            self.overflow_earliest = u64::MAX;
+        } else {
             self.occupied[level_of(list)] &= !(1u128 << (list % SLOTS));
         }
     }

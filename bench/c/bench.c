@@ -1,0 +1,367 @@
+/*
+ * W1, W2, W3 of shared/BENCHMARKS.md through the C ABI, against libuv timers in the same
+ * run. Prints one JSON object per line, then a table of ratios (ours / libuv) with the
+ * targets. `--quick` runs a tenth of the sizes; `--rust FILE` reads the W1 line of the Rust
+ * API (examples/w1_rust.rs, same delays and order) to compare the C ABI with it.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "timerwheel.h"
+
+typedef struct {
+    double add_ns, cancel_ns, bytes_per_timer, touch_ns;
+    double total_s;
+    long fired;
+    double late_p50_us, late_p99_us, late_max_us;
+} result;
+
+static size_t n_timers = 1000000, n_touches = 5000000;
+
+/* ---- helpers ------------------------------------------------------------------------- */
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static double rss_bytes(void) {
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f == NULL || fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    if (f != NULL) fclose(f);
+    return (double)resident * (double)sysconf(_SC_PAGESIZE);
+}
+
+/* xorshift64*, the same generator as examples/w1_rust.rs. */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t next_random(void) {
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545F4914F6CDD1Dull;
+}
+
+static void *xmalloc(size_t bytes) {
+    void *p = malloc(bytes);
+    if (p == NULL) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(1);
+    }
+    memset(p, 0, bytes); /* touched now, so RSS deltas count only the timers */
+    return p;
+}
+
+/* W1 input: delays uniform in [1 s, 3600 s) and a random delete order. */
+static uint64_t *w1_delays(void) {
+    uint64_t *d = xmalloc(n_timers * sizeof *d);
+    for (size_t i = 0; i < n_timers; i++) d[i] = 1000 + next_random() % (3600 * 1000 - 1000);
+    return d;
+}
+
+static size_t *shuffled(size_t n) {
+    size_t *order = xmalloc(n * sizeof *order);
+    for (size_t i = 0; i < n; i++) order[i] = i;
+    for (size_t i = n - 1; i > 0; i--) {
+        size_t j = next_random() % (i + 1);
+        size_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    return order;
+}
+
+static double per_op(int64_t start, size_t ops) { return (double)(now_ns() - start) / (double)ops; }
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Lateness percentiles in microseconds (sorts `late`). */
+static void lateness(result *r, int64_t *late, size_t n) {
+    qsort(late, n, sizeof *late, cmp_i64);
+    r->late_p50_us = (double)late[n / 2] / 1000.0;
+    r->late_p99_us = (double)late[n * 99 / 100] / 1000.0;
+    r->late_max_us = (double)late[n - 1] / 1000.0;
+}
+
+static void noop_cb(tw_timer_id id, void *user_data) {
+    (void)id;
+    (void)user_data;
+}
+
+static tw_wheel *new_wheel(void) {
+    tw_wheel *w = NULL;
+    if (tw_create(NULL, &w) != TW_OK) {
+        fprintf(stderr, "bench: tw_create failed\n");
+        exit(1);
+    }
+    return w;
+}
+
+/* ---- timerwheel through the C ABI ---------------------------------------------------- */
+
+static result ours_w1(const uint64_t *delays, const size_t *order) {
+    result r = {0};
+    tw_wheel *w = new_wheel();
+    tw_timer_id *ids = xmalloc(n_timers * sizeof *ids);
+    double rss = rss_bytes();
+    int64_t start = now_ns();
+    for (size_t i = 0; i < n_timers; i++) tw_add(w, delays[i], noop_cb, NULL, NULL, &ids[i]);
+    r.add_ns = per_op(start, n_timers);
+    r.bytes_per_timer = (rss_bytes() - rss) / (double)n_timers;
+    start = now_ns();
+    for (size_t i = 0; i < n_timers; i++) tw_delete(w, ids[order[i]]);
+    r.cancel_ns = per_op(start, n_timers);
+    tw_destroy(w);
+    free(ids);
+    return r;
+}
+
+static result ours_w2(void) {
+    result r = {0};
+    tw_wheel *w = new_wheel();
+    tw_timer_id *ids = xmalloc(n_timers * sizeof *ids);
+    size_t *pick = xmalloc(n_touches * sizeof *pick);
+    for (size_t i = 0; i < n_touches; i++) pick[i] = next_random() % n_timers;
+    for (size_t i = 0; i < n_timers; i++) tw_add(w, 30000, noop_cb, NULL, NULL, &ids[i]);
+    int64_t start = now_ns();
+    for (size_t i = 0; i < n_touches; i++) tw_reset(w, ids[pick[i]], 30000);
+    r.touch_ns = per_op(start, n_touches);
+    tw_destroy(w);
+    free(ids);
+    free(pick);
+    return r;
+}
+
+static int64_t *w3_deadline, *w3_late;
+static long w3_fired;
+
+static void w3_cb(tw_timer_id id, void *user_data) {
+    int64_t *deadline = user_data;
+    (void)id;
+    w3_late[deadline - w3_deadline] = now_ns() - *deadline;
+    __atomic_add_fetch(&w3_fired, 1, __ATOMIC_RELAXED);
+}
+
+/* Timers due uniformly over [1 s, 3 s); waits for all of them (at most 30 s). */
+static result ours_w3(const uint64_t *delays) {
+    result r = {0};
+    tw_wheel *w = new_wheel();
+    tw_timer_id id;
+    int64_t start = now_ns();
+    for (size_t i = 0; i < n_timers; i++) {
+        w3_deadline[i] = now_ns() + (int64_t)delays[i] * 1000000;
+        tw_add(w, delays[i], w3_cb, &w3_deadline[i], NULL, &id);
+    }
+    int64_t give_up = start + 30 * 1000000000LL;
+    while (__atomic_load_n(&w3_fired, __ATOMIC_ACQUIRE) < (long)n_timers && now_ns() < give_up) {
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+    }
+    r.total_s = (double)(now_ns() - start) / 1e9;
+    tw_destroy(w);
+    r.fired = w3_fired;
+    lateness(&r, w3_late, n_timers);
+    return r;
+}
+
+/* ---- libuv, driven the documented way -------------------------------------------------- */
+
+static void uv_noop(uv_timer_t *t) { (void)t; }
+
+/* Closes every handle and runs the loop until the close callbacks are done. */
+static void uv_finish(uv_loop_t *loop, uv_timer_t *timers) {
+    for (size_t i = 0; i < n_timers; i++) uv_close((uv_handle_t *)&timers[i], NULL);
+    uv_run(loop, UV_RUN_DEFAULT);
+    uv_loop_close(loop);
+}
+
+static result uv_w1(const uint64_t *delays, const size_t *order) {
+    result r = {0};
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    double rss = rss_bytes();
+    int64_t start = now_ns();
+    uv_timer_t *timers = malloc(n_timers * sizeof *timers); /* the timers' memory */
+    for (size_t i = 0; i < n_timers; i++) {
+        uv_timer_init(&loop, &timers[i]);
+        uv_timer_start(&timers[i], uv_noop, delays[i], 0);
+    }
+    r.add_ns = per_op(start, n_timers);
+    r.bytes_per_timer = (rss_bytes() - rss) / (double)n_timers;
+    start = now_ns();
+    for (size_t i = 0; i < n_timers; i++) uv_timer_stop(&timers[order[i]]);
+    r.cancel_ns = per_op(start, n_timers);
+    uv_finish(&loop, timers);
+    free(timers);
+    return r;
+}
+
+static result uv_w2(void) {
+    result r = {0};
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    uv_timer_t *timers = xmalloc(n_timers * sizeof *timers);
+    size_t *pick = xmalloc(n_touches * sizeof *pick);
+    for (size_t i = 0; i < n_touches; i++) pick[i] = next_random() % n_timers;
+    for (size_t i = 0; i < n_timers; i++) {
+        uv_timer_init(&loop, &timers[i]);
+        uv_timer_start(&timers[i], uv_noop, 30000, 0);
+    }
+    int64_t start = now_ns();
+    for (size_t i = 0; i < n_touches; i++) uv_timer_start(&timers[pick[i]], uv_noop, 30000, 0);
+    r.touch_ns = per_op(start, n_touches);
+    uv_finish(&loop, timers);
+    free(timers);
+    free(pick);
+    return r;
+}
+
+static uv_timer_t *uv_w3_timers;
+
+static void uv_w3_cb(uv_timer_t *t) {
+    size_t i = (size_t)(t - uv_w3_timers);
+    w3_late[i] = now_ns() - w3_deadline[i];
+    w3_fired++;
+}
+
+static result uv_w3(const uint64_t *delays) {
+    result r = {0};
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    uv_w3_timers = xmalloc(n_timers * sizeof *uv_w3_timers);
+    int64_t start = now_ns();
+    for (size_t i = 0; i < n_timers; i++) {
+        uv_update_time(&loop); /* libuv counts from its cached loop time */
+        w3_deadline[i] = now_ns() + (int64_t)delays[i] * 1000000;
+        uv_timer_init(&loop, &uv_w3_timers[i]);
+        uv_timer_start(&uv_w3_timers[i], uv_w3_cb, delays[i], 0);
+    }
+    uv_run(&loop, UV_RUN_DEFAULT); /* returns when every timer has fired */
+    r.total_s = (double)(now_ns() - start) / 1e9;
+    r.fired = w3_fired;
+    uv_finish(&loop, uv_w3_timers);
+    free(uv_w3_timers);
+    lateness(&r, w3_late, n_timers);
+    return r;
+}
+
+/* ---- output ------------------------------------------------------------------------- */
+
+static void json_w1(const char *impl, int baseline, result r) {
+    printf("{\"impl\": \"%s\", \"baseline\": %s, \"workload\": \"W1\", \"n\": %zu, "
+           "\"add_ns\": %.1f, \"cancel_ns\": %.1f, \"bytes_per_timer\": %.1f}\n",
+           impl, baseline ? "true" : "false", n_timers, r.add_ns, r.cancel_ns, r.bytes_per_timer);
+}
+
+static void json_w2(const char *impl, int baseline, result r) {
+    printf("{\"impl\": \"%s\", \"baseline\": %s, \"workload\": \"W2\", \"n\": %zu, "
+           "\"touches\": %zu, \"touch_ns\": %.1f}\n",
+           impl, baseline ? "true" : "false", n_timers, n_touches, r.touch_ns);
+}
+
+static void json_w3(const char *impl, int baseline, result r) {
+    printf("{\"impl\": \"%s\", \"baseline\": %s, \"workload\": \"W3\", \"n\": %zu, "
+           "\"fired\": %ld, \"total_s\": %.3f, \"late_p50_us\": %.0f, \"late_p99_us\": %.0f, "
+           "\"late_max_us\": %.0f}\n",
+           impl, baseline ? "true" : "false", n_timers, r.fired, r.total_s, r.late_p50_us,
+           r.late_p99_us, r.late_max_us);
+    fflush(stdout);
+}
+
+/* A table row: ours, the baseline, the ratio, the target ratio (or absolute bound). */
+static void row(const char *what, double ours, double base, double max_ratio, double max_abs) {
+    char ratio[32] = "", target[32] = "";
+    int ok = 1;
+    if (base > 0) snprintf(ratio, sizeof ratio, "%.2fx", ours / base);
+    if (max_ratio > 0) {
+        snprintf(target, sizeof target, "<= %.2fx", max_ratio);
+        ok = base > 0 && ours / base <= max_ratio;
+    } else if (max_abs > 0) {
+        snprintf(target, sizeof target, "<= %.0f", max_abs);
+        ok = ours <= max_abs;
+    }
+    printf("%-34s %12.1f %12.1f %8s %10s  %s\n", what, ours, base, ratio, target,
+           target[0] ? (ok ? "ok" : "MISSED") : "");
+}
+
+/* add_ns and cancel_ns from the JSON line of the Rust API's W1, if given. */
+static int read_rust_w1(const char *path, result *r) {
+    char line[512];
+    FILE *f = path != NULL ? fopen(path, "r") : NULL;
+    int found = 0;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        const char *add = strstr(line, "\"add_ns\": "), *cancel = strstr(line, "\"cancel_ns\": ");
+        if (add != NULL && cancel != NULL) {
+            r->add_ns = atof(add + 10);
+            r->cancel_ns = atof(cancel + 13);
+            found = 1;
+        }
+    }
+    if (f != NULL) fclose(f);
+    return found;
+}
+
+int main(int argc, char **argv) {
+    const char *rust_json = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            n_timers /= 10;
+            n_touches /= 10;
+        } else if (strcmp(argv[i], "--rust") == 0 && i + 1 < argc) {
+            rust_json = argv[++i];
+        } else {
+            fprintf(stderr, "usage: %s [--quick] [--rust W1_JSON_FILE]\n", argv[0]);
+            return 2;
+        }
+    }
+    uint64_t *delays = w1_delays();
+    size_t *order = shuffled(n_timers);
+    result ours1 = ours_w1(delays, order), uv1 = uv_w1(delays, order);
+    json_w1("timerwheel-c", 0, ours1);
+    json_w1("libuv", 1, uv1);
+    result ours2 = ours_w2(), uv2 = uv_w2();
+    json_w2("timerwheel-c", 0, ours2);
+    json_w2("libuv", 1, uv2);
+    for (size_t i = 0; i < n_timers; i++) delays[i] = 1000 + next_random() % 2000;
+    w3_deadline = xmalloc(n_timers * sizeof *w3_deadline);
+    w3_late = xmalloc(n_timers * sizeof *w3_late);
+    result ours3 = ours_w3(delays);
+    json_w3("timerwheel-c", 0, ours3);
+    w3_fired = 0;
+    result uv3 = uv_w3(delays);
+    json_w3("libuv", 1, uv3);
+
+    printf("\n%-34s %12s %12s %8s %10s\n", "C ABI vs libuv (same run)", "timerwheel-c", "libuv",
+           "ratio", "target");
+    row("W1 add_ns", ours1.add_ns, uv1.add_ns, 0.3, 0);
+    row("W1 cancel_ns", ours1.cancel_ns, uv1.cancel_ns, 0.15, 0);
+    row("W1 bytes_per_timer", ours1.bytes_per_timer, uv1.bytes_per_timer, 0, 64);
+    row("W2 touch_ns", ours2.touch_ns, uv2.touch_ns, 0, 0);
+    row("W3 fired", (double)ours3.fired, (double)uv3.fired, 0, 0);
+    row("W3 late_p50_us", ours3.late_p50_us, uv3.late_p50_us, 0, 0);
+    row("W3 late_p99_us", ours3.late_p99_us, uv3.late_p99_us, 0, 1500);
+    row("W3 late_max_us", ours3.late_max_us, uv3.late_max_us, 0, 0);
+    result rust1;
+    if (read_rust_w1(rust_json, &rust1)) {
+        printf("\n%-34s %12s %12s %8s %10s\n", "C ABI vs Rust API (same run)", "timerwheel-c",
+               "rust", "ratio", "target");
+        row("W1 add_ns", ours1.add_ns, rust1.add_ns, 1.3, 0);
+        row("W1 cancel_ns", ours1.cancel_ns, rust1.cancel_ns, 1.3, 0);
+    }
+    if (ours3.fired != (long)n_timers) printf("W3: only %ld of %zu fired\n", ours3.fired, n_timers);
+    free(delays);
+    free(order);
+    free(w3_deadline);
+    free(w3_late);
+    return 0;
+}

@@ -1,0 +1,230 @@
+/*
+ * timerwheel for C++17: a header-only RAII wrapper over the C ABI (timerwheel.h).
+ *
+ *     timerwheel::Config cfg;              // the C defaults (tw_config_init)
+ *     cfg.max_workers = 4;
+ *     timerwheel::Wheel wheel(cfg);        // throws timerwheel::Error on failure
+ *     auto t = wheel.after(std::chrono::milliseconds(50), [] { bill(); });
+ *     t.reset(std::chrono::seconds(1));    // false when it is no longer pending
+ *     t.cancel();                          // true when it was pending
+ *     // ~Wheel destroys the wheel: waits for running callbacks, discards pending ones
+ *
+ * A callback is a std::function<void()>, moved to the heap at add and freed through the
+ * timer's drop function: after a one-shot ran, when the timer is cancelled, or when the
+ * wheel is destroyed. An exception escaping a callback is caught and ignored (it cannot
+ * cross the C boundary); catch inside the callback to report it. Durations round up to
+ * whole milliseconds. A Timer is a plain handle: dropping it does not cancel the timer, and
+ * it must not be used after its Wheel is destroyed.
+ */
+#ifndef TIMERWHEEL_HPP
+#define TIMERWHEEL_HPP
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "timerwheel.h"
+
+namespace timerwheel {
+
+/* A failed call: what() names the C function and the status; status() is the tw_status. */
+class Error : public std::runtime_error {
+public:
+    Error(tw_status status, const char *call)
+        : std::runtime_error(std::string(call) + ": " + tw_status_str(status)), status_(status) {}
+
+    tw_status status() const noexcept { return status_; }
+
+private:
+    tw_status status_;
+};
+
+/* The C configuration, filled with the defaults; change the fields you need. */
+struct Config : tw_config {
+    Config() noexcept : tw_config() { tw_config_init(this); }
+};
+
+namespace detail {
+
+using Callback = std::function<void()>;
+
+inline void check(tw_status status, const char *call) {
+    if (status != TW_OK) throw Error(status, call);
+}
+
+/* Milliseconds, rounded up; negative durations are 0. */
+template <class Rep, class Period>
+std::uint64_t to_ms(std::chrono::duration<Rep, Period> d) {
+    auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
+    return ms < 0 ? 0 : static_cast<std::uint64_t>(ms);
+}
+
+inline void run(tw_timer_id, void *callback) noexcept {
+    try {
+        (*static_cast<Callback *>(callback))();
+    } catch (...) {
+        /* cannot unwind into C */
+    }
+}
+
+inline void drop(void *callback) noexcept { delete static_cast<Callback *>(callback); }
+
+/* Moves `f` to the heap for the C side; the unique_ptr frees it if the add is refused. */
+inline std::unique_ptr<Callback> own(Callback f) {
+    if (!f) throw Error(TW_ERR_INVALID, "empty callback");
+    return std::make_unique<Callback>(std::move(f));
+}
+
+}  // namespace detail
+
+/* A handle to a timer: its wheel and its id. Copyable and movable; does not own the timer. */
+class Timer {
+public:
+    Timer() noexcept = default;
+    Timer(tw_wheel *wheel, tw_timer_id id) noexcept : wheel_(wheel), id_(id) {}
+
+    tw_timer_id id() const noexcept { return id_; }
+
+    /* Stops the timer: true if it was pending (see tw_delete). */
+    bool cancel() noexcept { return wheel_ != nullptr && tw_delete(wheel_, id_) == TW_OK; }
+
+    /* Stops the timer and waits for its callback running on another thread. Throws
+     * Error(TW_ERR_BUSY) from the timer's own callback. */
+    bool cancel_sync() {
+        if (wheel_ == nullptr) return false;
+        tw_status s = tw_delete_sync(wheel_, id_);
+        if (s == TW_ERR_BUSY) throw Error(s, "tw_delete_sync");
+        return s == TW_OK;
+    }
+
+    /* Re-arms the timer `delay` from now: false if it is no longer pending. */
+    template <class Rep, class Period>
+    bool reset(std::chrono::duration<Rep, Period> delay) noexcept {
+        return wheel_ != nullptr && tw_reset(wheel_, id_, detail::to_ms(delay)) == TW_OK;
+    }
+
+private:
+    tw_wheel *wheel_ = nullptr;
+    tw_timer_id id_ = 0;
+};
+
+/* Owns a tw_wheel: non-copyable, movable; the destructor destroys it. */
+class Wheel {
+public:
+    Wheel() : Wheel(Config()) {}
+
+    explicit Wheel(const tw_config &config) {
+        detail::check(tw_create(&config, &wheel_), "tw_create");
+    }
+
+    /* The process-wide shared wheel (tw_default). Destroying this handle leaves the shared
+     * wheel running: tw_destroy refuses it. */
+    static Wheel shared() {
+        tw_wheel *w = tw_default();
+        if (w == nullptr) throw Error(TW_ERR_INTERNAL, "tw_default");
+        return Wheel(w);
+    }
+
+    Wheel(const Wheel &) = delete;
+    Wheel &operator=(const Wheel &) = delete;
+    Wheel(Wheel &&other) noexcept : wheel_(std::exchange(other.wheel_, nullptr)) {}
+    Wheel &operator=(Wheel &&other) noexcept {
+        if (this != &other) {
+            reset_handle();
+            wheel_ = std::exchange(other.wheel_, nullptr);
+        }
+        return *this;
+    }
+
+    /* Destroys the wheel (tw_destroy). Never from inside one of its own callbacks: there
+     * tw_destroy refuses with TW_ERR_BUSY and the wheel is left running. */
+    ~Wheel() { reset_handle(); }
+
+    /* Destroys the wheel now and reports a failure; the Wheel is empty afterwards. */
+    void close() {
+        if (wheel_ != nullptr) {
+            detail::check(tw_destroy(wheel_), "tw_destroy");
+            wheel_ = nullptr;
+        }
+    }
+
+    /* Runs `f` once, `delay` from now. */
+    template <class Rep, class Period>
+    Timer after(std::chrono::duration<Rep, Period> delay, std::function<void()> f) {
+        auto callback = detail::own(std::move(f));
+        tw_timer_id id = 0;
+        detail::check(tw_add(wheel_, detail::to_ms(delay), detail::run, callback.get(),
+                             detail::drop, &id),
+                      "tw_add");
+        callback.release();  // the wheel owns it now
+        return Timer(wheel_, id);
+    }
+
+    /* Runs `f` every `period`, the first time after `period`. */
+    template <class Rep, class Period>
+    Timer every(std::chrono::duration<Rep, Period> period, std::function<void()> f,
+                tw_period_mode mode = TW_FIXED_RATE) {
+        auto callback = detail::own(std::move(f));
+        std::uint64_t ms = detail::to_ms(period);
+        tw_timer_id id = 0;
+        detail::check(tw_add_periodic(wheel_, ms, ms, mode, detail::run, callback.get(),
+                                      detail::drop, &id),
+                      "tw_add_periodic");
+        callback.release();
+        return Timer(wheel_, id);
+    }
+
+    /* Runs `f` once at the wall-clock time `when`. */
+    Timer at(std::chrono::system_clock::time_point when, std::function<void()> f) {
+        auto callback = detail::own(std::move(f));
+        auto unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+            when.time_since_epoch()).count();
+        tw_timer_id id = 0;
+        detail::check(tw_add_at(wheel_, unix_ms, detail::run, callback.get(), detail::drop, &id),
+                      "tw_add_at");
+        callback.release();
+        return Timer(wheel_, id);
+    }
+
+    tw_stats stats() const {
+        tw_stats s{};
+        detail::check(tw_get_stats(wheel_, &s), "tw_get_stats");
+        return s;
+    }
+
+    /* Manual wheel: time until the next deadline, none when nothing is pending. */
+    std::optional<std::chrono::milliseconds> next_timeout() const noexcept {
+        std::int64_t ms = tw_next_timeout_ms(wheel_);
+        if (ms < 0) return std::nullopt;
+        return std::chrono::milliseconds(ms);
+    }
+
+    /* Manual wheel: runs the due callbacks here; returns how many ran. */
+    std::size_t poll() {
+        std::size_t ran = 0;
+        detail::check(tw_poll(wheel_, &ran), "tw_poll");
+        return ran;
+    }
+
+    tw_wheel *get() const noexcept { return wheel_; }
+
+private:
+    explicit Wheel(tw_wheel *wheel) noexcept : wheel_(wheel) {}
+
+    void reset_handle() noexcept {
+        if (wheel_ != nullptr) tw_destroy(wheel_);  // TW_ERR_BUSY for the shared wheel
+        wheel_ = nullptr;
+    }
+
+    tw_wheel *wheel_ = nullptr;
+};
+
+}  // namespace timerwheel
+
+#endif

@@ -1,0 +1,219 @@
+// The C++ wrapper (bindings/cpp/timerwheel.hpp): RAII, callbacks owned through drop,
+// movable handles, errors as exceptions. Same runner as the C tests.
+#include "check.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include "timerwheel.hpp"
+
+using namespace std::chrono_literals;
+using timerwheel::Timer;
+using timerwheel::Wheel;
+
+namespace {
+
+// Waits up to 5 s for `done()`.
+template <class F>
+bool eventually(F done) {
+    auto end = std::chrono::steady_clock::now() + 5s;
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > end) return false;
+        std::this_thread::sleep_for(1ms);
+    }
+    return true;
+}
+
+timerwheel::Config small_config() {
+    timerwheel::Config cfg;
+    cfg.max_workers = 2;
+    return cfg;
+}
+
+void test_after_runs_once_and_frees_the_callback() {
+    Wheel wheel(small_config());
+    std::atomic<int> runs{0};
+    auto token = std::make_shared<int>(0);  // use_count tells whether the callback is alive
+    auto start = std::chrono::steady_clock::now();
+    std::atomic<bool> early{false};
+    Timer t = wheel.after(20ms, [&runs, &early, start, token] {
+        early = std::chrono::steady_clock::now() - start < 20ms;
+        runs++;
+    });
+    CHECK(t.id() != 0);
+    CHECK(eventually([&] { return token.use_count() == 1; }));
+    CHECK(runs == 1 && !early);
+    CHECK(!t.cancel());
+    CHECK(!t.reset(10ms));
+}
+
+void test_cancel_frees_the_callback_unrun() {
+    Wheel wheel(small_config());
+    std::atomic<int> runs{0};
+    auto token = std::make_shared<int>(0);
+    Timer t = wheel.after(10s, [&runs, token] { runs++; });
+    CHECK(token.use_count() == 2);
+    CHECK(t.cancel());
+    CHECK(eventually([&] { return token.use_count() == 1; }));
+    CHECK(!t.cancel());
+    CHECK(runs == 0);
+}
+
+void test_destructor_discards_pending_timers() {
+    auto token = std::make_shared<int>(0);
+    std::atomic<int> runs{0};
+    {
+        Wheel wheel(small_config());
+        for (int i = 0; i < 10; i++) wheel.after(10s, [&runs, token] { runs++; });
+        CHECK(token.use_count() == 11);
+    }
+    CHECK(token.use_count() == 1 && runs == 0);
+}
+
+void test_every_reset_and_cancel_sync() {
+    Wheel wheel(small_config());
+    std::atomic<int> runs{0};
+    Timer t = wheel.every(5ms, [&runs] { runs++; }, TW_FIXED_DELAY);
+    CHECK(eventually([&] { return runs >= 3; }));
+    CHECK(t.reset(1h));
+    CHECK(t.cancel_sync());
+    int after = runs;
+    std::this_thread::sleep_for(20ms);
+    CHECK(runs == after);
+    CHECK(!t.cancel_sync());
+}
+
+void test_cancel_from_own_callback_and_busy() {
+    Wheel wheel(small_config());
+    auto self = std::make_shared<Timer>();
+    std::atomic<int> runs{0};
+    std::atomic<int> busy{0};
+    std::atomic<bool> ready{false};  // *self is assigned
+    *self = wheel.every(2ms, [self_ptr = self.get(), &runs, &busy, &ready] {
+        if (!ready) return;
+        try {
+            self_ptr->cancel_sync();
+        } catch (const timerwheel::Error &e) {
+            busy += e.status() == TW_ERR_BUSY;
+        }
+        if (++runs == 3) self_ptr->cancel();
+    });
+    ready = true;
+    CHECK(eventually([&] { return runs == 3; }));
+    std::this_thread::sleep_for(20ms);
+    CHECK(runs == 3 && busy == 3);
+}
+
+void test_at_wall_clock() {
+    Wheel wheel(small_config());
+    std::atomic<int> runs{0};
+    wheel.at(std::chrono::system_clock::now() + 10ms, [&runs] { runs++; });
+    CHECK(eventually([&] { return runs == 1; }));
+}
+
+void test_errors_are_exceptions() {
+    timerwheel::Config bad;
+    bad.tick_us = 1;
+    try {
+        Wheel wheel(bad);
+        CHECK(false);
+    } catch (const timerwheel::Error &e) {
+        CHECK(e.status() == TW_ERR_INVALID);
+        CHECK(std::string(e.what()).find("tw_create") != std::string::npos);
+    }
+    timerwheel::Config capped = small_config();
+    capped.max_timers = 1;
+    Wheel wheel(capped);
+    auto token = std::make_shared<int>(0);
+    wheel.after(1h, [token] {});
+    try {
+        wheel.after(1h, [token] {});
+        CHECK(false);
+    } catch (const timerwheel::Error &e) {
+        CHECK(e.status() == TW_ERR_FULL);
+    }
+    CHECK(token.use_count() == 2);  // the refused callback was freed by the wrapper, once
+    try {
+        wheel.after(1ms, std::function<void()>());
+        CHECK(false);
+    } catch (const timerwheel::Error &e) {
+        CHECK(e.status() == TW_ERR_INVALID);
+    }
+}
+
+void test_exception_in_callback_is_contained() {
+    Wheel wheel(small_config());
+    std::atomic<int> runs{0};
+    wheel.after(1ms, [] { throw std::runtime_error("billing failed"); });
+    wheel.after(5ms, [&runs] { runs++; });
+    CHECK(eventually([&] { return runs == 1; }));
+}
+
+void test_moves() {
+    Wheel a(small_config());
+    tw_wheel *raw = a.get();
+    Wheel b(std::move(a));
+    CHECK(a.get() == nullptr && b.get() == raw);
+    Wheel c(small_config());
+    c = std::move(b);  // c's own wheel is destroyed
+    CHECK(c.get() == raw);
+    std::atomic<int> runs{0};
+    Timer t = c.after(1h, [&runs] { runs++; });
+    Timer moved = std::move(t);
+    CHECK(moved.id() != 0);
+    CHECK(moved.cancel());
+    c.close();
+    CHECK(c.get() == nullptr);
+    c.close();  // nothing left to close
+}
+
+void test_manual_poll() {
+    timerwheel::Config cfg;
+    cfg.manual = 1;
+    Wheel wheel(cfg);
+    CHECK(!wheel.next_timeout());
+    int runs = 0;  // runs on this thread, inside poll
+    wheel.after(5ms, [&runs] { runs++; });
+    auto next = wheel.next_timeout();
+    CHECK(next && *next <= 6ms);
+    std::size_t ran = 0;
+    for (int i = 0; i < 1000 && runs == 0; i++) {  // the documented loop: sleep, then poll
+        next = wheel.next_timeout();
+        std::this_thread::sleep_for(next ? std::min(*next, std::chrono::milliseconds(10)) : 10ms);
+        ran += wheel.poll();
+    }
+    CHECK(ran == 1 && runs == 1);
+    tw_stats s = wheel.stats();
+    CHECK(s.added == 1 && s.fired_one_shot == 1 && s.pending == 0);
+}
+
+void test_shared_wheel() {
+    std::atomic<int> runs{0};
+    {
+        Wheel shared = Wheel::shared();
+        CHECK(shared.get() == tw_default());
+        shared.after(1ms, [&runs] { runs++; });
+    }  // the handle goes, the shared wheel stays
+    CHECK(eventually([&] { return runs == 1; }));
+}
+
+}  // namespace
+
+int main() {
+    RUN(test_after_runs_once_and_frees_the_callback);
+    RUN(test_cancel_frees_the_callback_unrun);
+    RUN(test_destructor_discards_pending_timers);
+    RUN(test_every_reset_and_cancel_sync);
+    RUN(test_cancel_from_own_callback_and_busy);
+    RUN(test_at_wall_clock);
+    RUN(test_errors_are_exceptions);
+    RUN(test_exception_in_callback_is_contained);
+    RUN(test_moves);
+    RUN(test_manual_poll);
+    RUN(test_shared_wheel);
+    return check_summary("test_wrapper");
+}
