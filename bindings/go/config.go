@@ -28,6 +28,7 @@ type Config struct {
 	MaxTimers int
 	// OnPanic, if set, is called with the value of every panic recovered from a callback,
 	// on the callback's thread, after the panic has been counted in Stats.CallbackPanics.
+	// A panic in OnPanic itself is dropped.
 	OnPanic func(v any)
 }
 

@@ -57,6 +57,15 @@ func TestPanicIsRecoveredAndCounted(t *testing.T) {
 	}
 }
 
+func TestPanicInOnPanicIsContained(t *testing.T) {
+	w := newWheel(t, Config{OnPanic: func(any) { panic("and again") }})
+	mustAfterFunc(t, w, 0, func() { panic("boom") })
+	done := make(chan struct{})
+	mustAfterFunc(t, w, time.Millisecond, func() { close(done) })
+	receive(t, done, "a timer after the double panic")
+	eventually(t, "the panic counted", func() bool { return w.Stats().CallbackPanics == 1 })
+}
+
 func TestPeriodicTimerGoesOnAfterPanic(t *testing.T) {
 	w := newWheel(t, Config{})
 	runs := make(chan struct{}, 16)

@@ -154,10 +154,12 @@ func (w *Wheel) finalStats() Stats {
 	return w.final
 }
 
-// panicked counts a recovered callback panic and hands it to Config.OnPanic.
+// panicked counts a recovered callback panic and hands it to Config.OnPanic. A panic in
+// OnPanic itself is dropped: no panic may unwind into the C library.
 func (w *Wheel) panicked(v any) {
 	w.panics.Add(1)
 	if w.onPanic != nil {
+		defer func() { _ = recover() }()
 		w.onPanic(v)
 	}
 }
