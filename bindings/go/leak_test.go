@@ -48,3 +48,18 @@ func TestNoLeaks(t *testing.T) {
 		return runtime.NumGoroutine() <= before
 	})
 }
+
+func TestUnreachableWheelIsClosed(t *testing.T) {
+	before := openWheels.Load()
+	func() {
+		w, err := New(Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustAfterFunc(t, w, 0, func() {}) // fires, so nothing keeps w reachable
+	}()
+	eventually(t, "the collector to close the dropped wheel", func() bool {
+		runtime.GC()
+		return openWheels.Load() == before
+	})
+}

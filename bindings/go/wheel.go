@@ -2,6 +2,7 @@ package timerwheel
 
 import (
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,8 +12,9 @@ import (
 // safe for concurrent use, from any goroutine and from inside its callbacks.
 //
 // A Wheel runs until Close; pending timers keep it reachable, as the runtime's timers keep
-// time.AfterFunc funcs. Most programs need only the shared wheel of the package-level
-// functions: every Wheel costs a thread of its own.
+// time.AfterFunc funcs. A Wheel that becomes unreachable without Close (so with no timer
+// pending) is closed by the garbage collector. Most programs need only the shared wheel of
+// the package-level functions: every Wheel costs a thread of its own.
 type Wheel struct {
 	c      cWheel
 	shared bool  // the process-wide wheel: Close does nothing
@@ -36,8 +38,14 @@ func New(cfg Config) (*Wheel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Wheel{c: c, err: ErrClosed, onPanic: cfg.OnPanic}, nil
+	openWheels.Add(1)
+	w := &Wheel{c: c, err: ErrClosed, onPanic: cfg.OnPanic}
+	runtime.SetFinalizer(w, (*Wheel).Close)
+	return w, nil
 }
+
+// openWheels counts the wheels made by New and not yet destroyed.
+var openWheels atomic.Int64
 
 // AfterFunc waits for the duration to elapse and then calls f on one of the wheel's worker
 // threads, like time.AfterFunc. A duration of zero or less fires as soon as possible; a
@@ -115,14 +123,21 @@ func (w *Wheel) Close() error {
 		go w.destroy(before)
 		return nil
 	}
-	w.storeFinal(closedStats(before, timers.releaseWheel(w)))
+	w.destroyed(before)
 	return nil
 }
 
 // destroy frees the C wheel once the callback that closed it has returned.
 func (w *Wheel) destroy(before Stats) {
 	_ = cDestroy(w.c)
+	w.destroyed(before)
+}
+
+// destroyed ends the Go side of a destroyed wheel.
+func (w *Wheel) destroyed(before Stats) {
 	w.storeFinal(closedStats(before, timers.releaseWheel(w)))
+	openWheels.Add(-1)
+	runtime.SetFinalizer(w, nil)
 }
 
 // closedStats derives the final counters of a wheel from a snapshot taken just before it
