@@ -12,9 +12,12 @@ var timers registry
 //
 //export twgoFire
 func twgoFire(handle C.uintptr_t) {
-	if t := timers.fired(uintptr(handle)); t != nil {
-		t.run()
+	h := uintptr(handle)
+	t := timers.fired(h)
+	if t == nil || (t.periodMs == 0 && !t.expire(h)) {
+		return
 	}
+	t.run()
 }
 
 // run calls the timer's func, recovering and counting a panic so that the wheel goes on.

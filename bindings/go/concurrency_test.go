@@ -72,27 +72,66 @@ func TestStopAndResetRaceOneTimer(t *testing.T) {
 	}
 }
 
-// TestResetWhileFiringRunsBoth resets a one-shot timer whose func the library has started
-// but whose Go side has not yet run: Reset returns false and schedules a second run, and the
-// first run still happens.
-func TestResetWhileFiringRunsBoth(t *testing.T) {
+// holdFiring runs act while the one-shot timer of w that the library has just started to
+// fire waits before its func: its Go side waits for the registry's lock.
+func holdFiring(t *testing.T, w *Wheel, act func()) {
+	t.Helper()
+	timers.mu.Lock()
+	defer timers.mu.Unlock()
+	eventually(t, "the library to start the callback", func() bool { return w.Stats().Fired == 1 })
+	act()
+}
+
+func TestResetWhileFiringMovesIt(t *testing.T) {
+	w := newWheel(t, Config{})
+	ran := make(chan time.Time, 2)
+	tm := mustAfterFunc(t, w, time.Millisecond, func() { ran <- time.Now() })
+	var moved bool
+	var resetAt time.Time
+	holdFiring(t, w, func() {
+		resetAt = time.Now()
+		moved = tm.Reset(30 * time.Millisecond)
+	})
+	if !moved {
+		t.Fatal("Reset of a timer whose func had not started = false, want true")
+	}
+	if at := receive(t, ran, "the moved run"); at.Sub(resetAt) < 30*time.Millisecond {
+		t.Fatalf("moved timer ran %v after Reset, before its 30ms", at.Sub(resetAt))
+	}
+	eventually(t, "the timer to end", func() bool { return w.Stats().Pending == 0 })
+	time.Sleep(20 * time.Millisecond)
+	if len(ran) != 0 {
+		t.Fatal("the timer ran twice")
+	}
+	s := w.Stats()
+	if s.Added != 1 || s.FiredOneShot != 1 {
+		t.Fatalf("Added %d FiredOneShot %d, want 1 and 1", s.Added, s.FiredOneShot)
+	}
+	if n := timers.countWheel(w); n != 0 {
+		t.Fatalf("%d registry entries live after the timer ended", n)
+	}
+}
+
+func TestStopWhileFiringStopsIt(t *testing.T) {
 	w := newWheel(t, Config{})
 	var runs atomic.Int32
 	tm := mustAfterFunc(t, w, time.Millisecond, func() { runs.Add(1) })
-
-	timers.mu.Lock() // holds the firing callback before it finds its timer
-	eventually(t, "the library to start the callback", func() bool { return w.Stats().Fired == 1 })
-	reset := make(chan bool)
-	go func() { reset <- tm.Reset(time.Millisecond) }()
-	time.Sleep(20 * time.Millisecond) // lets Reset reach the registry too
-	timers.mu.Unlock()
-
-	if receive(t, reset, "Reset") {
-		t.Fatal("Reset of a timer that had fired = true, want false")
+	var stopped bool
+	holdFiring(t, w, func() { stopped = tm.Stop() })
+	if !stopped {
+		t.Fatal("Stop of a timer whose func had not started = false, want true")
 	}
-	eventually(t, "both runs", func() bool { return runs.Load() == 2 })
 	eventually(t, "the timer to end", func() bool { return w.Stats().Pending == 0 })
-	if n := timers.countWheel(w); n != 0 {
-		t.Fatalf("%d registry entries live after the timer ended", n)
+	time.Sleep(20 * time.Millisecond)
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("a stopped timer ran %d times", n)
+	}
+	s := w.Stats()
+	if s.Cancelled != 1 || s.FiredOneShot != 0 {
+		t.Fatalf("Cancelled %d FiredOneShot %d, want 1 and 0", s.Cancelled, s.FiredOneShot)
+	}
+	checkInvariant(t, s)
+	if tm.Stop() {
+		t.Fatal("second Stop = true, want false")
 	}
 }

@@ -47,3 +47,8 @@ func (g *gate) close() bool {
 	}
 	return true
 }
+
+// open reports whether the gate still admits calls.
+func (g *gate) open() bool {
+	return g.n.Load() < closedBit
+}

@@ -1,6 +1,7 @@
 package timerwheel
 
 import (
+	"errors"
 	"sync"
 	"time"
 )
@@ -13,16 +14,20 @@ type Timer struct {
 	periodMs uint64 // 0 for a one-shot timer
 	mode     periodMode
 
-	mu     sync.Mutex // guards the C timer the Timer stands for now: its id and handle
-	id     uint64
-	handle uintptr
+	mu     sync.Mutex // guards the fields below
+	id     uint64     // the C timer that stands for t now
+	handle uintptr    // its registry handle; 0 once t has fired or been stopped
+	// A one-shot timer is due at due; its C timer fires at armed or later. Reset to a time
+	// after armed only moves due, without a call into C: when the C timer fires before
+	// due, it is armed again for the rest of the time (see expire). Idle timeouts that are
+	// pushed back again and again so cost one C timer per expiry, not one per push.
+	due, armed int64 // monotonic ns, as now returns
 }
 
 // Stop prevents the timer from firing (again). It returns true if the call stopped the
-// timer, false if the timer had already fired (a one-shot timer whose func has started) or
-// been stopped, as time.Timer's Stop does. Stop does not wait for a call of the func that
-// has started; called from a periodic timer's own func, it returns true and no further
-// call starts.
+// timer, false if the timer had already fired (its func has started) or been stopped, as
+// time.Timer's Stop does. Stop does not wait for a call of the func that has started;
+// called from a periodic timer's own func, it returns true and no further call starts.
 func (t *Timer) Stop() bool {
 	t.mu.Lock()
 	stopped := t.stopLocked()
@@ -32,15 +37,22 @@ func (t *Timer) Stop() bool {
 
 func (t *Timer) stopLocked() bool {
 	w := t.w
-	if !w.gate.enter() {
+	if t.handle == 0 || !w.gate.enter() {
 		return false
 	}
 	err := cDelete(w.c, t.id)
 	w.gate.exit()
-	if err != nil {
+	switch {
+	case err == nil:
+		timers.release(t.handle)
+	case t.periodMs != 0 || !errors.Is(err, ErrNotFound):
 		return false
+	default:
+		// A one-shot whose C timer is firing, its func not yet started: expire finds the
+		// handle gone and does not start it.
+		w.counts.stopped.Add(1)
 	}
-	timers.release(t.handle)
+	t.handle = 0
 	return true
 }
 
@@ -52,28 +64,46 @@ func (t *Timer) stopLocked() bool {
 func (t *Timer) Reset(d time.Duration) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	w := t.w
-	if !w.gate.enter() {
+	if !t.w.gate.open() {
 		return false
 	}
+	if t.handle == 0 {
+		_ = t.arm(d) // fails only when the wheel is closing or full: the timer stays stopped
+		return false
+	}
+	if due := now() + nonNegative(d); t.periodMs == 0 && due >= t.armed {
+		t.due = due
+		return true
+	}
+	t.move(d)
+	return true
+}
+
+// move re-arms t's live C timer d from now.
+func (t *Timer) move(d time.Duration) {
+	w := t.w
+	if !w.gate.enter() {
+		return
+	}
+	start := now()
 	err := cReset(w.c, t.id, millis(d))
 	w.gate.exit()
 	if err == nil {
-		return true
+		t.due, t.armed = start+nonNegative(d), start+int64(millis(d))*int64(time.Millisecond)
+	} else {
+		// Only a one-shot whose C timer is firing gets here: expire weighs the new due.
+		t.due = start + nonNegative(d)
 	}
-	// The timer had fired (a one-shot) or been stopped: its C timer has ended.
-	_ = t.arm(d) // fails only when the wheel is closing or full: the timer stays stopped
-	return false
 }
 
-// arm adds the C timer that stands for t, first firing after d. The caller holds t.mu
-// (or t is not yet shared).
+// arm adds the C timer that stands for t, first firing after d. The caller holds t.mu.
 func (t *Timer) arm(d time.Duration) error {
 	w := t.w
 	if !w.gate.enter() {
 		return w.err
 	}
 	defer w.gate.exit()
+	start := now()
 	h := timers.add(t)
 	id, err := cAdd(w.c, millis(d), t.periodMs, t.mode, h)
 	if err != nil {
@@ -81,5 +111,43 @@ func (t *Timer) arm(d time.Duration) error {
 		return err
 	}
 	t.id, t.handle = id, h
+	t.due, t.armed = start+nonNegative(d), start+int64(millis(d))*int64(time.Millisecond)
 	return nil
+}
+
+// expire decides, when the C timer of handle h of a one-shot timer fires, whether the func
+// runs now: not if the timer was stopped or armed anew meanwhile, and not if Reset moved
+// it later, in which case its C timer is armed again for the rest of the time.
+func (t *Timer) expire(h uintptr) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.handle != h {
+		return false
+	}
+	if rest := t.due - now(); rest > 0 {
+		t.handle = 0
+		if t.arm(time.Duration(rest)) == nil {
+			t.w.counts.rearmed.Add(1)
+		} else {
+			t.w.counts.dropped.Add(1) // the wheel is closing
+		}
+		return false
+	}
+	t.handle = 0
+	return true
+}
+
+// epoch is the origin of now.
+var epoch = time.Now()
+
+// now reads the monotonic clock, in ns since epoch.
+func now() int64 {
+	return int64(time.Since(epoch))
+}
+
+func nonNegative(d time.Duration) int64 {
+	if d < 0 {
+		return 0
+	}
+	return int64(d)
 }

@@ -20,7 +20,7 @@ type Wheel struct {
 	shared bool  // the process-wide wheel: Close does nothing
 	err    error // what calls return once the gate is closed
 	gate   gate
-	panics atomic.Uint64
+	counts goCounts
 	// onPanic is called with the value of each recovered callback panic.
 	onPanic func(v any)
 
@@ -81,7 +81,9 @@ func (w *Wheel) start(delay, period time.Duration, mode periodMode, f func()) (*
 		return nil, errNilFunc
 	}
 	t := &Timer{w: w, f: f, periodMs: millis(period), mode: mode}
-	if err := t.arm(delay); err != nil { // t is not shared yet: no need for t.mu
+	t.mu.Lock() // t's C timer may fire before arm returns
+	defer t.mu.Unlock()
+	if err := t.arm(delay); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -98,8 +100,7 @@ func (w *Wheel) Stats() Stats {
 	if err != nil {
 		return w.finalStats()
 	}
-	s.CallbackPanics += w.panics.Load()
-	return s
+	return w.counts.adjust(s)
 }
 
 // Close shuts the wheel down: it waits for the callbacks that are running, discards the
@@ -157,7 +158,7 @@ func closedStats(s Stats, discarded int) Stats {
 
 // storeFinal keeps the counters that Stats returns once the wheel is closed.
 func (w *Wheel) storeFinal(s Stats) {
-	s.CallbackPanics += w.panics.Load()
+	s = w.counts.adjust(s)
 	w.finalMu.Lock()
 	w.final = s
 	w.finalMu.Unlock()
@@ -172,7 +173,7 @@ func (w *Wheel) finalStats() Stats {
 // panicked counts a recovered callback panic and hands it to Config.OnPanic. A panic in
 // OnPanic itself is dropped: no panic may unwind into the C library.
 func (w *Wheel) panicked(v any) {
-	w.panics.Add(1)
+	w.counts.panics.Add(1)
 	if w.onPanic != nil {
 		defer func() { _ = recover() }()
 		w.onPanic(v)
