@@ -2,7 +2,8 @@
 // timers (time.AfterFunc, Stop, Reset) and against timerwheel, and prints one JSON object
 // per line, then a table of ratios (timerwheel / baseline). Each measurement runs in a
 // fresh process of this command, so that memory and garbage left by one does not count
-// against the next; all of them run in this one command, side by side.
+// against the next; all of them run in this one command, side by side, the two
+// implementations taking turns, and each figure is the median of -runs runs.
 package main
 
 import (
@@ -21,6 +22,7 @@ func main() {
 	touches := flag.Int("touches", workload.W2Touches, "refreshes in W2")
 	one := flag.String("one", "", "run only this workload (W1, W2, W3), in this process")
 	impl := flag.String("impl", "", "with -one: the implementation to run")
+	runs := flag.Int("runs", 3, "runs of each measurement; the median is reported")
 	flag.Parse()
 
 	if *one != "" {
@@ -31,9 +33,16 @@ func main() {
 	}
 	var records []workload.Record
 	for _, wl := range workload.Workloads {
-		for _, name := range workload.ImplNames {
-			rec, err := runChild(wl, name, *n, *touches)
-			exitOn(err)
+		runsOf := make([][]workload.Record, len(workload.ImplNames))
+		for r := 0; r < *runs; r++ {
+			for i, name := range workload.ImplNames {
+				rec, err := runChild(wl, name, *n, *touches)
+				exitOn(err)
+				runsOf[i] = append(runsOf[i], rec)
+			}
+		}
+		for _, recs := range runsOf {
+			rec := workload.Median(recs)
 			exitOn(json.NewEncoder(os.Stdout).Encode(rec))
 			records = append(records, rec)
 		}
