@@ -19,7 +19,7 @@ type Stats struct {
 	WorkersSpawned uint64        // worker threads ever started
 	WorkersRetired uint64        // worker threads retired after WorkerKeepalive idle
 	QueueDepth     uint64        // due callbacks waiting for a worker
-	LateP50        time.Duration // median lateness of callbacks (start minus deadline)
+	LateP50        time.Duration // median lateness of the library's expiries (start minus deadline)
 	LateP99        time.Duration // 99th percentile lateness
 	LateMax        time.Duration // largest lateness
 	CallbackPanics uint64        // callbacks that panicked (recovered)
