@@ -2,6 +2,7 @@ package timerwheel
 
 import (
 	"errors"
+	"math"
 	"sync"
 	"time"
 )
@@ -71,7 +72,7 @@ func (t *Timer) Reset(d time.Duration) bool {
 		_ = t.arm(d) // fails only when the wheel is closing or full: the timer stays stopped
 		return false
 	}
-	if due := now() + nonNegative(d); t.periodMs == 0 && due >= t.armed {
+	if due, _ := deadlines(now(), d); t.periodMs == 0 && due >= t.armed {
 		t.due = due
 		return true
 	}
@@ -88,12 +89,12 @@ func (t *Timer) move(d time.Duration) {
 	start := now()
 	err := cReset(w.c, t.id, millis(d))
 	w.gate.exit()
-	if err == nil {
-		t.due, t.armed = start+nonNegative(d), start+int64(millis(d))*int64(time.Millisecond)
-	} else {
+	if err != nil {
 		// Only a one-shot whose C timer is firing gets here: expire weighs the new due.
-		t.due = start + nonNegative(d)
+		t.due, _ = deadlines(start, d)
+		return
 	}
+	t.due, t.armed = deadlines(start, d)
 }
 
 // arm adds the C timer that stands for t, first firing after d. The caller holds t.mu.
@@ -111,7 +112,7 @@ func (t *Timer) arm(d time.Duration) error {
 		return err
 	}
 	t.id, t.handle = id, h
-	t.due, t.armed = start+nonNegative(d), start+int64(millis(d))*int64(time.Millisecond)
+	t.due, t.armed = deadlines(start, d)
 	return nil
 }
 
@@ -145,9 +146,15 @@ func now() int64 {
 	return int64(time.Since(epoch))
 }
 
-func nonNegative(d time.Duration) int64 {
+// deadlines returns, for a C timer added at start to fire after d, when the func is due
+// and the earliest the C timer fires (d rounded up to the millisecond), saturating.
+func deadlines(start int64, d time.Duration) (due, armed int64) {
 	if d < 0 {
-		return 0
+		d = 0
 	}
-	return int64(d)
+	ms := millis(d)
+	if ms > uint64(math.MaxInt64-start)/uint64(time.Millisecond) {
+		return math.MaxInt64, math.MaxInt64
+	}
+	return start + int64(d), start + int64(ms)*int64(time.Millisecond)
 }
