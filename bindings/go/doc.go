@@ -27,22 +27,27 @@
 // The package is cgo over the C library libtimerwheel, linked statically. Go funcs never
 // cross into C: each C timer carries as its user data a handle, the index of an entry of a
 // Go table that points to its Timer plus a generation, and a stale handle (its timer
-// stopped, the entry reused) finds nothing. When a timer fires, the library's worker thread calls an exported Go function
-// that runs the func right there, on that thread, and returns to the library when it has
-// returned. So the library's guarantees hold for Go funcs as they are: a periodic func does
-// not overlap itself, a fixed-delay period counts from the func's return, Close waits for
-// the funcs that run, and a slow func makes the pool grow rather than delay other timers.
-// A func may block; it holds a worker thread while it does. It must return or panic:
-// runtime.Goexit (which testing's FailNow calls) cannot end a call that came from C.
+// stopped, the entry reused) finds nothing. When a timer fires, the library's worker
+// thread calls an exported Go function that runs the func right there, on that thread,
+// and returns to the library when it has returned. So the library's guarantees hold for Go
+// funcs as they are: a periodic func does not overlap itself, a fixed-delay period counts
+// from the func's return, Close waits for the funcs that run, and a slow func makes the
+// pool grow rather than delay other timers. A func may block; it holds a worker thread
+// while it does. It must return or panic: runtime.Goexit (which testing's FailNow calls)
+// cannot end a call that came from C.
 //
 // A func may call any method of its wheel and of its Timer, Stop and Reset of its own
 // Timer included.
+//
+// An entry is released when its one-shot timer fires, when Stop stops the timer, or when
+// Close discards it: no handle outlives its timer. The package starts no goroutine of its
+// own, but one to finish a Close called from one of the wheel's funcs.
+//
+// # Reset without a call into C
 //
 // Reset of a one-shot timer to a later time than its C timer's does not call into C: it
 // only moves the Timer's deadline, and when the C timer fires before that deadline, it is
 // armed again for the rest of the time instead of running the func. An idle timeout that
 // is pushed back on every request so costs one C timer per expiry, not one per request.
-// Stats counts such a timer once. An entry is released when its one-shot timer fires, when Stop stops the
-// timer, or when Close discards it: no handle outlives its timer. The package starts no
-// goroutine of its own, but one to finish a Close called from one of the wheel's funcs.
+// Stats counts such a timer once.
 package timerwheel
