@@ -113,6 +113,7 @@ static result ours_w1(const uint64_t *delays, const size_t *order) {
     result r = {0};
     tw_wheel *w = new_wheel();
     tw_timer_id *ids = xmalloc(n_timers * sizeof *ids);
+    memset(ids, 0, n_timers * sizeof *ids); /* the bench's own array: resident before */
     double rss = rss_bytes();
     int64_t start = now_ns();
     for (size_t i = 0; i < n_timers; i++) tw_add(w, delays[i], noop_cb, NULL, NULL, &ids[i]);

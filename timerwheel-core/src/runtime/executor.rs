@@ -29,6 +29,8 @@ struct Queue {
     peak: usize,
     spawned: usize,
     retired: usize,
+    /// Threads inside `Runtime::poll` (manual mode).
+    pollers: usize,
     closed: bool,
 }
 
@@ -44,6 +46,8 @@ pub(crate) struct WorkerCounts {
 pub(crate) struct Executor {
     queue: Mutex<Queue>,
     work: Condvar,
+    /// Signalled when the last poller leaves a closed executor.
+    pollers_done: Condvar,
     /// Mirrors `Queue::closed` for the check before every callback.
     closed: AtomicBool,
     handles: Mutex<Vec<JoinHandle<()>>>,
@@ -57,6 +61,7 @@ impl Executor {
         Executor {
             queue: Mutex::new(Queue::default()),
             work: Condvar::new(),
+            pollers_done: Condvar::new(),
             closed: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),
             min_workers: min_workers.min(max_workers),
@@ -182,14 +187,42 @@ impl Executor {
         self.closed.load(Ordering::Acquire)
     }
 
-    /// Stops the workers: none starts another callback; waits for the running ones.
-    pub(crate) fn close(&self) {
+    /// Tells workers and pollers to start no more callbacks, without waiting for them.
+    pub(crate) fn stop(&self) {
         self.lock().closed = true;
         self.closed.store(true, Ordering::Release);
         self.work.notify_all();
+    }
+
+    /// A thread enters `poll` (manual mode); false once the executor is closed.
+    pub(crate) fn begin_poll(&self) -> bool {
+        let mut queue = self.lock();
+        queue.pollers += usize::from(!queue.closed);
+        !queue.closed
+    }
+
+    pub(crate) fn end_poll(&self) {
+        let mut queue = self.lock();
+        queue.pollers -= 1;
+        if queue.pollers == 0 && queue.closed {
+            self.pollers_done.notify_all();
+        }
+    }
+
+    /// Stops the workers and pollers: none starts another callback; waits for the running
+    /// ones.
+    pub(crate) fn close(&self) {
+        self.stop();
         let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(|p| p.into_inner()));
         for handle in handles {
             let _ = handle.join();
+        }
+        let mut queue = self.lock();
+        while queue.pollers > 0 {
+            queue = self
+                .pollers_done
+                .wait(queue)
+                .unwrap_or_else(|p| p.into_inner());
         }
     }
 

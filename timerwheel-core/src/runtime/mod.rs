@@ -190,13 +190,15 @@ impl<T: Task> Runtime<T> {
         if !self.inner.config.manual {
             return Err(Error::Invalid);
         }
-        if self.inner.executor.is_closed() {
+        if !self.inner.executor.begin_poll() {
             return Err(Error::Shutdown);
         }
         let mut due = Vec::new();
         self.inner
             .collect_due(self.inner.clock.now_tick(), &mut due);
-        Ok(self.inner.run_batch(&due))
+        let ran = self.inner.run_batch(&due);
+        self.inner.executor.end_poll();
+        Ok(ran)
     }
 
     /// Stops the tick thread, waits for running callbacks, drops every pending timer
@@ -223,8 +225,19 @@ impl<T: Task> Runtime<T> {
 }
 
 impl<T: Task> Drop for Runtime<T> {
+    /// Shuts down. Dropped from inside one of its own callbacks, where waiting for the
+    /// callbacks would wait for itself, it stops without waiting: no callback starts after
+    /// the drop, pending timers are dropped now, and the threads exit as their current
+    /// callbacks return.
     fn drop(&mut self) {
-        let _ = self.shutdown();
+        let inner = &self.inner;
+        if inner.shared || !inner.in_callback() {
+            let _ = self.shutdown();
+        } else if inner.begin_shutdown() {
+            inner.ticker.stop();
+            inner.executor.stop();
+            inner.discard_all();
+        }
     }
 }
 
