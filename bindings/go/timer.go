@@ -22,6 +22,9 @@ type Timer struct {
 	// after armed only moves due, without a call into C: when the C timer fires before
 	// due, it is armed again for the rest of the time (see expire). Idle timeouts that are
 	// pushed back again and again so cost one C timer per expiry, not one per push.
+	// A C timer that was added rather than reset has due 0 (due when it fires) and armed
+	// unknown (math.MaxInt64), which spares the clock read (slow on some machines) in
+	// AfterFunc: its first Reset moves it in C and learns armed.
 	due, armed int64 // monotonic ns, as now returns
 }
 
@@ -104,7 +107,6 @@ func (t *Timer) arm(d time.Duration) error {
 		return w.err
 	}
 	defer w.gate.exit()
-	start := now()
 	h := timers.add(t)
 	id, err := cAdd(w.c, millis(d), t.periodMs, t.mode, h)
 	if err != nil {
@@ -112,7 +114,7 @@ func (t *Timer) arm(d time.Duration) error {
 		return err
 	}
 	t.id, t.handle = id, h
-	t.due, t.armed = deadlines(start, d)
+	t.due, t.armed = 0, math.MaxInt64
 	return nil
 }
 
