@@ -137,3 +137,45 @@ func TestResetFromOwnCallback(t *testing.T) {
 	}
 	eventually(t, "the second run", func() bool { return runs.Load() == 2 })
 }
+
+func TestResetLaterRepeatedlyFiresOnceAfterTheLast(t *testing.T) {
+	w := newWheel(t, Config{})
+	ran := make(chan time.Time, 2)
+	tm := mustAfterFunc(t, w, 20*time.Millisecond, func() { ran <- time.Now() })
+	var last time.Time
+	for i := 0; i < 10; i++ {
+		last = time.Now()
+		if !tm.Reset(50 * time.Millisecond) {
+			t.Fatalf("Reset #%d of a pending timer = false, want true", i+1)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if at := receive(t, ran, "the run"); at.Sub(last) < 50*time.Millisecond {
+		t.Fatalf("ran %v after the last Reset, before its 50ms", at.Sub(last))
+	}
+	eventually(t, "the timer to end", func() bool { return w.Stats().Pending == 0 })
+	time.Sleep(20 * time.Millisecond)
+	if len(ran) != 0 {
+		t.Fatal("the timer ran twice")
+	}
+	if w.counts.rearmed.Load() == 0 {
+		t.Fatal("the C timer was never armed again: Reset called into C every time")
+	}
+	s := w.Stats()
+	if s.Added != 1 || s.FiredOneShot != 1 || s.Fired != 1 {
+		t.Fatalf("Added %d FiredOneShot %d Fired %d, want 1 1 1", s.Added, s.FiredOneShot, s.Fired)
+	}
+	checkInvariant(t, s)
+}
+
+func TestResetEarlierMovesTheTimer(t *testing.T) {
+	w := newWheel(t, Config{})
+	ran := make(chan struct{}, 1)
+	tm := mustAfterFunc(t, w, 20*time.Millisecond, func() { ran <- struct{}{} })
+	tm.Reset(time.Hour) // later: only remembered after the first move
+	tm.Reset(2 * time.Hour)
+	if !tm.Reset(time.Millisecond) {
+		t.Fatal("Reset to an earlier time = false, want true")
+	}
+	receive(t, ran, "the run moved earlier")
+}
