@@ -2,6 +2,7 @@ package timerwheel
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -117,4 +118,45 @@ func TestCloseWhileManyCallbacksRun(t *testing.T) {
 		t.Fatalf("%d callbacks still running after Close returned", n)
 	}
 	checkInvariant(t, w.Stats())
+}
+
+func TestCloseWhileGoroutinesUseTheWheel(t *testing.T) {
+	w, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				tm, err := w.AfterFunc(time.Millisecond, func() {})
+				if err != nil {
+					if !errors.Is(err, ErrClosed) {
+						t.Error(err)
+					}
+					continue
+				}
+				tm.Reset(2 * time.Millisecond)
+				tm.Stop()
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+	checkInvariant(t, w.Stats())
+	if n := timers.countWheel(w); n != 0 {
+		t.Fatalf("%d registry entries live after Close", n)
+	}
 }
