@@ -139,7 +139,9 @@ func (r *registry) clear(i uintptr) {
 // sweep clears the released entries.
 func (r *registry) sweep() {
 	for _, h := range r.released {
-		r.clear(h & indexMask)
+		if r.find(h) != nil { // always true while every release is of a live handle
+			r.clear(h & indexMask)
+		}
 	}
 	r.released = r.released[:0]
 }

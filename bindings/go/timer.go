@@ -44,9 +44,8 @@ func (t *Timer) stopLocked() bool {
 	if t.handle == 0 || !w.gate.enter() {
 		return false
 	}
-	err := cDelete(w.c, t.id)
-	w.gate.exit()
-	switch {
+	defer w.gate.exit() // Close must not count t's entry as live once its C timer ended
+	switch err := cDelete(w.c, t.id); {
 	case err == nil:
 		timers.release(t.handle)
 	case t.periodMs != 0 || !errors.Is(err, ErrNotFound):
