@@ -67,9 +67,8 @@ func TestStopAndResetRaceOneTimer(t *testing.T) {
 	tm.Stop()
 	eventually(t, "the timer to end", func() bool { return w.Stats().Pending == 0 })
 	checkInvariant(t, w.Stats())
-	if n := timers.countWheel(w); n != 0 {
-		t.Fatalf("%d registry entries live after the timer ended", n)
-	}
+	// The Go side of a callback that the library has started may still be on its way.
+	eventually(t, "no registry entry live", func() bool { return timers.countWheel(w) == 0 })
 }
 
 // holdFiring runs act while the one-shot timer of w that the library has just started to
@@ -107,9 +106,8 @@ func TestResetWhileFiringMovesIt(t *testing.T) {
 	if s.Added != 1 || s.FiredOneShot != 1 {
 		t.Fatalf("Added %d FiredOneShot %d, want 1 and 1", s.Added, s.FiredOneShot)
 	}
-	if n := timers.countWheel(w); n != 0 {
-		t.Fatalf("%d registry entries live after the timer ended", n)
-	}
+	// The Go side of a callback that the library has started may still be on its way.
+	eventually(t, "no registry entry live", func() bool { return timers.countWheel(w) == 0 })
 }
 
 func TestStopWhileFiringStopsIt(t *testing.T) {
