@@ -44,17 +44,19 @@ func (t *Timer) stopLocked() bool {
 	if t.handle == 0 || !w.gate.enter() {
 		return false
 	}
-	defer w.gate.exit() // Close must not count t's entry as live once its C timer ended
-	switch err := cDelete(w.c, t.id); {
+	err := cDelete(w.c, t.id)
+	switch {
 	case err == nil:
-		timers.release(t.handle)
-	case t.periodMs != 0 || !errors.Is(err, ErrNotFound):
-		return false
-	default:
+		timers.release(t.handle) // inside the gate: Close then never counts t as live
+	case t.periodMs == 0 && errors.Is(err, ErrNotFound):
 		// A one-shot whose C timer is firing, its func not yet started: expire finds the
 		// handle gone and does not start it.
 		w.counts.stopped.Add(1)
+	default:
+		w.gate.exit()
+		return false
 	}
+	w.gate.exit()
 	t.handle = 0
 	return true
 }
@@ -105,13 +107,14 @@ func (t *Timer) arm(d time.Duration) error {
 	if !w.gate.enter() {
 		return w.err
 	}
-	defer w.gate.exit()
 	h := timers.add(t)
 	id, err := cAdd(w.c, millis(d), t.periodMs, t.mode, h)
 	if err != nil {
 		timers.release(h)
+		w.gate.exit()
 		return err
 	}
+	w.gate.exit()
 	t.id, t.handle = id, h
 	t.due, t.armed = 0, math.MaxInt64
 	return nil

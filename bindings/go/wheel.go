@@ -82,8 +82,9 @@ func (w *Wheel) start(delay, period time.Duration, mode periodMode, f func()) (*
 	}
 	t := &Timer{w: w, f: f, periodMs: millis(period), mode: mode}
 	t.mu.Lock() // t's C timer may fire before arm returns
-	defer t.mu.Unlock()
-	if err := t.arm(delay); err != nil {
+	err := t.arm(delay)
+	t.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	return t, nil
