@@ -352,7 +352,7 @@ impl<T: Task> Inner<T> {
     pub(crate) fn discard_all(&self) -> usize {
         let mut discarded = 0;
         for shard in self.shards.iter() {
-            let tasks = shard.close();
+            let tasks = shard.lock().close();
             discarded += tasks.len();
             self.capacity.release(tasks.len());
             for task in tasks {

@@ -86,8 +86,6 @@ pub(crate) struct ShardState<T> {
     wall: HashMap<Key, SystemTime>,
     pub(crate) counters: Counters,
     sync_waiters: usize,
-    /// Runs started and not yet finished.
-    running: usize,
     closed: bool,
 }
 
@@ -130,21 +128,6 @@ impl<T> Shard<T> {
         state.sync_waiters -= 1;
         state
     }
-
-    /// Closes the shard and takes every task out, once no run is under way: a run taken
-    /// by `poll` on another thread (manual mode) must finish before its node goes.
-    pub(crate) fn close(&self) -> Vec<T> {
-        let mut state = self.lock();
-        state.sync_waiters += 1;
-        while state.running > 0 {
-            state = self
-                .finished
-                .wait(state)
-                .unwrap_or_else(|poison| poison.into_inner());
-        }
-        state.sync_waiters -= 1;
-        state.close()
-    }
 }
 
 impl<T> ShardState<T> {
@@ -158,7 +141,6 @@ impl<T> ShardState<T> {
             wall: HashMap::new(),
             counters: Counters::default(),
             sync_waiters: 0,
-            running: 0,
             closed: false,
         }
     }
@@ -276,7 +258,6 @@ impl<T> ShardState<T> {
         let deadline = self.wheel.deadline(key)?;
         let entry = self.wheel.get_mut(key)?;
         let task = entry.task.take()?;
-        self.running += 1;
         self.counters.fired += 1;
         if entry.kind != Kind::Periodic {
             self.counters.fired_one_shot += 1;
@@ -287,7 +268,6 @@ impl<T> ShardState<T> {
     /// Ends a run: a periodic timer goes back into the wheel (its next deadline comes
     /// back), anything else ends and its task comes back to be dropped.
     pub(crate) fn finish(&mut self, key: Key, task: T, clock: &Clock) -> Result<u64, T> {
-        self.running -= 1;
         let entry = self
             .wheel
             .get_mut(key)
