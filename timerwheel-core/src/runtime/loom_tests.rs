@@ -279,6 +279,34 @@ fn loom_close_races_add() {
     });
 }
 
+/// Shutdown closes the shard while a worker runs a periodic timer (a runtime dropped from
+/// a callback does not wait for the runs): the run ends the timer when it returns, the task
+/// drops exactly once, and the timer counts as discarded.
+#[test]
+fn loom_close_races_a_periodic_run() {
+    model("close races a periodic run", || {
+        let shard = Shard::new();
+        let tally = Arc::new(Tally::default());
+        let every = Schedule::Every {
+            period: 1,
+            mode: PeriodMode::FixedRate,
+        };
+        shard.insert(1, every, &tally);
+        let worker = spawn(&shard, |shard| {
+            for round in 0..2 {
+                for key in shard.expire(LATER + round) {
+                    shard.run_one(key, |_| {});
+                }
+            }
+        });
+        let tasks = shard.state.lock().unwrap().close();
+        drop(tasks);
+        worker.join().unwrap();
+        assert_eq!(tally.drops.load(SeqCst), 1);
+        shard.check_all_ended();
+    });
+}
+
 /// The deadline the tick thread first sleeps until, later than every deadline added.
 const FAR: u64 = 100;
 

@@ -268,10 +268,11 @@ impl<T> ShardState<T> {
     /// Ends a run: a periodic timer goes back into the wheel (its next deadline comes
     /// back), anything else ends and its task comes back to be dropped.
     pub(crate) fn finish(&mut self, key: Key, task: T, clock: &Clock) -> Result<u64, T> {
-        let entry = self
-            .wheel
-            .get_mut(key)
-            .expect("a running timer keeps its node");
+        // The node is gone only when the shard was closed under the run (the runtime was
+        // dropped from a callback): the timer ends with it.
+        let Some(entry) = self.wheel.get_mut(key) else {
+            return Err(task);
+        };
         if entry.kind != Kind::Periodic || entry.cancelled {
             self.remove(key);
             return Err(task);
@@ -318,10 +319,17 @@ impl<T> ShardState<T> {
     pub(crate) fn close(&mut self) -> Vec<T> {
         self.closed = true;
         let mut tasks = Vec::new();
-        self.wheel.drain(|_, entry| tasks.extend(entry.task));
+        // A periodic timer running now (closed from a callback) ends when its run returns:
+        // discarded too, though its task is not here.
+        let mut running_periodic = 0;
+        self.wheel.drain(|_, entry| {
+            let live_periodic = entry.kind == Kind::Periodic && !entry.cancelled;
+            running_periodic += u64::from(entry.task.is_none() && live_periodic);
+            tasks.extend(entry.task);
+        });
         self.periodic.clear();
         self.wall.clear();
-        self.counters.discarded += tasks.len() as u64;
+        self.counters.discarded += tasks.len() as u64 + running_periodic;
         tasks
     }
 }
