@@ -58,3 +58,18 @@ test-fuzz:
 	fi
 
 TEST_TARGETS += test-fuzz
+
+# ThreadSanitizer over the runtime's semantic and stress tests (nightly with rust-src: std
+# is rebuilt instrumented). Thread leaks are not reported: the process-wide default runtime
+# lives until exit by design. Not in TEST_TARGETS: its first build takes minutes.
+.PHONY: test-tsan
+TSAN_TARGET := x86_64-unknown-linux-gnu
+
+test-tsan:
+	@if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then \
+		echo "test-tsan: skipped: needs the nightly toolchain with rust-src"; \
+	else \
+		RUSTFLAGS="-Zsanitizer=thread" TSAN_OPTIONS="report_thread_leaks=0 halt_on_error=1" \
+		CARGO_TARGET_DIR=$(CURDIR)/target/tsan $(CARGO) +nightly test -Zbuild-std \
+			--target $(TSAN_TARGET) --release -p timerwheel-core --test runtime --test drop_in_callback; \
+	fi
