@@ -18,6 +18,5 @@ test: $(TEST_TARGETS)
 
 bench: $(BENCH_TARGETS)
 
-demo: build
-	@echo "The billing simulation arrives with the C ABI; meanwhile, the Rust example:"
-	$(CARGO) run --release -q -p timerwheel-core --example hello
+# The prepaid billing simulation in C (mk/demo.mk).
+demo: demo-billing
