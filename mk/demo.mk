@@ -6,7 +6,7 @@ DEMO_BUILD := build/demo
 DEMO_SRC := $(wildcard examples/billing/*.c)
 DEMO_CFLAGS := -std=c11 -Wall -Wextra -Werror -pthread -g -Iinclude
 DEMO_LINK := -L$(TW_LIBDIR) -ltimerwheel -Wl,-rpath,$(TW_LIBDIR)
-DEMO_SHORT := --sessions 5000 --duration 3 --period 100 --idle 400 --events 5000
+DEMO_SHORT := --sessions 5000 --duration 3 --period 200 --idle 600 --events 5000
 
 $(DEMO_BUILD):
 	mkdir -p $@
@@ -25,6 +25,18 @@ demo-billing: $(DEMO_BUILD)/billing
 test-demo: $(DEMO_BUILD)/billing $(DEMO_BUILD)/billing.asan
 	$(DEMO_BUILD)/billing $(DEMO_SHORT)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  $(DEMO_BUILD)/billing.asan --sessions 2000 --duration 2 --period 100 --idle 400 --events 2000
+	  $(DEMO_BUILD)/billing.asan --sessions 2000 --duration 2 --period 200 --idle 600 --events 2000
 
 TEST_TARGETS += test-demo
+
+# The examples README quotes, built as a user would (C through the header, C++ through the
+# wrapper) and run, so that they never rot. Python and Go join when their bindings exist.
+test-examples: lib | $(DEMO_BUILD)
+	$(CC) -std=c11 -Wall -Wextra -Werror -pthread -Iinclude examples/c/hello.c \
+	  -o $(DEMO_BUILD)/hello-c $(DEMO_LINK)
+	$(DEMO_BUILD)/hello-c
+	$(CXX) -std=c++17 -Wall -Wextra -Werror -pthread -Iinclude -Ibindings/cpp \
+	  examples/cpp/hello.cpp -o $(DEMO_BUILD)/hello-cpp $(DEMO_LINK)
+	$(DEMO_BUILD)/hello-cpp
+
+TEST_TARGETS += test-examples
