@@ -204,7 +204,7 @@ fn w1_ours(n: usize) -> Row {
     let grown = rss_bytes() - rss;
     let start = Instant::now();
     for &i in &order {
-        rt.cancel(ids[i].unwrap()).unwrap();
+        let _ = rt.cancel(ids[i].unwrap()); // under a profiler the first ones may have fired
     }
     w1_row(OURS, false, n, add, start.elapsed(), grown)
 }

@@ -6,7 +6,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
-use timerwheel_core::{Config, Error, PeriodMode, Runtime, Task, TimerId};
+use timerwheel_core::{BoxTask, Config, Error, PeriodMode, Runtime, Task, TimerId};
 
 const PATIENCE: Duration = Duration::from_secs(10);
 
@@ -188,7 +188,7 @@ fn fixed_rate_keeps_its_schedule() {
 
 #[test]
 fn fixed_delay_waits_a_period_after_each_run() {
-    let rt: Runtime<Box<dyn FnMut(TimerId) + Send>> = runtime(2);
+    let rt: Runtime<BoxTask> = runtime(2);
     let ends = Arc::new(Mutex::new(Vec::<(Instant, Instant)>::new()));
     let seen = Arc::clone(&ends);
     let id = rt
@@ -244,7 +244,7 @@ fn a_periodic_callback_never_overlaps_itself() {
 
 #[test]
 fn a_periodic_timer_can_cancel_itself_and_drops_after_its_run() {
-    let rt: Runtime<Box<dyn FnMut(TimerId) + Send>> = runtime(2);
+    let rt: Runtime<BoxTask> = runtime(2);
     let rt = Arc::new(rt);
     let tally = Tally::default();
     let probe = tally.probe();
@@ -280,7 +280,7 @@ fn a_periodic_timer_can_cancel_itself_and_drops_after_its_run() {
 
 #[test]
 fn a_callback_may_reset_and_add() {
-    let rt = Arc::new(runtime::<Box<dyn FnMut(TimerId) + Send>>(2));
+    let rt = Arc::new(runtime::<BoxTask>(2));
     let count = Arc::new(AtomicUsize::new(0));
     let handle = Arc::downgrade(&rt);
     let c = count.clone();
@@ -307,7 +307,7 @@ fn a_callback_may_reset_and_add() {
 
 #[test]
 fn cancel_sync_waits_for_the_running_callback() {
-    let rt = Arc::new(runtime::<Box<dyn FnMut(TimerId) + Send>>(2));
+    let rt = Arc::new(runtime::<BoxTask>(2));
     let (started_tx, started) = mpsc::channel();
     let finished = Arc::new(AtomicBool::new(false));
     let f = finished.clone();
@@ -338,7 +338,7 @@ fn cancel_sync_waits_for_the_running_callback() {
 
 #[test]
 fn shutdown_from_a_callback_is_busy_and_changes_nothing() {
-    let rt = Arc::new(runtime::<Box<dyn FnMut(TimerId) + Send>>(1));
+    let rt = Arc::new(runtime::<BoxTask>(1));
     let (tx, rx) = mpsc::channel();
     let weak = Arc::downgrade(&rt);
     rt.add(
@@ -355,8 +355,34 @@ fn shutdown_from_a_callback_is_busy_and_changes_nothing() {
 }
 
 #[test]
+fn dropping_the_runtime_inside_its_own_callback_stops_it() {
+    let slot: Arc<Mutex<Option<Runtime<BoxTask>>>> = Arc::default();
+    let tally = Tally::default();
+    let rt: Runtime<BoxTask> = runtime(2);
+    let (tx, rx) = mpsc::channel();
+    let s = slot.clone();
+    rt.add(
+        ms(1),
+        Box::new(move |_| {
+            let rt = s.lock().unwrap().take();
+            drop(rt);
+            tx.send(()).unwrap();
+        }),
+    )
+    .unwrap();
+    let probe = tally.probe();
+    let keep = move |_| {
+        let _ = &probe;
+    };
+    rt.add(Duration::from_secs(60), Box::new(keep)).unwrap();
+    *slot.lock().unwrap() = Some(rt);
+    rx.recv_timeout(PATIENCE).expect("the drop returned");
+    wait_until("the pending timer dropped", || tally.drops() == 1);
+}
+
+#[test]
 fn shutdown_waits_for_callbacks_and_discards_the_rest() {
-    let rt: Runtime<Box<dyn FnMut(TimerId) + Send>> = runtime(4);
+    let rt: Runtime<BoxTask> = runtime(4);
     let tally = Tally::default();
     let started = Arc::new(AtomicUsize::new(0));
     let after_shutdown = Arc::new(AtomicBool::new(false));
@@ -505,7 +531,7 @@ fn shutdown_waits_for_a_callback_running_inside_poll() {
         manual: true,
         ..Config::default()
     };
-    let rt = Arc::new(Runtime::<Box<dyn FnMut(TimerId) + Send>>::new(config).unwrap());
+    let rt = Arc::new(Runtime::<BoxTask>::new(config).unwrap());
     let (started_tx, started) = mpsc::channel();
     let done = Arc::new(AtomicBool::new(false));
     let d = done.clone();

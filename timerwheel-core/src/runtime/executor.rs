@@ -187,6 +187,13 @@ impl Executor {
         self.closed.load(Ordering::Acquire)
     }
 
+    /// Tells workers and pollers to start no more callbacks, without waiting for them.
+    pub(crate) fn stop(&self) {
+        self.lock().closed = true;
+        self.closed.store(true, Ordering::Release);
+        self.work.notify_all();
+    }
+
     /// A thread enters `poll` (manual mode); false once the executor is closed.
     pub(crate) fn begin_poll(&self) -> bool {
         let mut queue = self.lock();
@@ -205,9 +212,7 @@ impl Executor {
     /// Stops the workers and pollers: none starts another callback; waits for the running
     /// ones.
     pub(crate) fn close(&self) {
-        self.lock().closed = true;
-        self.closed.store(true, Ordering::Release);
-        self.work.notify_all();
+        self.stop();
         let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(|p| p.into_inner()));
         for handle in handles {
             let _ = handle.join();

@@ -225,8 +225,19 @@ impl<T: Task> Runtime<T> {
 }
 
 impl<T: Task> Drop for Runtime<T> {
+    /// Shuts down. Dropped from inside one of its own callbacks, where waiting for the
+    /// callbacks would wait for itself, it stops without waiting: no callback starts after
+    /// the drop, pending timers are dropped now, and the threads exit as their current
+    /// callbacks return.
     fn drop(&mut self) {
-        let _ = self.shutdown();
+        let inner = &self.inner;
+        if inner.shared || !inner.in_callback() {
+            let _ = self.shutdown();
+        } else if inner.begin_shutdown() {
+            inner.ticker.stop();
+            inner.executor.stop();
+            inner.discard_all();
+        }
     }
 }
 
