@@ -1,0 +1,25 @@
+//! `timerwheel._timerwheel`: the native part of the Python package `timerwheel`.
+//!
+//! A thin layer over `timerwheel_core::Runtime<PyTask>`: the runtime's tick thread and
+//! worker pool run the Python callbacks, taking the GIL once per batch of due timers. The
+//! Python package (`src/timerwheel/`) adds the shared default wheel, the context manager,
+//! the asyncio helpers and the exception classes.
+
+mod convert;
+mod errors;
+mod gil;
+mod stats;
+mod task;
+mod timer;
+mod wheel;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _timerwheel(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<wheel::Wheel>()?;
+    m.add_class::<timer::Timer>()?;
+    m.add_function(wrap_pyfunction!(wheel::_exiting, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

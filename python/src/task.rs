@@ -1,0 +1,107 @@
+//! `PyTask`: a Python callable with its arguments, run by the runtime as a timer's task.
+//!
+//! The GIL is taken once per batch of due callbacks (`enter_batch`); `run` and `Drop`
+//! attach again, which costs nothing while the batch holds it. Dropping the task is the
+//! timer's end, so a fired or cancelled timer lets go of its callback and arguments at once.
+
+use std::panic;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use timerwheel_core::{Task, TimerId};
+
+use crate::gil;
+
+/// The marker a task unwinds with after a callback raised: the runtime catches it and
+/// counts it in `callback_panics`, so a Python exception is counted exactly like a Rust
+/// panic without a counter of our own. `resume_unwind` skips the panic hook, so nothing
+/// is printed besides what `sys.unraisablehook` prints.
+pub struct CallbackRaised;
+
+struct Call {
+    func: Py<PyAny>,
+    args: Py<PyTuple>,
+    kwargs: Option<Py<PyDict>>,
+}
+
+/// A timer's task: `func(*args, **kwargs)`.
+pub struct PyTask {
+    // `None` only inside `drop`, which takes it out to release it while attached.
+    call: Option<Call>,
+}
+
+impl PyTask {
+    /// A task that calls `func(*args, **kwargs)`; an empty kwargs dict is not kept.
+    pub fn new(
+        func: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+        kwargs: Option<Bound<'_, PyDict>>,
+    ) -> PyTask {
+        let kwargs = kwargs.filter(|k| !k.is_empty()).map(Bound::unbind);
+        let call = Call {
+            func: func.unbind(),
+            args: args.unbind(),
+            kwargs,
+        };
+        PyTask { call: Some(call) }
+    }
+}
+
+impl Call {
+    fn invoke(&self, py: Python<'_>) {
+        let func = self.func.bind(py);
+        let args = self.args.bind(py);
+        let result = match &self.kwargs {
+            Some(kwargs) => func.call(args, Some(kwargs.bind(py))),
+            None if args.is_empty() => func.call0(),
+            None => func.call1(args),
+        };
+        if let Err(err) = result {
+            err.write_unraisable(py, Some(func));
+            panic::resume_unwind(Box::new(CallbackRaised));
+        }
+    }
+}
+
+impl Task for PyTask {
+    fn run(&mut self, _id: TimerId) {
+        if let Some(call) = &self.call {
+            // None: the interpreter is shutting down; nothing can run any more.
+            Python::try_attach(|py| call.invoke(py));
+        }
+    }
+
+    fn enter_batch(batch: &mut dyn FnMut()) {
+        let keep = gil::should_keep();
+        let attached = Python::try_attach(|py| {
+            if keep {
+                gil::keep(py);
+            }
+            batch()
+        });
+        if attached.is_none() {
+            batch();
+        }
+    }
+}
+
+impl Drop for PyTask {
+    fn drop(&mut self) {
+        if let Some(call) = self.call.take() {
+            if let Err(call) = release(call) {
+                // The interpreter is gone: the references cannot be released any more.
+                std::mem::forget(call);
+            }
+        }
+    }
+}
+
+/// Releases the references now, attached to the interpreter (a no-op attach when the
+/// thread already holds the GIL); hands `call` back when the interpreter is gone.
+fn release(call: Call) -> Result<(), Call> {
+    let mut slot = Some(call);
+    match Python::try_attach(|_py| drop(slot.take())) {
+        Some(()) => Ok(()),
+        None => Err(slot.take().expect("not taken when not attached")),
+    }
+}

@@ -1,0 +1,49 @@
+"""timerwheel: high-performance timers for Python.
+
+A hierarchical timing wheel (O(1) add, cancel and reset) with a tick thread that sleeps
+until the next deadline and an adaptive pool of worker threads that run the callbacks.
+Delays are float seconds; a timer never fires before its deadline (deadlines round up to
+the tick) and fires within about one tick after it.
+
+    from timerwheel import Wheel
+
+    with Wheel() as wheel:
+        timer = wheel.call_later(0.5, print, "half a second later")
+        timer.cancel()
+
+The module-level ``call_later``, ``call_at``, ``call_every``, ``sleep`` and
+``future_later`` use a shared default wheel (``default_wheel()``), one per process.
+"""
+
+from ._errors import (
+    TimerwheelBusyError,
+    TimerwheelClosedError,
+    TimerwheelError,
+    TimerwheelFullError,
+)
+from ._timerwheel import Timer, __version__
+from ._wheel import Wheel
+from ._default import (
+    call_at,
+    call_every,
+    call_later,
+    default_wheel,
+    future_later,
+    sleep,
+)
+
+__all__ = [
+    "Timer",
+    "TimerwheelBusyError",
+    "TimerwheelClosedError",
+    "TimerwheelError",
+    "TimerwheelFullError",
+    "Wheel",
+    "__version__",
+    "call_at",
+    "call_every",
+    "call_later",
+    "default_wheel",
+    "future_later",
+    "sleep",
+]

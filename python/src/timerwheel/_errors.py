@@ -1,0 +1,19 @@
+"""The exceptions timerwheel raises besides ValueError and TypeError for bad arguments."""
+
+
+class TimerwheelError(Exception):
+    """Base class of the timerwheel errors."""
+
+
+class TimerwheelFullError(TimerwheelError):
+    """The wheel already holds ``max_timers`` pending timers: the timer was not added."""
+
+
+class TimerwheelClosedError(TimerwheelError, RuntimeError):
+    """The wheel is closed: it accepts no timers any more."""
+
+
+class TimerwheelBusyError(TimerwheelError, RuntimeError):
+    """The call would wait for the calling thread itself (``close()`` or
+    ``Timer.cancel_sync()`` from one of the wheel's own callbacks), or would close the
+    shared default wheel, which lives as long as the process."""

@@ -1,0 +1,79 @@
+"""Type stubs of the native module ``timerwheel._timerwheel``."""
+
+from typing import Any, Callable, Dict, Optional, final
+
+__version__: str
+
+def _exiting() -> None:
+    """Tells the module that the interpreter is exiting: wheels garbage collected from now
+    on are not waited for."""
+
+class _Wheel:
+    """The native wheel: a timerwheel runtime running Python callbacks. Use
+    ``timerwheel.Wheel``."""
+
+    def __new__(
+        cls,
+        tick: float = 0.001,
+        min_workers: int = 1,
+        max_workers: Optional[int] = None,
+        worker_keepalive: float = 1.0,
+        max_timers: Optional[int] = None,
+        manual: bool = False,
+    ) -> "_Wheel": ...
+    def call_later(
+        self, delay: float, callback: Callable[..., object], /, *args: Any, **kwargs: Any
+    ) -> Timer:
+        """Runs ``callback(*args, **kwargs)`` once, ``delay`` seconds from now (never
+        earlier). ValueError for a negative or NaN delay, TypeError for a callback that is
+        not callable, TimerwheelClosedError after close(), TimerwheelFullError at
+        capacity."""
+    def call_at(
+        self, when: float, callback: Callable[..., object], /, *args: Any, **kwargs: Any
+    ) -> Timer:
+        """Runs ``callback(*args, **kwargs)`` once at the Unix time ``when`` (seconds, as
+        ``time.time()``); a time in the past runs at once."""
+    def call_every(
+        self,
+        period: float,
+        callback: Callable[..., object],
+        /,
+        *args: Any,
+        fixed_delay: bool = False,
+        first: Optional[float] = None,
+        **kwargs: Any,
+    ) -> Timer:
+        """Runs ``callback(*args, **kwargs)`` every ``period`` seconds (> 0), first after
+        ``first`` seconds (default: one period). Runs never overlap. Fixed rate by
+        default; ``fixed_delay=True`` waits ``period`` after each run returns."""
+    def stats(self) -> Dict[str, int]:
+        """The counters: pending, added, fired, fired_one_shot, cancelled, discarded,
+        workers, workers_peak, workers_spawned, workers_retired, queue_depth, late_p50_us,
+        late_p99_us, late_max_us, callback_panics."""
+    def close(self) -> None:
+        """Shuts the wheel down: waits for running callbacks, discards pending timers;
+        no callback starts after it returns. Idempotent."""
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` has returned."""
+    def poll(self) -> int:
+        """Manual mode: runs the due callbacks on this thread; returns how many ran."""
+    def next_timeout(self) -> Optional[float]:
+        """Seconds until the next deadline (0.0 if one is due), None if none is pending."""
+
+@final
+class Timer:
+    """A scheduled timer. Dropping the handle does not cancel the timer."""
+
+    @property
+    def id(self) -> int:
+        """The timer's id, a positive integer."""
+    @property
+    def active(self) -> bool:
+        """True while the timer will run (again) unless cancelled."""
+    def cancel(self) -> bool:
+        """Stops the timer; True if it was pending and will not start again."""
+    def cancel_sync(self) -> bool:
+        """Like ``cancel()``, then waits for a run under way on another thread."""
+    def reset(self, delay: float) -> bool:
+        """Re-arms a pending timer ``delay`` seconds from now; False if not pending."""

@@ -1,0 +1,90 @@
+"""``Wheel``: the native wheel plus the context manager and the asyncio helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import weakref
+from types import TracebackType
+from typing import Any, Optional, Type, TypeVar
+
+from . import _asyncio
+from ._timerwheel import _exiting, _Wheel
+
+T = TypeVar("T")
+W = TypeVar("W", bound="Wheel")
+
+# Every wheel not yet garbage collected; those still open are closed at interpreter exit,
+# before the interpreter starts tearing down, so that no callback runs during teardown.
+_wheels: "weakref.WeakSet[Wheel]" = weakref.WeakSet()
+
+
+class Wheel(_Wheel):
+    """A timer wheel: a tick thread that sleeps until the next deadline and a pool of
+    worker threads that run the callbacks (growing when due callbacks back up, shrinking
+    after ``worker_keepalive`` seconds idle).
+
+    Arguments (all optional):
+
+    - ``tick``: the granularity in seconds, from 0.0001 to 1; deadlines round up to it.
+    - ``min_workers``: workers kept while idle.
+    - ``max_workers``: the most workers (default: the number of CPUs); 0 runs the
+      callbacks on the tick thread itself.
+    - ``worker_keepalive``: seconds an idle worker lives beyond ``min_workers``.
+    - ``max_timers``: the most pending timers (None: no limit); beyond it adds raise
+      ``TimerwheelFullError``.
+    - ``manual``: no threads at all; the caller runs due callbacks with ``poll()``.
+
+    Callbacks run on the worker threads, holding the GIL only while Python code runs. An
+    exception in a callback goes to ``sys.unraisablehook`` and is counted in
+    ``stats()["callback_panics"]``; the wheel goes on. ``close()`` the wheel (or use it as a
+    context manager) when done: an open wheel keeps its threads while its timers refer to
+    it, and is closed at interpreter exit.
+    """
+
+    def __init__(
+        self,
+        tick: float = 0.001,
+        min_workers: int = 1,
+        max_workers: Optional[int] = None,
+        worker_keepalive: float = 1.0,
+        max_timers: Optional[int] = None,
+        manual: bool = False,
+    ) -> None:
+        # The arguments were taken by the native constructor (__new__).
+        _wheels.add(self)
+
+    def __enter__(self: W) -> W:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"pending={self.stats()['pending']}"
+        return f"<timerwheel.{type(self).__name__} {state}>"
+
+    def future_later(self, delay: float, result: Any = None) -> asyncio.Future[Any]:
+        """An asyncio future, of the running event loop, that gets ``result`` after
+        ``delay`` seconds. The timer fires on a worker thread and resolves the future on
+        the loop's thread (``loop.call_soon_threadsafe``). Cancelling the future, or the
+        task awaiting it, cancels the timer. Call it from the event loop's thread."""
+        return _asyncio.future_later(self, delay, result)
+
+    async def sleep(self, delay: float, result: T = None) -> T:  # type: ignore[assignment]
+        """Like ``asyncio.sleep(delay, result)``, with the wheel keeping the time:
+        suspends the calling coroutine for ``delay`` seconds, then returns ``result``.
+        Cancelling the awaiting task cancels the timer."""
+        return await _asyncio.sleep(self, delay, result)
+
+
+@atexit.register
+def _close_all() -> None:
+    _exiting()
+    for wheel in list(_wheels):
+        _Wheel.close(wheel)

@@ -1,0 +1,211 @@
+//! `_Wheel`: one runtime and its methods, the native base of `timerwheel.Wheel`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use timerwheel_core::{Error, PeriodMode, Rejected, Runtime, TimerId};
+
+use crate::convert::{period, seconds, unix_time, WheelArgs};
+use crate::errors::{add_refused, to_py, wrong_mode};
+use crate::stats::stats_dict;
+use crate::task::PyTask;
+use crate::timer::Timer;
+
+/// The native wheel: a timerwheel runtime (tick thread and worker pool) running Python
+/// callbacks. Use `timerwheel.Wheel`, which adds the context manager and asyncio helpers.
+#[pyclass(name = "_Wheel", module = "timerwheel._timerwheel", subclass, frozen)]
+pub struct Wheel {
+    rt: Arc<Runtime<PyTask>>,
+    closed: AtomicBool,
+}
+
+/// The task for `callback(*args, **kwargs)`, or a TypeError if it cannot be called.
+fn task(
+    callback: Bound<'_, PyAny>,
+    args: Bound<'_, PyTuple>,
+    kwargs: Option<Bound<'_, PyDict>>,
+) -> PyResult<PyTask> {
+    if !callback.is_callable() {
+        let kind = callback.get_type().name()?;
+        return Err(PyTypeError::new_err(format!(
+            "callback must be callable, got an object of type {kind}"
+        )));
+    }
+    Ok(PyTask::new(callback, args, kwargs))
+}
+
+impl Wheel {
+    /// The handle of an accepted timer, or the exception for a refused one (whose task,
+    /// handed back, is dropped here while the GIL is held).
+    fn added(&self, result: Result<TimerId, Rejected<PyTask>>, what: &str) -> PyResult<Timer> {
+        match result {
+            Ok(id) => Ok(Timer::new(Arc::clone(&self.rt), id)),
+            Err(rejected) => Err(add_refused(
+                rejected.error,
+                what,
+                self.rt.config().max_timers,
+            )),
+        }
+    }
+}
+
+#[pymethods]
+impl Wheel {
+    #[new]
+    #[pyo3(signature = (tick=0.001, min_workers=1, max_workers=None, worker_keepalive=1.0, max_timers=None, manual=false))]
+    fn new(
+        tick: f64,
+        min_workers: i64,
+        max_workers: Option<i64>,
+        worker_keepalive: f64,
+        max_timers: Option<i64>,
+        manual: bool,
+    ) -> PyResult<Self> {
+        let args = WheelArgs {
+            tick,
+            min_workers,
+            max_workers,
+            worker_keepalive,
+            max_timers,
+            manual,
+        };
+        let rt = Runtime::new(args.config()?).map_err(|err| to_py(err, "Wheel"))?;
+        Ok(Wheel {
+            rt: Arc::new(rt),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// Runs `callback(*args, **kwargs)` once, `delay` seconds from now (never earlier).
+    #[pyo3(signature = (delay, callback, /, *args, **kwargs))]
+    fn call_later(
+        &self,
+        delay: f64,
+        callback: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+        kwargs: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<Timer> {
+        let delay = seconds("delay", delay)?;
+        let task = task(callback, args, kwargs)?;
+        self.added(self.rt.add(delay, task), "call_later")
+    }
+
+    /// Runs `callback(*args, **kwargs)` once at the Unix time `when` (seconds, as
+    /// `time.time()`); a time in the past runs at once.
+    #[pyo3(signature = (when, callback, /, *args, **kwargs))]
+    fn call_at(
+        &self,
+        when: f64,
+        callback: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+        kwargs: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<Timer> {
+        let when = unix_time(when)?;
+        let task = task(callback, args, kwargs)?;
+        self.added(self.rt.add_at(when, task), "call_at")
+    }
+
+    /// Runs `callback(*args, **kwargs)` every `period` seconds, first after `first`
+    /// seconds (default: one period). Runs never overlap. At a fixed rate by default
+    /// (missed periods coalesce into one run); `fixed_delay=True` waits `period` after each
+    /// run returns.
+    #[pyo3(signature = (period, callback, /, *args, fixed_delay=false, first=None, **kwargs))]
+    #[allow(clippy::too_many_arguments)]
+    fn call_every(
+        &self,
+        period: f64,
+        callback: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+        fixed_delay: bool,
+        first: Option<f64>,
+        kwargs: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<Timer> {
+        let period = self::period(period)?;
+        let first = first.map_or(Ok(period), |f| seconds("first", f))?;
+        let mode = if fixed_delay {
+            PeriodMode::FixedDelay
+        } else {
+            PeriodMode::FixedRate
+        };
+        let task = task(callback, args, kwargs)?;
+        self.added(
+            self.rt.add_periodic(first, period, mode, task),
+            "call_every",
+        )
+    }
+
+    /// A snapshot of the wheel's counters, as a dict with the keys of `tw_stats`.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        stats_dict(py, &self.rt.stats())
+    }
+
+    /// Shuts the wheel down: waits for callbacks already running (without holding the
+    /// GIL, so they can finish), discards pending timers, and returns once no callback
+    /// can start any more. Idempotent. Raises TimerwheelBusyError from one of this
+    /// wheel's own callbacks.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        match py.detach(|| self.rt.shutdown()) {
+            Ok(_) | Err(Error::Shutdown) => {
+                self.closed.store(true, Ordering::Release);
+                Ok(())
+            }
+            Err(err) => Err(to_py(err, "close")),
+        }
+    }
+
+    /// True once `close()` has returned.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Manual mode (`Wheel(manual=True)`): runs the callbacks that are due, on this
+    /// thread, and returns how many ran.
+    fn poll(&self, py: Python<'_>) -> PyResult<usize> {
+        match py.detach(|| self.rt.poll()) {
+            Err(Error::Invalid) => Err(wrong_mode("poll() needs a Wheel(manual=True)")),
+            result => result.map_err(|err| to_py(err, "poll")),
+        }
+    }
+
+    /// Seconds until the next deadline (0.0 if one is due), None if no timer is pending.
+    fn next_timeout(&self) -> Option<f64> {
+        self.rt.next_timeout().map(|d| d.as_secs_f64())
+    }
+}
+
+/// Set once the interpreter runs its exit handlers (see `_timerwheel._exiting`).
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Called by the package's exit handler, before it closes the open wheels: from then on
+/// a garbage-collected wheel is not waited for (below).
+#[pyfunction]
+pub fn _exiting() {
+    EXITING.store(true, Ordering::Release);
+}
+
+impl Drop for Wheel {
+    /// A wheel that is garbage collected without `close()` shuts down like Rust's
+    /// `Runtime` does, without holding the GIL while it waits. From inside one of its
+    /// own callbacks, where shutting down would wait for itself, a helper thread does it.
+    /// Once the interpreter is exiting, worker threads may no longer be able to attach, so
+    /// waiting for them could hang the exit: the runtime is left to the process's end.
+    /// (No Python code runs here: a dealloc must not disturb the exception being raised.)
+    fn drop(&mut self) {
+        let rt = Arc::clone(&self.rt);
+        if EXITING.load(Ordering::Acquire) {
+            std::mem::forget(rt);
+            return;
+        }
+        let result = match Python::try_attach(|py| py.detach(|| rt.shutdown())) {
+            Some(result) => result,
+            None => rt.shutdown(),
+        };
+        if result == Err(Error::Busy) {
+            std::thread::spawn(move || rt.shutdown());
+        }
+    }
+}

@@ -1,0 +1,38 @@
+"""Shared helpers: a wheel per test (closed afterwards) and waiting with a deadline."""
+
+import time
+
+import pytest
+
+from timerwheel import Wheel
+
+# Threaded behaviour is checked with generous deadlines, never tight timing.
+DEADLINE = 10.0
+
+
+def wait_until(predicate, timeout=DEADLINE):
+    """Polls `predicate` until it is true; fails the test after `timeout` seconds."""
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"condition not met within {timeout} s")
+        time.sleep(0.002)
+
+
+def quiet_invariant(stats):
+    """added = fired_one_shot + cancelled + pending + discarded, at a quiet moment."""
+    return stats["added"] == (
+        stats["fired_one_shot"] + stats["cancelled"] + stats["pending"] + stats["discarded"]
+    )
+
+
+@pytest.fixture
+def wheel():
+    with Wheel(max_workers=4) as w:
+        yield w
+
+
+@pytest.fixture
+def manual():
+    with Wheel(manual=True) as w:
+        yield w

@@ -1,0 +1,216 @@
+"""Adding, firing, cancelling and resetting timers; stats; closing."""
+
+import threading
+import time
+
+import pytest
+
+import timerwheel
+from timerwheel import Timer, TimerwheelClosedError, Wheel
+
+from conftest import quiet_invariant, wait_until
+
+STATS_KEYS = [
+    "pending", "added", "fired", "fired_one_shot", "cancelled", "discarded", "workers",
+    "workers_peak", "workers_spawned", "workers_retired", "queue_depth", "late_p50_us",
+    "late_p99_us", "late_max_us", "callback_panics",
+]
+
+
+def test_call_later_passes_args_and_kwargs(wheel):
+    got = []
+    done = threading.Event()
+
+    def callback(*args, **kwargs):
+        got.append((args, kwargs))
+        done.set()
+
+    timer = wheel.call_later(0.01, callback, 1, "two", delay="kw", callback=3)
+    assert isinstance(timer, Timer)
+    assert done.wait(10)
+    assert got == [((1, "two"), {"delay": "kw", "callback": 3})]
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.0004, 0.003, 0.0217, 0.05])
+def test_never_early(delay):
+    with Wheel(tick=0.001) as w:
+        fired = []
+        done = threading.Event()
+        start = time.monotonic_ns()
+        w.call_later(delay, lambda: (fired.append(time.monotonic_ns()), done.set()))
+        assert done.wait(10)
+        assert fired[0] - start >= round(delay * 1e9)
+
+
+def test_fraction_of_a_tick_rounds_up():
+    with Wheel(tick=0.01) as w:
+        done = threading.Event()
+        start = time.monotonic()
+        w.call_later(0.0101, done.set)
+        assert done.wait(10)
+        assert time.monotonic() - start >= 0.0101
+
+
+def test_call_at_runs_at_the_wall_clock_time(wheel):
+    done = threading.Event()
+    when = time.time() + 0.05
+    fired = []
+    wheel.call_at(when, lambda: (fired.append(time.time()), done.set()))
+    assert done.wait(10)
+    assert fired[0] >= when - 0.002  # the wall clock is read separately from the wheel's
+
+
+def test_call_at_in_the_past_runs_at_once(wheel):
+    done = threading.Event()
+    wheel.call_at(time.time() - 100, done.set)
+    assert done.wait(10)
+
+
+def test_timer_attributes(wheel):
+    timer = wheel.call_later(60, print)
+    assert timer.id > 0
+    assert timer.active
+    assert "active" in repr(timer)
+    assert "pending=1" in repr(wheel)
+    other = wheel.call_later(60, print)
+    assert other.id != timer.id and other != timer
+    assert timer.cancel()
+    assert not timer.active
+
+
+def test_cancel_twice(wheel):
+    timer = wheel.call_later(60, print)
+    assert timer.cancel() is True
+    assert timer.cancel() is False
+    assert wheel.stats()["cancelled"] == 1
+
+
+def test_cancel_after_fire_returns_false(wheel):
+    done = threading.Event()
+    timer = wheel.call_later(0, done.set)
+    assert done.wait(10)
+    wait_until(lambda: not timer.active)
+    assert timer.cancel() is False
+
+
+def test_cancelled_timer_does_not_run(wheel):
+    ran = []
+    timer = wheel.call_later(0.05, ran.append, 1)
+    assert timer.cancel()
+    time.sleep(0.15)
+    assert ran == []
+
+
+def test_reset_moves_the_deadline(wheel):
+    done = threading.Event()
+    start = time.monotonic()
+    timer = wheel.call_later(0.02, done.set)
+    assert timer.reset(0.2)
+    assert done.wait(10)
+    assert time.monotonic() - start >= 0.2
+    wait_until(lambda: not timer.active)
+    assert timer.reset(1.0) is False
+
+
+def test_call_every_repeats_until_cancelled(wheel):
+    runs = []
+    timer = wheel.call_every(0.01, runs.append, "x")
+    wait_until(lambda: len(runs) >= 3)
+    assert timer.active
+    assert timer.cancel()
+    count = len(runs)
+    time.sleep(0.1)
+    assert len(runs) <= count + 1  # at most a run that had already started
+
+
+@pytest.mark.parametrize("fixed_delay", [False, True])
+def test_call_every_first_run_after_first(wheel, fixed_delay):
+    runs = []
+    start = time.monotonic()
+    timer = wheel.call_every(60, lambda: runs.append(time.monotonic()), first=0.02, fixed_delay=fixed_delay)
+    wait_until(lambda: runs)
+    assert runs[0] - start >= 0.02
+    assert timer.cancel()
+
+
+def test_stats_has_every_key(wheel):
+    stats = wheel.stats()
+    assert list(stats) == STATS_KEYS
+    assert all(isinstance(v, int) for v in stats.values())
+
+
+def test_stats_count_adds_fires_and_cancels(wheel):
+    done = threading.Event()
+    wheel.call_later(0, done.set)
+    wheel.call_later(60, print).cancel()
+    wheel.call_later(60, print)
+    assert done.wait(10)
+    wait_until(lambda: wheel.stats()["fired_one_shot"] == 1)
+    stats = wheel.stats()
+    assert (stats["added"], stats["cancelled"], stats["pending"]) == (3, 1, 1)
+    assert quiet_invariant(stats)
+
+
+def test_close_is_idempotent_and_discards_pending():
+    w = Wheel()
+    ran = []
+    w.call_later(60, ran.append, 1)
+    assert not w.closed
+    w.close()
+    w.close()
+    assert w.closed
+    stats = w.stats()
+    assert stats["discarded"] == 1 and stats["pending"] == 0
+    assert quiet_invariant(stats)
+    assert ran == []
+
+
+def test_context_manager_closes():
+    with Wheel() as w:
+        timer = w.call_later(60, print)
+    assert w.closed
+    assert not timer.active
+    assert timer.cancel() is False
+    assert timer.reset(1) is False
+
+
+def test_use_after_close_raises_runtime_error():
+    w = Wheel()
+    w.close()
+    for add in (
+        lambda: w.call_later(1, print),
+        lambda: w.call_at(time.time(), print),
+        lambda: w.call_every(1, print),
+    ):
+        with pytest.raises(RuntimeError, match="closed") as info:
+            add()
+        assert isinstance(info.value, TimerwheelClosedError)
+
+
+def test_module_level_functions_share_one_wheel():
+    assert timerwheel.default_wheel() is timerwheel.default_wheel()
+    done = threading.Event()
+    timerwheel.call_later(0.01, done.set)
+    assert done.wait(10)
+    runs = []
+    timer = timerwheel.call_every(0.01, runs.append, 1)
+    wait_until(lambda: runs)
+    assert timer.cancel()
+    at = threading.Event()
+    timerwheel.call_at(time.time(), at.set)
+    assert at.wait(10)
+
+
+def test_default_wheel_cannot_be_closed():
+    with pytest.raises(RuntimeError, match="shared default wheel"):
+        timerwheel.default_wheel().close()
+    assert not timerwheel.default_wheel().closed
+
+
+def test_callbacks_on_the_tick_thread_when_max_workers_is_zero():
+    with Wheel(max_workers=0, min_workers=0) as w:
+        runs = []
+        timer = w.call_every(0.005, runs.append, 1)
+        wait_until(lambda: len(runs) >= 3)
+        assert w.stats()["workers"] == 0
+        assert timer.cancel()
