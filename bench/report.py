@@ -37,6 +37,10 @@ SUITES = {
     "bench-go": "Go",
 }
 
+# What a quick run (--quick) passes to make: every target reads BENCH_ARGS=--quick, the Go
+# bench takes its sizes in GO_BENCH_ARGS.
+QUICK_VARS = ["BENCH_ARGS=--quick", "GO_BENCH_ARGS=-n 100000 -runs 1"]
+
 # Figures that describe the run rather than measure it.
 NOT_FIGURES = {"impl", "baseline", "workload", "n", "touches"}
 
@@ -48,7 +52,7 @@ def run_target(target, quick, log_dir):
     """Runs one bench target; returns (rows, note). The full output goes to a log file."""
     cmd = ["make", "-s", "--no-print-directory", target]
     if quick:
-        cmd.append("BENCH_ARGS=--quick")
+        cmd += QUICK_VARS
     env = dict(os.environ, TW_BENCH_DIR=str(log_dir))
     started = time.monotonic()
     print(f"== {' '.join(cmd)}", flush=True)
@@ -117,12 +121,17 @@ def fmt(value):
 
 
 def pairs(rows):
-    """(workload, figure, ours row, baseline row) for every figure two rows share."""
+    """(workload, figure, ours row, baseline row) for every figure two rows share. A bench
+    that runs ours at several sizes (Python) is compared at the baseline's size."""
     for ours in rows:
         if ours.get("baseline"):
             continue
         for base in rows:
             if not base.get("baseline") or base["workload"] != ours["workload"]:
+                continue
+            if ours.get("n") != base.get("n") and any(
+                    r["impl"] == ours["impl"] and r["workload"] == ours["workload"]
+                    and r.get("n") == base.get("n") for r in rows):
                 continue
             for figure, value in ours.items():
                 if figure in NOT_FIGURES or not isinstance(base.get(figure), (int, float)):
@@ -130,46 +139,40 @@ def pairs(rows):
                 yield ours["workload"], figure, ours, base
 
 
+def sizes(ours, base=None):
+    if base is None or ours.get("n") == base.get("n"):
+        return fmt(ours.get("n"))
+    return f"{fmt(ours.get('n'))} / {fmt(base.get('n'))}"
+
+
 def suite_table(rows):
     """Markdown table: every figure of ours beside every baseline of the same workload."""
-    lines = ["| workload | figure | timerwheel | value | baseline | value | ratio |",
-             "|---|---|---|---:|---|---:|---:|"]
+    lines = ["| workload | n | figure | timerwheel | value | baseline | value | ratio |",
+             "|---|---:|---|---|---:|---|---:|---:|"]
+    paired = set()
     for workload, figure, ours, base in pairs(rows):
+        paired.add(id(ours))
         a, b = ours[figure], base[figure]
         ratio = f"{a / b:.2f}x" if b else "-"
-        lines.append(f"| {workload} | {figure} | {ours['impl']} | {fmt(a)} | {base['impl']} "
-                     f"| {fmt(b)} | {ratio} |")
-    singles = [r for r in rows if not r.get("baseline")
-               and not any(b.get("baseline") and b["workload"] == r["workload"] for b in rows)]
-    for row in singles:
+        lines.append(f"| {workload} | {sizes(ours, base)} | {figure} | {ours['impl']} "
+                     f"| {fmt(a)} | {base['impl']} | {fmt(b)} | {ratio} |")
+    for row in (r for r in rows if not r.get("baseline") and id(r) not in paired):
         for figure, value in row.items():
             if figure not in NOT_FIGURES and isinstance(value, (int, float)):
-                lines.append(f"| {row['workload']} | {figure} | {row['impl']} | {fmt(value)} "
-                             "| - | - | - |")
+                lines.append(f"| {row['workload']} | {sizes(row)} | {figure} | {row['impl']} "
+                             f"| {fmt(value)} | - | - | - |")
     return "\n".join(lines)
 
 
 # ---- targets (BENCHMARKS.md) ----------------------------------------------------------------
 
 
-def pick(rows, impl, workload, figure):
+def pick(rows, impl, workload, figure, n=None):
+    """The figure of the first row of impl on workload (of size n, when given)."""
     for row in rows:
-        if row["impl"] == impl and row["workload"] == workload and figure in row:
+        if row["impl"] == impl and row["workload"] == workload and figure in row \
+                and (n is None or row.get("n") == n):
             return row[figure]
-    return None
-
-
-def ours_impl(rows, workload):
-    for row in rows:
-        if not row.get("baseline") and row["workload"] == workload:
-            return row["impl"]
-    return None
-
-
-def baseline_impl(rows, workload):
-    for row in rows:
-        if row.get("baseline") and row["workload"] == workload:
-            return row["impl"]
     return None
 
 
@@ -211,13 +214,16 @@ def mt_no_collapse(label, impl):
     return label, check
 
 
-def generic_ratio(label, workload, figure, limit):
-    """ours / the first baseline of the workload, whatever their names (Python, Go)."""
+def add_cancel_at_baseline_size(label, ours, base, limit):
+    """(add + cancel) of ours / of base in W1, at the baseline's n."""
     def check(rows):
-        ours, base = ours_impl(rows, workload), baseline_impl(rows, workload)
-        if ours is None or base is None:
+        n = pick(rows, base, "W1", "n")
+        a = [pick(rows, ours, "W1", f, n) for f in ("add_ns", "cancel_ns")]
+        b = [pick(rows, base, "W1", f) for f in ("add_ns", "cancel_ns")]
+        if None in a or None in b:
             return None
-        return ratio_target(label, ours, base, workload, figure, limit)[1](rows)
+        return (f"{sum(a) / sum(b):.2f}x ({fmt(sum(a))} / {fmt(sum(b))} ns, n={fmt(n)})",
+                f"<= {limit}x", sum(a) / sum(b) <= limit)
     return label, check
 
 
@@ -261,6 +267,20 @@ TARGETS = {
         all_fired("W3 every timer fired", "timerwheel-c"),
         bound_target("W3 late p99 (us) at a 1 ms tick", "timerwheel-c", "W3", "late_p99_us",
                      1500),
+    ],
+    "bench-python": [
+        add_cancel_at_baseline_size("W1 call_later + cancel vs asyncio (5x faster)",
+                                    "timerwheel-python", "asyncio", 0.2),
+        all_fired("W3 keeps up: every timer fired (largest n)", "timerwheel-python"),
+    ],
+    "bench-go": [
+        add_cancel_at_baseline_size("W1 AfterFunc + Stop vs time.AfterFunc", "timerwheel-go",
+                                    "go-time", 1.5),
+        ratio_target("W2 Reset vs time.Timer.Reset", "timerwheel-go", "go-time", "W2",
+                     "touch_ns", 1.5),
+        all_fired("W3 every timer fired", "timerwheel-go"),
+        ratio_target("W3 late p99 vs time.AfterFunc (below it)", "timerwheel-go", "go-time",
+                     "W3", "late_p99_us", 1.0),
     ],
 }
 
@@ -314,7 +334,8 @@ def plot_w3(histograms, baselines, png):
             xs.append((bucket + 10) / 1000.0)  # the bucket's upper bound, ms
             fired.append(100.0 * seen / total)
             later.append(max(100.0 * (total - seen) / total, 1e-4))
-        style = "--" if impl in baselines else "-"
+        baseline = any(impl == b or impl.startswith(b + "-n") for b in baselines)
+        style = "--" if baseline else "-"
         cdf.step(xs, fired, style, where="post", label=impl, linewidth=1.6)
         tail.step(xs, later, style, where="post", label=impl, linewidth=1.6)
     for ax in (cdf, tail):

@@ -30,7 +30,8 @@ test-demo: $(DEMO_BUILD)/billing $(DEMO_BUILD)/billing.asan
 TEST_TARGETS += test-demo
 
 # The examples README quotes, built as a user would (C through the header, C++ through the
-# wrapper) and run, so that they never rot. Python and Go join when their bindings exist.
+# wrapper, Python in the project's virtualenv, Go with the binding's module) and run, so
+# that they never rot.
 test-examples: lib | $(DEMO_BUILD)
 	$(CC) -std=c11 -Wall -Wextra -Werror -pthread -Iinclude examples/c/hello.c \
 	  -o $(DEMO_BUILD)/hello-c $(DEMO_LINK)
@@ -38,5 +39,9 @@ test-examples: lib | $(DEMO_BUILD)
 	$(CXX) -std=c++17 -Wall -Wextra -Werror -pthread -Iinclude -Ibindings/cpp \
 	  examples/cpp/hello.cpp -o $(DEMO_BUILD)/hello-cpp $(DEMO_LINK)
 	$(DEMO_BUILD)/hello-cpp
+ifneq ($(wildcard mk/python.mk),)
+	$(MAKE) -s python-install
+	$(VENV)/bin/python examples/python/hello.py
+endif
 
 TEST_TARGETS += test-examples
