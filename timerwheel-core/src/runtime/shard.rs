@@ -201,7 +201,9 @@ impl<T> ShardState<T> {
     pub(crate) fn reset(&mut self, key: Key, deadline: u64) -> Result<(), Error> {
         let entry = self.wheel.get(key).ok_or(Error::NotFound)?;
         if entry.task.is_some() {
-            self.wall.remove(&key);
+            if entry.kind == Kind::Wall {
+                self.wall.remove(&key); // re-armed by a delay: no longer a wall-clock time
+            }
             self.wheel.reset(key, deadline);
             return Ok(());
         }
