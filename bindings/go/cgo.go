@@ -1,0 +1,123 @@
+package timerwheel
+
+// The C boundary: the only file that calls into libtimerwheel. Every function here is a
+// thin wrapper that converts Go values to C values and back; the rules of the library
+// (which calls are safe when) are kept by wheel.go and timer.go.
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../include
+#cgo LDFLAGS: ${SRCDIR}/../../target/release/libtimerwheel.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+#include <stdint.h>
+#include <stdlib.h>
+#include "timerwheel.h"
+
+// Exported from callback.go.
+extern void twgoFire(uintptr_t handle);
+
+// The tw_callback of every Go timer: user_data carries a registry handle, never a Go pointer.
+static void twgo_fire(tw_timer_id id, void *user_data) {
+	(void)id;
+	twgoFire((uintptr_t)user_data);
+}
+
+typedef struct twgo_added {
+	tw_status status;
+	tw_timer_id id;
+} twgo_added;
+
+// Adds a one-shot timer (period_ms == 0) or a periodic one. The id comes back by value so
+// that no Go pointer is handed to C on this hot path.
+static twgo_added twgo_add(tw_wheel *w, uint64_t delay_ms, uint64_t period_ms,
+		tw_period_mode mode, uintptr_t handle) {
+	twgo_added r = {TW_OK, 0};
+	if (period_ms == 0) {
+		r.status = tw_add(w, delay_ms, twgo_fire, (void *)handle, NULL, &r.id);
+	} else {
+		r.status = tw_add_periodic(w, delay_ms, period_ms, mode, twgo_fire, (void *)handle,
+			NULL, &r.id);
+	}
+	return r;
+}
+
+typedef struct twgo_created {
+	tw_status status;
+	tw_wheel *wheel;
+} twgo_created;
+
+static twgo_created twgo_create(tw_config cfg) {
+	twgo_created r = {TW_OK, NULL};
+	r.status = tw_create(&cfg, &r.wheel);
+	return r;
+}
+*/
+import "C"
+
+// cWheel is a libtimerwheel wheel.
+type cWheel = *C.tw_wheel
+
+// periodMode is how a periodic timer schedules its next run.
+type periodMode = C.tw_period_mode
+
+const (
+	fixedRate  periodMode = C.TW_FIXED_RATE
+	fixedDelay periodMode = C.TW_FIXED_DELAY
+)
+
+// cDefaultConfig returns the library's default configuration.
+func cDefaultConfig() C.tw_config {
+	var cfg C.tw_config
+	C.tw_config_init(&cfg)
+	return cfg
+}
+
+// cCreate starts a wheel with cfg.
+func cCreate(cfg C.tw_config) (cWheel, error) {
+	r := C.twgo_create(cfg)
+	return r.wheel, statusErr(r.status)
+}
+
+// cDefault returns the process-wide shared wheel, or nil if it could not start.
+func cDefault() cWheel {
+	return C.tw_default()
+}
+
+// cAdd adds a timer that fires the registry entry of handle; periodMs == 0 makes it a one-shot.
+func cAdd(w cWheel, delayMs, periodMs uint64, mode periodMode, handle uintptr) (uint64, error) {
+	r := C.twgo_add(w, C.uint64_t(delayMs), C.uint64_t(periodMs), mode, C.uintptr_t(handle))
+	return uint64(r.id), statusErr(r.status)
+}
+
+// cDelete stops a timer.
+func cDelete(w cWheel, id uint64) error {
+	return statusErr(C.tw_delete(w, C.tw_timer_id(id)))
+}
+
+// cReset re-arms a pending timer delayMs from now.
+func cReset(w cWheel, id, delayMs uint64) error {
+	return statusErr(C.tw_reset(w, C.tw_timer_id(id), C.uint64_t(delayMs)))
+}
+
+// cStats reads the wheel's counters.
+func cStats(w cWheel) (Stats, error) {
+	var s C.tw_stats
+	if err := statusErr(C.tw_get_stats(w, &s)); err != nil {
+		return Stats{}, err
+	}
+	return statsFromC(&s), nil
+}
+
+// cDestroy shuts the wheel down and frees it.
+func cDestroy(w cWheel) error {
+	return statusErr(C.tw_destroy(w))
+}
+
+// cVersion is the library's version string.
+func cVersion() string {
+	return C.GoString(C.tw_version())
+}
+
+// statusErr is the error of a tw_status, nil for TW_OK. (The header's functions return
+// `enum tw_status`, which cgo types as uint32, its struct fields C.tw_status.)
+func statusErr[S ~uint32](s S) error {
+	return errFromCode(int(s))
+}

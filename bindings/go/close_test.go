@@ -1,0 +1,162 @@
+package timerwheel
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestCloseWaitsForRunningCallbacksAndDiscardsPending(t *testing.T) {
+	w, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	var finished atomic.Bool
+	mustAfterFunc(t, w, 0, func() {
+		close(started)
+		time.Sleep(100 * time.Millisecond)
+		finished.Store(true)
+	})
+	var ranPending atomic.Int32
+	pending := make([]*Timer, 10)
+	for i := range pending {
+		pending[i] = mustAfterFunc(t, w, time.Hour, func() { ranPending.Add(1) })
+	}
+	receive(t, started, "the slow callback to start")
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close = %v, want nil", err)
+	}
+	if !finished.Load() {
+		t.Fatal("Close returned while a callback was still running")
+	}
+	if n := ranPending.Load(); n != 0 {
+		t.Fatalf("%d pending timers ran at Close", n)
+	}
+	s := w.Stats()
+	if s.Discarded != 10 || s.Pending != 0 {
+		t.Fatalf("after Close: Discarded %d Pending %d, want 10 and 0", s.Discarded, s.Pending)
+	}
+	checkInvariant(t, s)
+	if pending[0].Stop() {
+		t.Fatal("Stop of a discarded timer = true, want false")
+	}
+}
+
+func TestUseAfterClose(t *testing.T) {
+	w, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := mustAfterFunc(t, w, time.Hour, func() {})
+	for i := 0; i < 3; i++ {
+		if err := w.Close(); err != nil {
+			t.Fatalf("Close #%d = %v, want nil", i+1, err)
+		}
+	}
+	if _, err := w.AfterFunc(time.Second, func() {}); !errors.Is(err, ErrClosed) {
+		t.Errorf("AfterFunc after Close = %v, want ErrClosed", err)
+	}
+	if _, err := w.Every(time.Second, func() {}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Every after Close = %v, want ErrClosed", err)
+	}
+	if tm.Stop() {
+		t.Error("Stop after Close = true, want false")
+	}
+	if tm.Reset(time.Second) {
+		t.Error("Reset after Close = true, want false")
+	}
+}
+
+func TestCloseFromOwnCallback(t *testing.T) {
+	w, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	mustAfterFunc(t, w, 0, func() { closed <- w.Close() })
+	var ranPending atomic.Bool
+	mustAfterFunc(t, w, time.Hour, func() { ranPending.Store(true) })
+	if err := receive(t, closed, "Close from the callback"); err != nil {
+		t.Fatalf("Close from a callback = %v, want nil", err)
+	}
+	if _, err := w.AfterFunc(0, func() {}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("AfterFunc after Close = %v, want ErrClosed", err)
+	}
+	eventually(t, "the wheel to be destroyed", func() bool { return w.Stats().Discarded == 1 })
+	if ranPending.Load() {
+		t.Fatal("a pending timer ran after Close")
+	}
+}
+
+func TestCloseWhileManyCallbacksRun(t *testing.T) {
+	w, err := New(Config{MinWorkers: 2, MaxWorkers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inside atomic.Int32
+	for i := 0; i < 200; i++ {
+		_, err := w.Every(time.Millisecond, func() {
+			inside.Add(1)
+			// Callbacks keep using the wheel while it closes.
+			if tm, err := w.AfterFunc(time.Millisecond, func() {}); err == nil {
+				tm.Stop()
+			}
+			inside.Add(-1)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(30 * time.Millisecond)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := inside.Load(); n != 0 {
+		t.Fatalf("%d callbacks still running after Close returned", n)
+	}
+	checkInvariant(t, w.Stats())
+}
+
+func TestCloseWhileGoroutinesUseTheWheel(t *testing.T) {
+	w, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				tm, err := w.AfterFunc(time.Millisecond, func() {})
+				if err != nil {
+					if !errors.Is(err, ErrClosed) {
+						t.Error(err)
+					}
+					continue
+				}
+				tm.Reset(2 * time.Millisecond)
+				tm.Stop()
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+	checkInvariant(t, w.Stats())
+	if n := timers.countWheel(w); n != 0 {
+		t.Fatalf("%d registry entries live after Close", n)
+	}
+}

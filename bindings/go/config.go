@@ -1,0 +1,68 @@
+package timerwheel
+
+// #include "timerwheel.h"
+import "C"
+
+import (
+	"math"
+	"time"
+)
+
+// Config sets up a Wheel. The zero Config means every default; a field left zero takes its
+// default, and a negative MinWorkers or MaxWorkers asks for zero.
+type Config struct {
+	// Tick is the granularity of the wheel: deadlines round up to it. Default 1ms; at
+	// least 100µs and at most 1s.
+	Tick time.Duration
+	// MinWorkers is how many worker threads are kept when idle. Default 1; negative: 0.
+	MinWorkers int
+	// MaxWorkers bounds the worker threads. Default: the number of CPUs. Negative: no
+	// workers at all, callbacks run on the tick thread itself (fine for short callbacks;
+	// a slow one delays every other).
+	MaxWorkers int
+	// WorkerKeepalive is how long an idle worker lives before it retires (down to
+	// MinWorkers). Default 1s.
+	WorkerKeepalive time.Duration
+	// MaxTimers bounds the pending timers; an add beyond it fails with ErrFull. Default:
+	// no limit.
+	MaxTimers int
+	// OnPanic, if set, is called with the value of every panic recovered from a callback,
+	// on the callback's thread, after the panic has been counted in Stats.CallbackPanics.
+	// A panic in OnPanic itself is dropped.
+	OnPanic func(v any)
+}
+
+// toC fills the library's defaults and overrides the fields that are set.
+func (c Config) toC() (C.tw_config, error) {
+	cfg := cDefaultConfig()
+	if c.Tick < 0 || c.WorkerKeepalive < 0 || c.MaxTimers < 0 {
+		return cfg, ErrInvalid
+	}
+	if c.Tick > 0 {
+		cfg.tick_us = C.uint64_t(ceilDiv(c.Tick, time.Microsecond))
+	}
+	if c.MinWorkers != 0 {
+		cfg.min_workers = C.uint32_t(workerCount(c.MinWorkers))
+	}
+	if c.MaxWorkers != 0 {
+		cfg.max_workers = C.uint32_t(workerCount(c.MaxWorkers))
+	}
+	if c.WorkerKeepalive > 0 {
+		cfg.worker_keepalive_ms = C.uint64_t(ceilDiv(c.WorkerKeepalive, time.Millisecond))
+	}
+	cfg.max_timers = C.uint64_t(c.MaxTimers)
+	return cfg, nil
+}
+
+// workerCount maps a non-zero Config worker count to the C value: negative means 0, and
+// counts beyond uint32 saturate (the library then refuses them as invalid).
+func workerCount(n int) uint32 {
+	switch {
+	case n < 0:
+		return 0
+	case uint64(n) > math.MaxUint32:
+		return math.MaxUint32
+	default:
+		return uint32(n)
+	}
+}

@@ -1,0 +1,54 @@
+// Package timerwheel is a Go binding of timerwheel, a hierarchical timing wheel with a tick
+// thread and an adaptive pool of worker threads, for programs that keep very many timers
+// alive at once: an idle timeout per connection or session, periodic charging and heartbeat
+// ticks, retries with back-off.
+//
+// It is used like the standard library's time.AfterFunc:
+//
+//	t, err := timerwheel.AfterFunc(30*time.Second, func() { closeIdle(conn) })
+//	...
+//	t.Reset(30 * time.Second) // activity: push the timeout back
+//	t.Stop()                  // done
+//
+// The package-level functions use one shared wheel per process (Default), which is the
+// right choice for most programs; New starts a wheel of its own, with its own threads, that
+// Close shuts down.
+//
+// # Semantics
+//
+// Durations round up to the millisecond (and to the wheel's tick): a timer never fires
+// early, and fires within about one tick after its deadline. Stop and Reset return what
+// time.Timer's do. Runs of one periodic timer never overlap. A panic in a func is recovered
+// and counted in Stats.CallbackPanics; the wheel goes on. Close waits for running funcs and
+// discards pending timers.
+//
+// # How funcs run
+//
+// The package is cgo over the C library libtimerwheel, linked statically. Go funcs never
+// cross into C: each C timer carries as its user data a handle, the index of an entry of a
+// Go table that points to its Timer plus a generation, and a stale handle (its timer
+// stopped, the entry reused) finds nothing. When a timer fires, the library's worker
+// thread calls an exported Go function that runs the func right there, on that thread,
+// and returns to the library when it has returned. So the library's guarantees hold for Go
+// funcs as they are: a periodic func does not overlap itself, a fixed-delay period counts
+// from the func's return, Close waits for the funcs that run, and a slow func makes the
+// pool grow rather than delay other timers. A func may block; it holds a worker thread
+// while it does. It must return or panic: runtime.Goexit (which testing's FailNow calls)
+// cannot end a call that came from C.
+//
+// A func may call any method of its wheel and of its Timer, Stop and Reset of its own
+// Timer included.
+//
+// An entry is released when its one-shot timer fires, when Stop stops the timer, or when
+// Close discards it: no handle outlives its timer. The package starts no goroutine of its
+// own, but one to finish a Close called from one of the wheel's funcs.
+//
+// # Reset without a call into C
+//
+// Reset of a one-shot timer to a later time than its C timer's does not call into C (but
+// for the first Reset after the timer was added, which learns when its C timer fires): it
+// only moves the Timer's deadline, and when the C timer fires before that deadline, it is
+// armed again for the rest of the time instead of running the func. An idle timeout that
+// is pushed back on every request so costs one C timer per expiry, not one per request.
+// Stats counts such a timer once.
+package timerwheel

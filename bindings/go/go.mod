@@ -1,0 +1,3 @@
+module github.com/timerwheel/timerwheel/bindings/go
+
+go 1.21

@@ -1,0 +1,42 @@
+package workload
+
+import "fmt"
+
+// Sizes of a full run, as BENCHMARKS.md sets them.
+const (
+	N         = 1_000_000
+	W2Touches = 5_000_000
+	Seed      = 42
+)
+
+// Workloads names the workloads, in the order they run.
+var Workloads = []string{"W1", "W2", "W3"}
+
+// Record is one JSON line of the benchmark output.
+type Record map[string]any
+
+// Run runs one workload against the implementation of that name, n timers (touches
+// refreshes in W2), and returns its record.
+func Run(workload, implName string, n, touches int) (Record, error) {
+	impl, ok := NewImpl(implName)
+	if !ok {
+		return nil, fmt.Errorf("unknown implementation %q", implName)
+	}
+	defer impl.Close()
+	rec := Record{"impl": impl.Name, "baseline": impl.Baseline, "workload": workload, "n": n}
+	switch workload {
+	case "W1":
+		r := W1(impl, n, Seed, NoStopwatch{})
+		rec["add_ns"], rec["cancel_ns"], rec["bytes_per_timer"] = r.AddNs, r.CancelNs, r.BytesPerTimer
+		rec["add_cancel_ns"] = r.AddNs + r.CancelNs
+	case "W2":
+		rec["touches"], rec["touch_ns"] = touches, W2(impl, n, touches, Seed, NoStopwatch{})
+	case "W3":
+		r := W3(impl, n, Seed)
+		rec["fired"], rec["total_s"], rec["add_s"] = r.Fired, r.TotalS, r.AddS
+		rec["late_p50_us"], rec["late_p99_us"], rec["late_max_us"] = r.LateP50us, r.LateP99us, r.LateMaxus
+	default:
+		return nil, fmt.Errorf("unknown workload %q", workload)
+	}
+	return rec, nil
+}

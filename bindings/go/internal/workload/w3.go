@@ -1,0 +1,68 @@
+package workload
+
+import (
+	"math/rand"
+	"sort"
+	"sync/atomic"
+	"time"
+)
+
+// W3Result is the outcome of W3.
+type W3Result struct {
+	Fired                int
+	TotalS               float64
+	AddS                 float64 // time taken to add them all
+	LateP50us, LateP99us float64
+	LateMaxus            float64
+	Complete             bool // every timer fired before the wait gave up
+}
+
+// W3 adds n timers due uniformly over [1 s, 3 s) (whole milliseconds, so that no
+// implementation pays for rounding) and records how late each callback starts.
+func W3(impl Impl, n int, seed int64) W3Result {
+	rng := rand.New(rand.NewSource(seed))
+	deadlines := make([]int64, n) // monotonic ns since start
+	late := make([]int64, n)
+	var fired atomic.Int64
+	done := make(chan struct{})
+	start := time.Now()
+	for i := range deadlines {
+		d := time.Second + time.Duration(rng.Intn(2000))*time.Millisecond
+		deadlines[i] = int64(time.Since(start) + d)
+		i := i
+		impl.AfterFunc(d, func() {
+			late[i] = int64(time.Since(start)) - deadlines[i]
+			if fired.Add(1) == int64(n) {
+				close(done)
+			}
+		})
+	}
+	added := time.Since(start)
+	complete := true
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		complete = false
+	}
+	total := time.Since(start)
+	got := int(fired.Load())
+	if !complete {
+		late = nil // some entries are still being written; only the count is reported
+	}
+	p50, p99, max := percentiles(late)
+	return W3Result{Fired: got, TotalS: total.Seconds(), AddS: added.Seconds(), LateP50us: p50, LateP99us: p99,
+		LateMaxus: max, Complete: complete}
+}
+
+// percentiles returns the median, 99th percentile and maximum, in microseconds.
+func percentiles(ns []int64) (p50, p99, max float64) {
+	if len(ns) == 0 {
+		return 0, 0, 0
+	}
+	sorted := append([]int64(nil), ns...)
+	sort.Slice(sorted, func(a, b int) bool { return sorted[a] < sorted[b] })
+	at := func(q float64) float64 {
+		return float64(sorted[int(q*float64(len(sorted)-1))]) / 1e3
+	}
+	return at(0.50), at(0.99), at(1)
+}

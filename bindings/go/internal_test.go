@@ -1,0 +1,97 @@
+package timerwheel
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+)
+
+func TestMillisRoundsUp(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want uint64
+	}{
+		{-time.Hour, 0}, {0, 0}, {time.Nanosecond, 1}, {time.Millisecond, 1},
+		{time.Millisecond + time.Nanosecond, 2}, {1500 * time.Microsecond, 2},
+		{time.Second, 1000}, {math.MaxInt64, math.MaxInt64/1000000 + 1},
+	} {
+		if got := millis(c.d); got != c.want {
+			t.Errorf("millis(%v) = %d, want %d", c.d, got, c.want)
+		}
+	}
+}
+
+func TestEveryStatusHasItsError(t *testing.T) {
+	want := []error{nil, ErrInvalid, ErrNotFound, ErrFull, ErrClosed, ErrBusy, ErrInternal}
+	for code, err := range want {
+		if got := errFromCode(code); got != err {
+			t.Errorf("errFromCode(%d) = %v, want %v", code, got, err)
+		}
+	}
+	if !errors.Is(errFromCode(99), ErrInternal) {
+		t.Error("an unknown status is not ErrInternal")
+	}
+	if !errors.Is(errNilFunc, ErrInvalid) {
+		t.Error("errNilFunc is not ErrInvalid")
+	}
+}
+
+func TestRegistryStaleHandleFindsNothing(t *testing.T) {
+	var r registry
+	w := &Wheel{}
+	periodic := &Timer{w: w, periodMs: 1}
+	h := r.add(periodic)
+	if r.fired(h) != periodic || r.fired(h) != periodic {
+		t.Fatal("a live periodic entry did not find its timer")
+	}
+	r.release(h)
+	if n := r.countWheel(w); n != 0 {
+		t.Fatalf("%d live entries after release, want 0", n)
+	}
+	if r.fired(h) != nil {
+		t.Fatal("a released and cleared handle found its timer")
+	}
+	oneShot := &Timer{w: w}
+	h2 := r.add(oneShot)
+	if h2&indexMask != h&indexMask {
+		t.Fatal("a cleared entry was not reused")
+	}
+	if r.fired(h) != nil {
+		t.Fatal("a stale handle found the entry's new timer")
+	}
+	if r.fired(h2) != oneShot || r.fired(h2) != nil {
+		t.Fatal("a one-shot entry must fire once")
+	}
+	if n := r.countWheel(w); n != 0 || r.live != 0 {
+		t.Fatalf("%d live entries (counter %d), want 0", n, r.live)
+	}
+}
+
+func TestRegistryTimerWithTwoEntries(t *testing.T) {
+	// A one-shot Timer rescheduled by Reset while its old C timer is about to fire has two
+	// entries; both fire.
+	var r registry
+	w := &Wheel{}
+	tm := &Timer{w: w}
+	old, renewed := r.add(tm), r.add(tm)
+	if r.fired(old) != tm || r.fired(renewed) != tm {
+		t.Fatal("both entries of a rescheduled timer must fire")
+	}
+	if n := r.countWheel(w); n != 0 {
+		t.Fatalf("%d live entries, want 0", n)
+	}
+}
+
+func TestDeadlinesRoundUpAndSaturate(t *testing.T) {
+	due, armed := deadlines(1000, 1500*time.Microsecond)
+	if due != 1000+1500000 || armed != 1000+2000000 {
+		t.Errorf("deadlines(1000, 1.5ms) = %d, %d", due, armed)
+	}
+	if due, armed := deadlines(1000, -time.Second); due != 1000 || armed != 1000 {
+		t.Errorf("deadlines(1000, -1s) = %d, %d, want 1000, 1000", due, armed)
+	}
+	if due, armed := deadlines(1<<40, math.MaxInt64); due != math.MaxInt64 || armed != math.MaxInt64 {
+		t.Errorf("deadlines(2^40, max) = %d, %d, want saturation", due, armed)
+	}
+}

@@ -1,0 +1,182 @@
+package timerwheel
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Wheel is a timer wheel with its own tick thread and worker threads. All its methods are
+// safe for concurrent use, from any goroutine and from inside its callbacks.
+//
+// A Wheel runs until Close; pending timers keep it reachable, as the runtime's timers keep
+// time.AfterFunc funcs. A Wheel that becomes unreachable without Close (so with no timer
+// pending) is closed by the garbage collector. Most programs need only the shared wheel of
+// the package-level functions: every Wheel costs a thread of its own.
+type Wheel struct {
+	c      cWheel
+	shared bool  // the process-wide wheel: Close does nothing
+	err    error // what calls return once the gate is closed
+	gate   gate
+	counts goCounts
+	// onPanic is called with the value of each recovered callback panic.
+	onPanic func(v any)
+
+	finalMu sync.Mutex
+	final   Stats // the counters at Close, read once the wheel is gone
+}
+
+// New starts a wheel. The zero Config means every default.
+func New(cfg Config) (*Wheel, error) {
+	ccfg, err := cfg.toC()
+	if err != nil {
+		return nil, err
+	}
+	c, err := cCreate(ccfg)
+	if err != nil {
+		return nil, err
+	}
+	openWheels.Add(1)
+	w := &Wheel{c: c, err: ErrClosed, onPanic: cfg.OnPanic}
+	runtime.SetFinalizer(w, (*Wheel).Close)
+	return w, nil
+}
+
+// openWheels counts the wheels made by New and not yet destroyed.
+var openWheels atomic.Int64
+
+// AfterFunc waits for the duration to elapse and then calls f on one of the wheel's worker
+// threads, like time.AfterFunc. A duration of zero or less fires as soon as possible; a
+// fraction of a millisecond rounds up, so f never runs early. The Timer can cancel the call
+// with its Stop method.
+func (w *Wheel) AfterFunc(d time.Duration, f func()) (*Timer, error) {
+	return w.start(d, 0, fixedRate, f)
+}
+
+// Every calls f every period, the first time one period from now, at a fixed rate: the
+// runs keep the schedule period, 2 period, ... and periods missed while the process was
+// stalled are coalesced into one run. Runs of f never overlap. Stop ends the calls.
+func (w *Wheel) Every(period time.Duration, f func()) (*Timer, error) {
+	return w.every(period, fixedRate, f)
+}
+
+// EveryFixedDelay calls f every period, the first time one period from now, each later
+// time one period after the previous call returned. Stop ends the calls.
+func (w *Wheel) EveryFixedDelay(period time.Duration, f func()) (*Timer, error) {
+	return w.every(period, fixedDelay, f)
+}
+
+func (w *Wheel) every(period time.Duration, mode periodMode, f func()) (*Timer, error) {
+	if period <= 0 {
+		return nil, errNonPositivePeriod
+	}
+	return w.start(period, period, mode, f)
+}
+
+// start creates and arms a timer; period 0 makes it a one-shot.
+func (w *Wheel) start(delay, period time.Duration, mode periodMode, f func()) (*Timer, error) {
+	if f == nil {
+		return nil, errNilFunc
+	}
+	t := &Timer{w: w, f: f, periodMs: millis(period), mode: mode}
+	t.mu.Lock() // t's C timer may fire before arm returns
+	err := t.arm(delay)
+	t.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Stats returns a snapshot of the wheel's counters. After Close it returns the final
+// counters, with the timers that were pending counted as discarded.
+func (w *Wheel) Stats() Stats {
+	if !w.gate.enter() {
+		return w.finalStats()
+	}
+	s, err := cStats(w.c)
+	w.gate.exit()
+	if err != nil {
+		return w.finalStats()
+	}
+	return w.counts.adjust(s)
+}
+
+// Close shuts the wheel down: it waits for the callbacks that are running, discards the
+// pending timers without running them, and stops the wheel's threads. Calls after Close
+// return ErrClosed (Stop and Reset return false). Close returns nil, every time; later
+// calls return at once. Called from one of the wheel's own callbacks, it cannot wait for
+// that callback: the wheel is then shut down as soon as the callback returns. Close does
+// nothing on the shared wheel of the package-level functions.
+func (w *Wheel) Close() error {
+	if w.shared || !w.gate.close() {
+		return nil
+	}
+	before, err := cStats(w.c)
+	if err != nil {
+		before = Stats{}
+	}
+	w.storeFinal(before)
+	if errors.Is(cDestroy(w.c), ErrBusy) {
+		// Inside one of our own callbacks: tw_destroy would wait for it, so it is left to a
+		// goroutine that is not a callback.
+		go w.destroy(before)
+		return nil
+	}
+	w.destroyed(before)
+	return nil
+}
+
+// destroy frees the C wheel once the callback that closed it has returned.
+func (w *Wheel) destroy(before Stats) {
+	_ = cDestroy(w.c)
+	w.destroyed(before)
+}
+
+// destroyed ends the Go side of a destroyed wheel.
+func (w *Wheel) destroyed(before Stats) {
+	w.storeFinal(closedStats(before, timers.releaseWheel(w)))
+	openWheels.Add(-1)
+	runtime.SetFinalizer(w, nil)
+}
+
+// closedStats derives the final counters of a wheel from a snapshot taken just before it
+// was destroyed and the number of timers it discarded. The timers that were pending then
+// and not discarded are one-shots that ran meanwhile, as no Stop or add reached the wheel.
+func closedStats(s Stats, discarded int) Stats {
+	d := uint64(discarded)
+	if s.Pending > d {
+		ran := s.Pending - d
+		s.Fired += ran
+		s.FiredOneShot += ran
+	}
+	s.Discarded += d
+	s.Pending, s.QueueDepth, s.Workers = 0, 0, 0
+	return s
+}
+
+// storeFinal keeps the counters that Stats returns once the wheel is closed.
+func (w *Wheel) storeFinal(s Stats) {
+	s = w.counts.adjust(s)
+	w.finalMu.Lock()
+	w.final = s
+	w.finalMu.Unlock()
+}
+
+func (w *Wheel) finalStats() Stats {
+	w.finalMu.Lock()
+	defer w.finalMu.Unlock()
+	return w.final
+}
+
+// panicked counts a recovered callback panic and hands it to Config.OnPanic. A panic in
+// OnPanic itself is dropped: no panic may unwind into the C library.
+func (w *Wheel) panicked(v any) {
+	w.counts.panics.Add(1)
+	if w.onPanic != nil {
+		defer func() { _ = recover() }()
+		w.onPanic(v)
+	}
+}
