@@ -43,5 +43,9 @@ ifneq ($(wildcard mk/python.mk),)
 	$(MAKE) -s python-install
 	$(VENV)/bin/python examples/python/hello.py
 endif
+ifneq ($(wildcard mk/go.mk),)
+	$(MAKE) -s go-toolchain
+	cd examples/go && $(GO) vet . && $(GO) run .
+endif
 
 TEST_TARGETS += test-examples
