@@ -33,6 +33,7 @@ TEST_TARGETS += test-demo
 # wrapper, Python in the project's virtualenv, Go with the binding's module) and run, so
 # that they never rot.
 test-examples: lib | $(DEMO_BUILD)
+	$(PYTHON) examples/check_readme.py
 	$(CC) -std=c11 -Wall -Wextra -Werror -pthread -Iinclude examples/c/hello.c \
 	  -o $(DEMO_BUILD)/hello-c $(DEMO_LINK)
 	$(DEMO_BUILD)/hello-c
