@@ -124,6 +124,24 @@ impl Lateness {
     pub fn histogram(&self) -> Vec<u64> {
         self.buckets.iter().map(|b| b.load(Relaxed)).collect()
     }
+
+    /// Writes the histogram to `$TW_BENCH_DIR/<stem>.csv` (`bucket_us,count` lines, the
+    /// lower bound of each non-empty 10 us bucket) when that variable is set, for plots.
+    pub fn dump(&self, stem: &str) {
+        let Some(dir) = std::env::var_os("TW_BENCH_DIR") else {
+            return;
+        };
+        let mut csv = String::from("bucket_us,count\n");
+        for (i, count) in self.histogram().into_iter().enumerate() {
+            if count > 0 {
+                let _ = writeln!(csv, "{},{count}", i * 10);
+            }
+        }
+        let path = std::path::Path::new(&dir).join(format!("{stem}.csv"));
+        if let Err(e) = std::fs::write(&path, csv) {
+            eprintln!("cannot write {}: {e}", path.display());
+        }
+    }
 }
 
 /// One measured result: an implementation's figures on a workload.
