@@ -16,8 +16,9 @@ include $(filter-out mk/rust.mk,$(sort $(wildcard mk/*.mk)))
 test: $(TEST_TARGETS)
 	@echo "make test: all suites passed ($(TEST_TARGETS))"
 
-bench: $(BENCH_TARGETS)
+# Every bench of BENCH_TARGETS, through bench/report.py (mk/bench.mk), which runs each one and
+# writes bench/report.md; `make <target>` still runs one alone.
+bench: bench-report
 
-demo: build
-	@echo "The billing simulation arrives with the C ABI; meanwhile, the Rust example:"
-	$(CARGO) run --release -q -p timerwheel-core --example hello
+# The prepaid billing simulation in C (mk/demo.mk).
+demo: demo-billing

@@ -18,7 +18,7 @@ test-python: python-install
 	$(VENV_PY) -m pytest python/tests -q
 
 bench-python: python-install
-	$(VENV_PY) python/bench/bench.py
+	$(VENV_PY) python/bench/bench.py $(if $(filter --quick,$(BENCH_ARGS)),--n 100000 --asyncio-n 20000 --touches 200000)
 
 TEST_TARGETS += test-python
 BENCH_TARGETS += bench-python

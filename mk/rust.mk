@@ -11,7 +11,7 @@ test-rust:
 	$(CARGO) test --workspace --release
 
 bench-rust:
-	$(CARGO) run --release -q -p timerwheel-core --example bench_wheel
+	$(CARGO) run --release -q -p timerwheel-core --example bench_wheel -- $(BENCH_ARGS)
 
 TEST_TARGETS += test-rust
 BENCH_TARGETS += bench-rust

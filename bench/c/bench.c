@@ -93,6 +93,28 @@ static void lateness(result *r, int64_t *late, size_t n) {
     r->late_max_us = (double)late[n - 1] / 1000.0;
 }
 
+/* Writes $TW_BENCH_DIR/w3-<impl>.csv when that variable is set: `bucket_us,count` lines,
+ * the lower bound of each non-empty 10 us bucket of the sorted lateness `late` (ns). */
+static void dump_lateness(const char *impl, const int64_t *late, size_t n) {
+    const char *dir = getenv("TW_BENCH_DIR");
+    char path[4096];
+    if (dir == NULL || snprintf(path, sizeof path, "%s/w3-%s.csv", dir, impl) >= (int)sizeof path)
+        return;
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        perror(path);
+        return;
+    }
+    fprintf(f, "bucket_us,count\n");
+    for (size_t i = 0; i < n;) {
+        int64_t bucket = (late[i] > 0 ? late[i] : 0) / 10000;
+        size_t count = 0;
+        for (; i < n && (late[i] > 0 ? late[i] : 0) / 10000 == bucket; i++) count++;
+        fprintf(f, "%lld,%zu\n", (long long)bucket * 10, count);
+    }
+    fclose(f);
+}
+
 static void noop_cb(tw_timer_id id, void *user_data) {
     (void)id;
     (void)user_data;
@@ -338,9 +360,11 @@ int main(int argc, char **argv) {
     w3_late = xmalloc(n_timers * sizeof *w3_late);
     result ours3 = ours_w3(delays);
     json_w3("timerwheel-c", 0, ours3);
+    dump_lateness("timerwheel-c", w3_late, n_timers);
     w3_fired = 0;
     result uv3 = uv_w3(delays);
     json_w3("libuv", 1, uv3);
+    dump_lateness("libuv", w3_late, n_timers);
 
     printf("\n%-34s %12s %12s %8s %10s\n", "C ABI vs libuv (same run)", "timerwheel-c", "libuv",
            "ratio", "target");

@@ -114,8 +114,24 @@ def w3_delays(n):
     return [rng.uniform(1, 3) for _ in range(n)]
 
 
+def dump_lateness(impl, n, lateness):
+    """With TW_BENCH_DIR set, writes w3-<impl>-n<n>.csv: `bucket_us,count` lines, the lower
+    bound of each non-empty 10 us bucket of the sorted lateness (seconds)."""
+    directory = os.environ.get("TW_BENCH_DIR")
+    if not directory:
+        return
+    counts = {}
+    for late in lateness:
+        bucket = max(int(late * 1e5), 0) * 10
+        counts[bucket] = counts.get(bucket, 0) + 1
+    with open(os.path.join(directory, f"w3-{impl}-n{n}.csv"), "w") as f:
+        f.write("bucket_us,count\n")
+        f.writelines(f"{bucket},{count}\n" for bucket, count in sorted(counts.items()))
+
+
 def w3_report(impl, n, lateness, start, end, **extra):
     lateness.sort()
+    dump_lateness(impl, n, lateness)
     return emit(
         impl, "W3", n,
         fired=len(lateness),

@@ -325,6 +325,7 @@ fn w3_row(
     lateness: &Lateness,
     total: Duration,
 ) -> Row {
+    lateness.dump(&format!("w3-{name}"));
     Row::new(name, baseline, "W3", n)
         .with("fired", lateness.count() as f64)
         .with("total_s", total.as_secs_f64())

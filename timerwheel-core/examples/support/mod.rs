@@ -48,20 +48,18 @@ pub fn rss_bytes() -> u64 {
     pages * 4096
 }
 
-/// CPU time (user + system) this process has used.
+/// CPU time this process has used, summed over its threads from the scheduler's
+/// nanosecond counters (/proc/self/stat counts in 10 ms ticks: too coarse for W4).
 pub fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map_or("", |(_, rest)| rest)
-        .split_whitespace()
-        .collect();
-    let ticks: u64 = [11, 12]
-        .iter()
-        .filter_map(|&i| fields.get(i).and_then(|v| v.parse::<u64>().ok()))
+    let tasks = std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten();
+    let nanos: u64 = tasks
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
         .sum();
-    Duration::from_millis(ticks * 10)
+    Duration::from_nanos(nanos)
 }
 
 /// Nanoseconds per item of a phase.
@@ -126,6 +124,24 @@ impl Lateness {
     pub fn histogram(&self) -> Vec<u64> {
         self.buckets.iter().map(|b| b.load(Relaxed)).collect()
     }
+
+    /// Writes the histogram to `$TW_BENCH_DIR/<stem>.csv` (`bucket_us,count` lines, the
+    /// lower bound of each non-empty 10 us bucket) when that variable is set, for plots.
+    pub fn dump(&self, stem: &str) {
+        let Some(dir) = std::env::var_os("TW_BENCH_DIR") else {
+            return;
+        };
+        let mut csv = String::from("bucket_us,count\n");
+        for (i, count) in self.histogram().into_iter().enumerate() {
+            if count > 0 {
+                let _ = writeln!(csv, "{},{count}", i * 10);
+            }
+        }
+        let path = std::path::Path::new(&dir).join(format!("{stem}.csv"));
+        if let Err(e) = std::fs::write(&path, csv) {
+            eprintln!("cannot write {}: {e}", path.display());
+        }
+    }
 }
 
 /// One measured result: an implementation's figures on a workload.
@@ -172,7 +188,7 @@ impl Row {
             self.implementation, self.baseline, self.workload, self.n
         );
         for (name, value) in &self.figures {
-            let _ = write!(line, ", \"{name}\": {value:.1}");
+            let _ = write!(line, ", \"{name}\": {value:.4}");
         }
         println!("{line}}}");
     }

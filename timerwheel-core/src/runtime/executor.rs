@@ -162,18 +162,23 @@ impl Executor {
                 return true;
             }
             let idle_for = idle_since.elapsed();
-            if idle_for >= self.keepalive && queue.workers > self.min_workers {
+            let may_retire = queue.workers > self.min_workers;
+            if idle_for >= self.keepalive && may_retire {
                 queue.workers -= 1;
                 queue.retired += 1;
                 return false;
             }
             queue.idle += 1;
-            let wait = self.keepalive.saturating_sub(idle_for);
-            queue = self
-                .work
-                .wait_timeout(queue, wait.max(Duration::from_millis(1)))
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            queue = if may_retire {
+                let wait = self.keepalive.saturating_sub(idle_for);
+                self.work
+                    .wait_timeout(queue, wait.max(Duration::from_millis(1)))
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0
+            } else {
+                // One of the kept workers: it sleeps until there is work (or a close).
+                self.work.wait(queue).unwrap_or_else(|p| p.into_inner())
+            };
             queue.idle -= 1;
         }
     }

@@ -49,6 +49,7 @@ func W3(impl Impl, n int, seed int64) W3Result {
 	if !complete {
 		late = nil // some entries are still being written; only the count is reported
 	}
+	dumpLateness(impl.Name, late)
 	p50, p99, max := percentiles(late)
 	return W3Result{Fired: got, TotalS: total.Seconds(), AddS: added.Seconds(), LateP50us: p50, LateP99us: p99,
 		LateMaxus: max, Complete: complete}

@@ -1,0 +1,101 @@
+/*
+ * billing: a prepaid billing simulation on timerwheel, through the public C header.
+ * Runs the driver for the given duration with a status line a second, closes the sessions
+ * still open, waits until every timer has ended, then checks the accounts (report.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "billing.h"
+
+static void sleep_ms(uint64_t ms) {
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int setup(billing *b) {
+    tw_config cfg;
+    tw_config_init(&cfg);
+    cfg.min_workers = 1;
+    cfg.max_workers = b->opt.workers;
+    tw_status s = tw_create(&cfg, &b->wheel);
+    if (s != TW_OK) {
+        fprintf(stderr, "billing: tw_create: %s\n", tw_status_str(s));
+        return -1;
+    }
+    b->accounts = calloc(b->opt.sessions, sizeof *b->accounts);
+    b->locks = malloc(sizeof *b->locks * LOCK_STRIPES);
+    if (b->accounts == NULL || b->locks == NULL) return -1;
+    for (int i = 0; i < LOCK_STRIPES; i++) pthread_mutex_init(&b->locks[i], NULL);
+    return 0;
+}
+
+/* Prints a status line every second until the duration is over. */
+static void watch(billing *b, uint64_t start) {
+    tw_stats before = {0}, now;
+    uint64_t end = start + (uint64_t)(b->opt.duration_s * 1e9), next = start;
+    while (now_ns() < end) {
+        next += 1000000000u;
+        uint64_t wake = next < end ? next : end, t = now_ns();
+        if (wake > t) sleep_ms((wake - t + 999999u) / 1000000u);
+        tw_get_stats(b->wheel, &now);
+        status_line(b, &now, &before, (double)(now_ns() - start) / 1e9);
+        before = now;
+    }
+    if (isatty(STDOUT_FILENO)) printf("\n");
+}
+
+/* Closes the sessions still open and waits (10 s at most) until every timer has ended and
+ * every drop has run; returns the wheel's counters then. */
+static tw_stats close_and_drain(billing *b) {
+    uint32_t started = atomic_load(&b->started);
+    tw_stats st;
+    for (uint32_t i = 0; i < started; i++) session_hang_up(b, i, CLOSED);
+    for (int waited = 0; waited < 1000; waited++) {
+        tw_get_stats(b->wheel, &st);
+        if (st.pending == 0 && atomic_load(&b->contexts_freed) == started) break;
+        sleep_ms(10);
+    }
+    return st;
+}
+
+static void teardown(billing *b) {
+    if (b->wheel != NULL) tw_destroy(b->wheel);
+    if (b->locks != NULL)
+        for (int i = 0; i < LOCK_STRIPES; i++) pthread_mutex_destroy(&b->locks[i]);
+    free(b->locks);
+    free(b->accounts);
+}
+
+int main(int argc, char **argv) {
+    static billing b;
+    int rc = options_parse(&b.opt, argc, argv);
+    if (rc != 0) return rc > 0 ? 0 : 2;
+    printf("billing: %u sessions over %.0f s, charge every %llu ms, idle timeout %llu ms,"
+           " %.0f events/s, %.1f%% slow calls of %llu ms, up to %u workers (timerwheel %s)\n",
+           b.opt.sessions, b.opt.duration_s, (unsigned long long)b.opt.period_ms,
+           (unsigned long long)b.opt.idle_ms, b.opt.events_per_s, b.opt.slow_share * 100,
+           (unsigned long long)b.opt.slow_ms, b.opt.workers, tw_version());
+    if (setup(&b) != 0) {
+        teardown(&b);
+        return 1;
+    }
+    pthread_t driver;
+    uint64_t start = now_ns();
+    if (pthread_create(&driver, NULL, driver_main, &b) != 0) {
+        teardown(&b);
+        return 1;
+    }
+    watch(&b, start);
+    atomic_store(&b.stop, 1);
+    pthread_join(driver, NULL);
+    tw_stats st = close_and_drain(&b);
+    double elapsed = (double)(now_ns() - start) / 1e9;
+    tw_destroy(b.wheel);
+    b.wheel = NULL;
+    int failed = final_report(&b, &st, elapsed);
+    teardown(&b);
+    return failed ? 1 : 0;
+}

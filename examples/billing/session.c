@@ -1,0 +1,164 @@
+/*
+ * The life of a session: start (two timers), activity (tw_reset of the idle timeout),
+ * charging (a fixed-rate timer), and the three ways to end: hang-up, idle timeout, or
+ * credit exhausted. Whoever ends a session records why and when under the account's lock,
+ * then deletes the session's other timers; the drop functions free the shared context.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "billing.h"
+
+/* What both timers of a session point to; freed by the drop of the second one to end. */
+typedef struct session_ctx {
+    billing *b;
+    uint32_t index;
+    _Atomic int refs;
+} session_ctx;
+
+uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+pthread_mutex_t *account_lock(billing *b, uint32_t index) {
+    return &b->locks[index % LOCK_STRIPES];
+}
+
+static void session_drop(void *user_data) {
+    session_ctx *ctx = user_data;
+    int left = atomic_fetch_sub(&ctx->refs, 1) - 1;
+    if (left < 0) {
+        atomic_fetch_add(&ctx->b->drop_errors, 1);
+    } else if (left == 0) {
+        atomic_fetch_add(&ctx->b->contexts_freed, 1);
+        free(ctx);
+    }
+}
+
+static void delete_timer(billing *b, tw_timer_id id) {
+    if (tw_delete(b->wheel, id) == TW_OK) atomic_fetch_add(&b->deletes_ok, 1);
+}
+
+/* Marks the account ended; the caller holds its lock. 0 if it had ended already. */
+static int end_account(billing *b, account *a, end_reason reason) {
+    if (a->reason != LIVE) return 0;
+    a->reason = reason;
+    a->end_ns = now_ns();
+    atomic_fetch_sub(&b->live, 1);
+    return 1;
+}
+
+static void on_idle(tw_timer_id id, void *user_data) {
+    (void)id;
+    session_ctx *ctx = user_data;
+    billing *b = ctx->b;
+    account *a = &b->accounts[ctx->index];
+    atomic_fetch_add(&b->idle_fired, 1);
+    pthread_mutex_lock(account_lock(b, ctx->index));
+    if (end_account(b, a, IDLE)) delete_timer(b, a->charge_id);
+    pthread_mutex_unlock(account_lock(b, ctx->index));
+}
+
+/* Decides from the timer and the charge number alone whether this call is a slow one. */
+static int is_slow(const billing *b, tw_timer_id id, int64_t charge) {
+    uint64_t x = id * 0x9E3779B97F4A7C15u ^ (uint64_t)charge * 0xBF58476D1CE4E5B9u;
+    x ^= x >> 31;
+    x *= 0x94D049BB133111EBu;
+    x ^= x >> 29;
+    return (double)(x >> 11) / 9007199254740992.0 < b->opt.slow_share;
+}
+
+/* The slow part of a charge: a database write, outside the account lock. */
+static void write_charge_record(billing *b) {
+    struct timespec ts = {0, (long)(b->opt.slow_ms * 1000000u)};
+    atomic_fetch_add(&b->slow_calls, 1);
+    nanosleep(&ts, NULL);
+}
+
+static void on_charge(tw_timer_id id, void *user_data) {
+    session_ctx *ctx = user_data;
+    billing *b = ctx->b;
+    account *a = &b->accounts[ctx->index];
+    int64_t charge = 0;
+    atomic_fetch_add(&b->charge_runs, 1);
+    pthread_mutex_lock(account_lock(b, ctx->index));
+    if (a->reason == LIVE) {
+        a->balance -= 1;
+        a->charges += 1;
+        charge = a->charges;
+        if (a->balance == 0 && end_account(b, a, EXHAUSTED)) {
+            delete_timer(b, id);
+            delete_timer(b, a->idle_id);
+        }
+    }
+    pthread_mutex_unlock(account_lock(b, ctx->index));
+    if (charge > 0 && is_slow(b, id, charge)) write_charge_record(b);
+}
+
+/* Adds one timer of the session; on refusal the context keeps the reference. */
+static int add_timer(billing *b, session_ctx *ctx, int periodic, tw_timer_id *out) {
+    const options *o = &b->opt;
+    tw_status s = periodic
+        ? tw_add_periodic(b->wheel, o->period_ms, o->period_ms, TW_FIXED_RATE, on_charge, ctx,
+                          session_drop, out)
+        : tw_add(b->wheel, o->idle_ms, on_idle, ctx, session_drop, out);
+    if (s != TW_OK) {
+        fprintf(stderr, "billing: add failed: %s\n", tw_status_str(s));
+        atomic_fetch_add(&b->add_errors, 1);
+        return -1;
+    }
+    atomic_fetch_add(&b->timers_added, 1);
+    return 0;
+}
+
+/* Opens account `index` with `credit` units and starts its two timers. The lock is held
+ * across the adds so that no callback sees the account before both ids are stored. */
+int session_start(billing *b, uint32_t index, int64_t credit) {
+    account *a = &b->accounts[index];
+    session_ctx *ctx = malloc(sizeof *ctx);
+    if (ctx == NULL) return -1;
+    ctx->b = b;
+    ctx->index = index;
+    atomic_init(&ctx->refs, 2);
+    pthread_mutex_lock(account_lock(b, index));
+    a->credit = a->balance = credit;
+    a->start_ns = now_ns();
+    a->reason = LIVE;
+    atomic_fetch_add(&b->live, 1);
+    int rc = 0;
+    if (add_timer(b, ctx, 0, &a->idle_id) != 0) {
+        rc = -1;
+        end_account(b, a, CLOSED);
+        free(ctx); /* no timer holds it */
+        atomic_fetch_add(&b->contexts_freed, 1);
+    } else if (add_timer(b, ctx, 1, &a->charge_id) != 0) {
+        rc = -1;
+        end_account(b, a, CLOSED);
+        session_drop(ctx); /* the refused add's reference */
+        delete_timer(b, a->idle_id);
+    }
+    pthread_mutex_unlock(account_lock(b, index));
+    return rc;
+}
+
+int session_touch(billing *b, uint32_t index) {
+    account *a = &b->accounts[index];
+    pthread_mutex_lock(account_lock(b, index));
+    int live = a->reason == LIVE;
+    if (live) tw_reset(b->wheel, a->idle_id, b->opt.idle_ms);
+    pthread_mutex_unlock(account_lock(b, index));
+    return live;
+}
+
+void session_hang_up(billing *b, uint32_t index, end_reason reason) {
+    account *a = &b->accounts[index];
+    pthread_mutex_lock(account_lock(b, index));
+    if (end_account(b, a, reason)) {
+        delete_timer(b, a->idle_id);
+        delete_timer(b, a->charge_id);
+    }
+    pthread_mutex_unlock(account_lock(b, index));
+}

@@ -1,0 +1,22 @@
+# One benchmark report: bench/report.py runs every target of BENCH_TARGETS (each interface
+# appends its own), collects their JSON lines and writes bench/report.md with the W3 plot
+# bench/w3_lateness.png. matplotlib lives in the bench virtualenv .venv-bench only.
+# BENCH_QUICK=1 for a short run (the targets get BENCH_ARGS=--quick).
+.PHONY: bench-runtime bench-report
+
+BENCH_VENV := $(CURDIR)/.venv-bench
+
+# W1-W6 through the runtime (Rust API) against a same-shape heap timer and tokio's DelayQueue.
+bench-runtime:
+	$(CARGO) run --release -q -p timerwheel-core --example bench_runtime -- $(BENCH_ARGS)
+
+$(BENCH_VENV)/.ready:
+	@$(PYTHON) -m venv $(BENCH_VENV) 2>/dev/null || \
+	  (apt-get update -qq && apt-get install -y -qq python3-venv && $(PYTHON) -m venv --clear $(BENCH_VENV))
+	$(BENCH_VENV)/bin/pip install -q matplotlib
+	touch $@
+
+bench-report: $(BENCH_VENV)/.ready
+	$(BENCH_VENV)/bin/python bench/report.py --targets "$(BENCH_TARGETS)" $(if $(BENCH_QUICK),--quick)
+
+BENCH_TARGETS += bench-runtime

@@ -1,0 +1,52 @@
+# The billing simulation (examples/billing, C through include/timerwheel.h) and the short
+# examples per language (examples/<lang>/) that README quotes.
+.PHONY: demo-billing test-demo test-examples
+
+DEMO_BUILD := build/demo
+DEMO_SRC := $(wildcard examples/billing/*.c)
+DEMO_CFLAGS := -std=c11 -Wall -Wextra -Werror -pthread -g -Iinclude
+DEMO_LINK := -L$(TW_LIBDIR) -ltimerwheel -Wl,-rpath,$(TW_LIBDIR)
+DEMO_SHORT := --sessions 5000 --duration 3 --period 200 --idle 600 --events 5000
+
+$(DEMO_BUILD):
+	mkdir -p $@
+
+$(DEMO_BUILD)/billing: $(DEMO_SRC) examples/billing/billing.h $(TW_HEADER) lib | $(DEMO_BUILD)
+	$(CC) $(DEMO_CFLAGS) -O2 $(DEMO_SRC) -o $@ $(DEMO_LINK)
+
+$(DEMO_BUILD)/billing.asan: $(DEMO_SRC) examples/billing/billing.h $(TW_HEADER) lib | $(DEMO_BUILD)
+	$(CC) $(DEMO_CFLAGS) -O1 $(C_SANITIZE) $(DEMO_SRC) -o $@ $(DEMO_LINK)
+
+# BILLING_ARGS passes flags through, e.g. make demo BILLING_ARGS="--sessions 50000".
+demo-billing: $(DEMO_BUILD)/billing
+	$(DEMO_BUILD)/billing $(BILLING_ARGS)
+
+# A short run natively, then a shorter one under ASan + UBSan; both must pass their checks.
+test-demo: $(DEMO_BUILD)/billing $(DEMO_BUILD)/billing.asan
+	$(DEMO_BUILD)/billing $(DEMO_SHORT)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(DEMO_BUILD)/billing.asan --sessions 2000 --duration 2 --period 200 --idle 600 --events 2000
+
+TEST_TARGETS += test-demo
+
+# The examples README quotes, built as a user would (C through the header, C++ through the
+# wrapper, Python in the project's virtualenv, Go with the binding's module) and run, so
+# that they never rot.
+test-examples: lib | $(DEMO_BUILD)
+	$(PYTHON) examples/check_readme.py
+	$(CC) -std=c11 -Wall -Wextra -Werror -pthread -Iinclude examples/c/hello.c \
+	  -o $(DEMO_BUILD)/hello-c $(DEMO_LINK)
+	$(DEMO_BUILD)/hello-c
+	$(CXX) -std=c++17 -Wall -Wextra -Werror -pthread -Iinclude -Ibindings/cpp \
+	  examples/cpp/hello.cpp -o $(DEMO_BUILD)/hello-cpp $(DEMO_LINK)
+	$(DEMO_BUILD)/hello-cpp
+ifneq ($(wildcard mk/python.mk),)
+	$(MAKE) -s python-install
+	$(VENV)/bin/python examples/python/hello.py
+endif
+ifneq ($(wildcard mk/go.mk),)
+	$(MAKE) -s go-toolchain
+	cd examples/go && $(GO) vet . && $(GO) run .
+endif
+
+TEST_TARGETS += test-examples
