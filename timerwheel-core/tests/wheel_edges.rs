@@ -645,3 +645,35 @@ fn every_value_is_dropped_exactly_once() {
         "dropping the wheel drops it all"
     );
 }
+
+#[test]
+fn removes_between_advances_leave_every_list_whole() {
+    // Many removes in one slot, among inserts and resets into it, with no advance between:
+    // the removed nodes are unlinked in batches, so neighbours of removed nodes are
+    // themselves removed, reset or reused meanwhile.
+    let mut wheel = Wheel::new();
+    let keys: Vec<Key> = (0..1_000)
+        .map(|i| wheel.insert(5_000, i).unwrap())
+        .collect();
+    for &key in keys.iter().step_by(2) {
+        assert!(wheel.remove(key).is_some());
+    }
+    let added: Vec<Key> = (1_000..1_100)
+        .map(|i| wheel.insert(5_000, i).unwrap())
+        .collect();
+    for &key in keys.iter().skip(1).step_by(4) {
+        assert!(wheel.reset(key, 6_000));
+    }
+    for &key in keys.iter().step_by(2) {
+        assert_stale(&mut wheel, key);
+    }
+    assert_eq!(wheel.len(), 600);
+    let mut early = fire_values(&mut wheel, 5_000);
+    early.sort_unstable();
+    let mut expected: Vec<usize> = (3..1_000).step_by(4).chain(1_000..1_100).collect();
+    expected.sort_unstable();
+    assert_eq!(early, expected);
+    assert_eq!(fire_values(&mut wheel, 6_000).len(), 250);
+    assert!(wheel.is_empty());
+    assert!(added.iter().all(|&key| wheel.get(key).is_none()));
+}

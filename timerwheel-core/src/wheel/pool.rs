@@ -2,7 +2,7 @@
 //! the `next` field, and a generation per node so that stale keys are recognised.
 //!
 //! Nodes live in one contiguous `Vec` that grows a chunk at a time (no allocation per
-//! insert once warm); a freed node is reused by the next insert at once.
+//! insert once warm); a freed node is reused before the pool grows.
 
 use super::Key;
 
@@ -13,6 +13,8 @@ pub(super) const NIL: u32 = u32::MAX;
 pub(super) const FREE: u16 = u16::MAX;
 /// `Node::list` of a node that is allocated but linked in no list (expired, not yet taken).
 pub(super) const DETACHED: u16 = u16::MAX - 1;
+/// Set in `Node::list` of a removed node that is still linked in that list.
+pub(super) const RETIRED: u16 = 1 << 15;
 
 /// Nodes added per growth step.
 const GROWTH_CHUNK: usize = 16 * 1024;
@@ -43,6 +45,11 @@ impl<T> Pool<T> {
             live: 0,
             limit: limit.min(NIL as usize),
         }
+    }
+
+    /// Whether a freed node waits for reuse.
+    pub(super) fn has_free(&self) -> bool {
+        self.free_head != NIL
     }
 
     pub(super) fn live(&self) -> usize {
@@ -83,17 +90,30 @@ impl<T> Pool<T> {
         index
     }
 
-    /// Returns a detached node to the free list and its value to the caller. The
-    /// generation moves on, so every key of the old entry is stale from now on.
+    /// Returns a detached node to the free list and its value to the caller.
     pub(super) fn free(&mut self, index: u32) -> T {
+        debug_assert_eq!(self.nodes[index as usize].list, DETACHED);
+        let value = self.retire(index);
+        self.recycle(index);
+        value
+    }
+
+    /// Takes the value out of a node and ends its entry: the generation moves on, so every
+    /// key of the old entry is stale from now on. The node is not reused before
+    /// [`recycle`](Self::recycle).
+    pub(super) fn retire(&mut self, index: u32) -> T {
         let node = &mut self.nodes[index as usize];
-        debug_assert_eq!(node.list, DETACHED);
         node.generation = node.generation.wrapping_add(1).max(1);
+        self.live -= 1;
+        node.value.take().expect("an allocated node holds a value")
+    }
+
+    /// Puts a retired node on the free list.
+    pub(super) fn recycle(&mut self, index: u32) {
+        let node = &mut self.nodes[index as usize];
         node.list = FREE;
         node.next = self.free_head;
         self.free_head = index;
-        self.live -= 1;
-        node.value.take().expect("an allocated node holds a value")
     }
 
     /// The index behind `key` if it names a live node.
@@ -119,6 +139,6 @@ impl<T> Pool<T> {
 
     /// Indices of every live node.
     pub(super) fn live_indices(&self) -> impl Iterator<Item = u32> + '_ {
-        (0..self.nodes.len() as u32).filter(|&i| self.nodes[i as usize].list != FREE)
+        (0..self.nodes.len() as u32).filter(|&i| self.nodes[i as usize].value.is_some())
     }
 }
