@@ -215,19 +215,24 @@ impl<T: Task> Inner<T> {
             .is_ok_and(|(shard, key)| shard.lock().is_live(key))
     }
 
-    /// Expires every shard up to `now`, collecting the due ids. Returns the next tick with
-    /// work and whether wall-clock timers are pending.
-    pub(crate) fn collect_due(&self, now: u64, due: &mut Vec<TimerId>) -> (Option<u64>, bool) {
-        let mut next: Option<u64> = None;
-        let mut wall = false;
+    /// Expires every shard up to `now`, collecting the due ids.
+    pub(crate) fn collect_due(&self, now: u64, due: &mut Vec<TimerId>) {
         for (index, shard) in self.shards.iter().enumerate() {
+            shard
+                .lock()
+                .expire_due(now, |key| due.push(encode(index, key)));
+        }
+    }
+
+    /// The wheels' work ahead of time, after the due ids went out. Returns the next tick
+    /// with work and whether wall-clock timers are pending.
+    pub(crate) fn move_ahead(&self) -> (Option<u64>, bool) {
+        let mut wall = false;
+        let mut next = None;
+        for shard in self.shards.iter() {
             let mut state = shard.lock();
-            let shard_next = state.expire(now, |key| due.push(encode(index, key)));
+            next = next.into_iter().chain(state.move_ahead()).min();
             wall |= state.has_wall_timers();
-            next = match (next, shard_next) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
         }
         (next, wall)
     }
@@ -285,15 +290,15 @@ impl<T: Task> Inner<T> {
     /// One round of the tick thread: expire, dispatch, watch the queue. Returns the tick to
     /// sleep until and the longest sleep allowed.
     pub(crate) fn tick(self: &Arc<Self>, due: &mut Vec<TimerId>) -> (Option<u64>, Duration) {
-        let now = self.clock.now_tick();
-        let (next, wall) = self.collect_due(now, due);
-        let mut longest = Duration::MAX;
+        self.collect_due(self.clock.now_tick(), due);
         if self.config.max_workers == 0 {
             self.run_batch(due);
             due.clear();
         } else if self.executor.push(due) {
             super::spawn_worker(self);
         }
+        let (next, wall) = self.move_ahead();
+        let mut longest = Duration::MAX;
         if self.config.max_workers > 0 {
             let (grow, waiting) = self.executor.should_grow();
             if grow {

@@ -80,10 +80,15 @@ impl Shard {
         inserted.ok().expect("an open shard takes the timer")
     }
 
-    /// The tick thread's part: expire what is due by `now`, as `Inner::collect_due`.
+    /// The tick thread's part: expire what is due by `now`, as `Inner::tick` does (the lock
+    /// is let go between the halves).
     fn expire(&self, now: u64) -> Vec<Key> {
         let mut due = Vec::new();
-        self.state.lock().unwrap().expire(now, |key| due.push(key));
+        self.state
+            .lock()
+            .unwrap()
+            .expire_due(now, |key| due.push(key));
+        self.state.lock().unwrap().move_ahead();
         due
     }
 

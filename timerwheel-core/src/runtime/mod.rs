@@ -198,6 +198,7 @@ impl<T: Task> Runtime<T> {
         let mut due = Vec::new();
         self.inner
             .collect_due(self.inner.clock.now_tick(), &mut due);
+        self.inner.move_ahead();
         let ran = self.inner.run_batch(&due);
         self.inner.executor.end_poll();
         Ok(ran)

@@ -234,10 +234,15 @@ impl<T> ShardState<T> {
             .is_some_and(|entry| entry.task.is_none())
     }
 
-    /// Expires what is due by `now`, handing each key to `due`; returns the next tick at
-    /// which the wheel has work.
-    pub(crate) fn expire(&mut self, now: u64, due: impl FnMut(Key)) -> Option<u64> {
-        self.wheel.expire(now, due);
+    /// Expires what is due by `now`, handing each key to `due`. Call
+    /// [`move_ahead`](Self::move_ahead) after.
+    pub(crate) fn expire_due(&mut self, now: u64, due: impl FnMut(Key)) {
+        self.wheel.expire_due(now, due);
+    }
+
+    /// The wheel's work ahead of time; returns the next tick at which the wheel has work.
+    pub(crate) fn move_ahead(&mut self) -> Option<u64> {
+        self.wheel.move_ahead();
         self.wheel.next_expiry()
     }
 

@@ -222,17 +222,35 @@ impl<T> Wheel<T> {
     /// deadline order. Returns how many came out. A `now` before [`now`](Self::now) does
     /// nothing.
     pub fn advance(&mut self, now: u64, mut f: impl FnMut(Key, T)) -> usize {
-        self.run_until(now, |wheel, index| {
+        let due = self.run_until(now, |wheel, index| {
             let key = wheel.pool.key(index);
             f(key, wheel.pool.free(index));
-        })
+        });
+        self.move_ahead();
+        due
     }
 
     /// Like [`advance`](Self::advance), but due entries stay in the wheel, expired: their
     /// keys stay valid for [`get_mut`](Self::get_mut), [`remove`](Self::remove) and
     /// [`reset`](Self::reset) (which re-arms them).
-    pub fn expire(&mut self, now: u64, mut f: impl FnMut(Key)) -> usize {
+    pub fn expire(&mut self, now: u64, f: impl FnMut(Key)) -> usize {
+        let due = self.expire_due(now, f);
+        self.move_ahead();
+        due
+    }
+
+    /// The first half of [`expire`](Self::expire): hands out what is due but leaves the
+    /// moving of upper slots ahead of time to [`move_ahead`](Self::move_ahead), so that a
+    /// caller can pass the due entries on before that work. Call `move_ahead` after it.
+    pub fn expire_due(&mut self, now: u64, mut f: impl FnMut(Key)) -> usize {
         self.run_until(now, |wheel, index| f(wheel.pool.key(index)))
+    }
+
+    /// The second half of [`expire`](Self::expire): moves a chunk of the next upper slots
+    /// down ahead of time.
+    pub fn move_ahead(&mut self) {
+        self.unlink_retired();
+        self.drain_ahead();
     }
 
     /// The next tick at which [`advance`](Self::advance) has work: never later than the
@@ -240,10 +258,7 @@ impl<T> Wheel<T> {
     /// nothing is pending.
     pub fn next_expiry(&self) -> Option<u64> {
         let due = self.next_due_list().map(|(time, _)| time);
-        match (due, self.next_drain_step()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        due.into_iter().chain(self.next_drain_step()).min()
     }
 
     /// Removes every entry, pending or expired, handing each to `f`; returns how many.
@@ -277,7 +292,6 @@ impl<T> Wheel<T> {
             }
         }
         self.now = self.now.max(now);
-        self.drain_ahead();
         due
     }
 
