@@ -526,6 +526,29 @@ fn manual_mode_runs_due_callbacks_inside_poll() {
 }
 
 #[test]
+fn timers_of_one_tick_start_in_the_order_of_their_exact_deadlines() {
+    let config = Config {
+        manual: true,
+        tick: Duration::from_secs(1),
+        ..Config::default()
+    };
+    let rt = Runtime::<BoxTask>::new(config).unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    // Added latest-first, so a slot list alone would hand them out in another order.
+    for delay in [400, 100, 300, 200] {
+        let order = order.clone();
+        let record = move |_| order.lock().unwrap().push(delay);
+        rt.add(ms(delay), Box::new(record)).unwrap();
+    }
+    let deadline = Instant::now() + PATIENCE;
+    while order.lock().unwrap().len() < 4 && Instant::now() < deadline {
+        thread::sleep(rt.next_timeout().unwrap_or(ms(1)).min(ms(50)));
+        rt.poll().unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), vec![100, 200, 300, 400]);
+}
+
+#[test]
 fn shutdown_waits_for_a_callback_running_inside_poll() {
     let config = Config {
         manual: true,

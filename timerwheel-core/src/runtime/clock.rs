@@ -4,6 +4,26 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
+/// When a timer is due: the tick it fires at, and where in the tick before that one the
+/// exact time asked for fell, from 0 (just after the previous tick) to 255 (at `tick`
+/// itself). Timers of one tick start in phase order, so the one rounded up the most goes
+/// first. Ordered by tick, then phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Deadline {
+    pub(crate) tick: u64,
+    pub(crate) phase: u8,
+}
+
+impl Deadline {
+    /// A deadline right at the start of `tick`.
+    pub(crate) const fn at_tick(tick: u64) -> Self {
+        Deadline {
+            tick,
+            phase: u8::MAX,
+        }
+    }
+}
+
 pub(crate) struct Clock {
     origin: Instant,
     tick_ns: u64,
@@ -33,19 +53,33 @@ impl Clock {
 
     /// The first tick at or after `delay` from now (rounded up): a timer due at this tick
     /// fires when `now_tick` reaches it, which is never before `delay` has passed.
-    pub(crate) fn deadline_after(&self, delay: Duration) -> u64 {
+    pub(crate) fn deadline_after(&self, delay: Duration) -> Deadline {
         let due_ns = u64::try_from(delay.as_nanos())
             .ok()
             .and_then(|delay_ns| self.elapsed_ns().checked_add(delay_ns));
         match due_ns {
-            Some(due_ns) => due_ns.div_ceil(self.tick_ns),
+            Some(due_ns) => self.deadline_of(due_ns),
             // Beyond 584 years: the exact tick matters to no one, and it must not wrap.
-            None => u64::MAX,
+            None => Deadline::at_tick(u64::MAX),
+        }
+    }
+
+    fn deadline_of(&self, due_ns: u64) -> Deadline {
+        let tick = due_ns.div_ceil(self.tick_ns);
+        let Some(window_start) = tick.checked_sub(1).map(|t| t * self.tick_ns) else {
+            return Deadline::at_tick(0);
+        };
+        // How far into the tick window ending at `tick` the time falls, in [0, tick_ns).
+        let into_window = due_ns - window_start - 1;
+        let phase = u128::from(into_window) * 256 / u128::from(self.tick_ns);
+        Deadline {
+            tick,
+            phase: phase as u8, // below 256 as into_window < tick_ns
         }
     }
 
     /// The deadline for the wall-clock time `when` as the system clock reads now.
-    pub(crate) fn deadline_at(&self, when: SystemTime) -> u64 {
+    pub(crate) fn deadline_at(&self, when: SystemTime) -> Deadline {
         let delay = when
             .duration_since(SystemTime::now())
             .unwrap_or(Duration::ZERO);
@@ -74,4 +108,26 @@ impl Clock {
 
 fn saturate(value: u128) -> u64 {
     u64::try_from(value).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadlines_round_up_and_keep_their_place_within_the_tick() {
+        let clock = Clock::new(Duration::from_millis(1));
+        let at = |ns| {
+            let d = clock.deadline_of(ns);
+            (d.tick, d.phase)
+        };
+        assert_eq!(at(0), (0, 255));
+        assert_eq!(at(1), (1, 0), "just after tick 0: rounded up the most");
+        assert_eq!(at(500_000), (1, 127));
+        assert_eq!(at(1_000_000), (1, 255), "on the tick: not rounded");
+        assert_eq!(at(1_000_001), (2, 0));
+        assert_eq!(at(u64::MAX).0, u64::MAX.div_ceil(1_000_000));
+        assert!(clock.deadline_of(2_100_000) < clock.deadline_of(2_200_000));
+        assert!(clock.deadline_of(2_900_000) < clock.deadline_of(3_000_001));
+    }
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::clock::Clock;
+use super::clock::{Clock, Deadline};
 use super::executor::{Executor, GROW_AFTER};
 use super::shard::{decode, encode, Schedule, Shard, MAX_SHARDS};
 use super::stats::Histogram;
@@ -143,7 +143,7 @@ impl<T: Task> Inner<T> {
 
     pub(crate) fn add(
         &self,
-        deadline: u64,
+        deadline: Deadline,
         schedule: Schedule,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
@@ -161,7 +161,7 @@ impl<T: Task> Inner<T> {
         let inserted = self.shards[index].lock().insert(deadline, schedule, task);
         match inserted {
             Ok(key) => {
-                self.ticker.notify_if_earlier(deadline);
+                self.ticker.notify_if_earlier(deadline.tick);
                 Ok(encode(index, key))
             }
             Err((error, task)) => {
@@ -206,7 +206,7 @@ impl<T: Task> Inner<T> {
         let (shard, key) = self.shard_of(id)?;
         let deadline = self.clock.deadline_after(delay);
         shard.lock().reset(key, deadline)?;
-        self.ticker.notify_if_earlier(deadline);
+        self.ticker.notify_if_earlier(deadline.tick);
         Ok(())
     }
 
@@ -215,13 +215,17 @@ impl<T: Task> Inner<T> {
             .is_ok_and(|(shard, key)| shard.lock().is_live(key))
     }
 
-    /// Expires every shard up to `now`, collecting the due ids.
+    /// Expires every shard up to `now`, collecting the due ids in deadline order (see
+    /// [`Deadline`]: within a tick, the one that waited longest goes first).
     pub(crate) fn collect_due(&self, now: u64, due: &mut Vec<TimerId>) {
+        let mut ordered = Vec::new();
         for (index, shard) in self.shards.iter().enumerate() {
-            shard
-                .lock()
-                .expire_due(now, |key| due.push(encode(index, key)));
+            shard.lock().expire_due(now, |key, deadline| {
+                ordered.push((deadline, encode(index, key)))
+            });
         }
+        ordered.sort_unstable_by_key(|&(deadline, _)| deadline);
+        due.extend(ordered.into_iter().map(|(_, id)| id));
     }
 
     /// The wheels' work ahead of time, after the due ids went out. Returns the next tick
@@ -281,7 +285,7 @@ impl<T: Task> Inner<T> {
         shard.notify_finished(&state);
         drop(state);
         match finished {
-            Ok(next) => self.ticker.notify_if_earlier(next),
+            Ok(next) => self.ticker.notify_if_earlier(next.tick),
             Err(task) => self.release(Some(task)),
         }
         true

@@ -16,7 +16,7 @@ use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 
-use super::clock::Clock;
+use super::clock::{Clock, Deadline};
 use super::shard::{Schedule, ShardState};
 use super::PeriodMode;
 use crate::wheel::Key;
@@ -76,6 +76,7 @@ impl Shard {
 
     fn insert(&self, deadline: u64, schedule: Schedule, tally: &Arc<Tally>) -> Key {
         let probe = Probe(Arc::clone(tally));
+        let deadline = Deadline::at_tick(deadline);
         let inserted = self.state.lock().unwrap().insert(deadline, schedule, probe);
         inserted.ok().expect("an open shard takes the timer")
     }
@@ -87,7 +88,7 @@ impl Shard {
         self.state
             .lock()
             .unwrap()
-            .expire_due(now, |key| due.push(key));
+            .expire_due(now, |key, _| due.push(key));
         self.state.lock().unwrap().move_ahead();
         due
     }
@@ -177,7 +178,12 @@ fn loom_reset_races_fire() {
         let key = shard.insert(1, Schedule::Once, &tally);
         let worker = spawn(&shard, |shard| shard.run_out(1));
         let canceller = spawn(&shard, move |shard| shard.cancel(key));
-        let reset = shard.state.lock().unwrap().reset(key, 5).is_ok();
+        let reset = shard
+            .state
+            .lock()
+            .unwrap()
+            .reset(key, Deadline::at_tick(5))
+            .is_ok();
         worker.join().unwrap();
         let cancelled = canceller.join().unwrap();
         if !reset && !cancelled {
@@ -222,7 +228,11 @@ fn loom_periodic_rearm_races_cancel() {
                 }
             });
             let resetter = spawn(&shard, move |shard| {
-                let _ = shard.state.lock().unwrap().reset(key, LATER);
+                let _ = shard
+                    .state
+                    .lock()
+                    .unwrap()
+                    .reset(key, Deadline::at_tick(LATER));
             });
             let cancelled = {
                 let mut state = shard.state.lock().unwrap();
@@ -261,7 +271,11 @@ fn loom_close_races_add() {
             })
         };
         let probe = Probe(Arc::clone(&adding));
-        let added = shard.state.lock().unwrap().insert(1, Schedule::Once, probe);
+        let added = shard
+            .state
+            .lock()
+            .unwrap()
+            .insert(Deadline::at_tick(1), Schedule::Once, probe);
         let refused = match added {
             Ok(_) => 0,
             Err((error, task)) => {

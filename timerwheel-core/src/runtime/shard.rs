@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::SystemTime;
 
-use super::clock::Clock;
+use super::clock::{Clock, Deadline};
 use super::stats::Counters;
 use super::{Error, PeriodMode, TimerId};
 use crate::wheel::{Full, Key, Wheel};
@@ -59,13 +59,15 @@ pub(crate) struct Entry<T> {
     task: Option<T>,
     kind: Kind,
     cancelled: bool,
+    /// The deadline's phase within its tick (see [`Deadline`]).
+    phase: u8,
 }
 
 struct Periodic {
     period: u64,
     mode: PeriodMode,
     /// A reset made while the callback ran: the next deadline.
-    reset_to: Option<u64>,
+    reset_to: Option<Deadline>,
 }
 
 /// A run handed to a worker.
@@ -86,6 +88,8 @@ pub(crate) struct ShardState<T> {
     wall: HashMap<Key, SystemTime>,
     pub(crate) counters: Counters,
     sync_waiters: usize,
+    /// Scratch space of `expire_due`.
+    expired: Vec<Key>,
     closed: bool,
 }
 
@@ -141,13 +145,14 @@ impl<T> ShardState<T> {
             wall: HashMap::new(),
             counters: Counters::default(),
             sync_waiters: 0,
+            expired: Vec::new(),
             closed: false,
         }
     }
 
     pub(crate) fn insert(
         &mut self,
-        deadline: u64,
+        deadline: Deadline,
         schedule: Schedule,
         task: T,
     ) -> Result<Key, (Error, T)> {
@@ -163,10 +168,11 @@ impl<T> ShardState<T> {
             task: Some(task),
             kind,
             cancelled: false,
+            phase: deadline.phase,
         };
         let key = self
             .wheel
-            .insert(deadline, entry)
+            .insert(deadline.tick, entry)
             .map_err(|Full(entry)| (Error::Full, entry.task.expect("just put in")))?;
         match schedule {
             Schedule::Once => {}
@@ -203,13 +209,13 @@ impl<T> ShardState<T> {
     }
 
     /// Moves a live timer's next run to `deadline`.
-    pub(crate) fn reset(&mut self, key: Key, deadline: u64) -> Result<(), Error> {
+    pub(crate) fn reset(&mut self, key: Key, deadline: Deadline) -> Result<(), Error> {
         let entry = self.wheel.get(key).ok_or(Error::NotFound)?;
         if entry.task.is_some() {
             if entry.kind == Kind::Wall {
                 self.wall.remove(&key); // re-armed by a delay: no longer a wall-clock time
             }
-            self.wheel.reset(key, deadline);
+            self.place(key, deadline);
             return Ok(());
         }
         match self.periodic.get_mut(&key) {
@@ -234,10 +240,17 @@ impl<T> ShardState<T> {
             .is_some_and(|entry| entry.task.is_none())
     }
 
-    /// Expires what is due by `now`, handing each key to `due`. Call
+    /// Expires what is due by `now`, handing each key to `due` with its deadline. Call
     /// [`move_ahead`](Self::move_ahead) after.
-    pub(crate) fn expire_due(&mut self, now: u64, due: impl FnMut(Key)) {
-        self.wheel.expire_due(now, due);
+    pub(crate) fn expire_due(&mut self, now: u64, mut due: impl FnMut(Key, Deadline)) {
+        let mut keys = std::mem::take(&mut self.expired);
+        self.wheel.expire_due(now, |key| keys.push(key));
+        for key in keys.drain(..) {
+            let tick = self.wheel.deadline(key).expect("expired keys are live");
+            let phase = self.wheel.get(key).expect("expired keys are live").phase;
+            due(key, Deadline { tick, phase });
+        }
+        self.expired = keys;
     }
 
     /// The wheel's work ahead of time; returns the next tick at which the wheel has work.
@@ -272,7 +285,7 @@ impl<T> ShardState<T> {
 
     /// Ends a run: a periodic timer goes back into the wheel (its next deadline comes
     /// back), anything else ends and its task comes back to be dropped.
-    pub(crate) fn finish(&mut self, key: Key, task: T, clock: &Clock) -> Result<u64, T> {
+    pub(crate) fn finish(&mut self, key: Key, task: T, clock: &Clock) -> Result<Deadline, T> {
         // The node is gone only when the shard was closed under the run (the runtime was
         // dropped from a callback): the timer ends with it.
         let Some(entry) = self.wheel.get_mut(key) else {
@@ -291,9 +304,17 @@ impl<T> ShardState<T> {
         let next = periodic
             .reset_to
             .take()
-            .unwrap_or_else(|| next_run(periodic, previous, clock));
-        self.wheel.reset(key, next);
+            .unwrap_or_else(|| Deadline::at_tick(next_run(periodic, previous, clock)));
+        self.place(key, next);
         Ok(next)
+    }
+
+    /// Moves a live timer to `deadline`.
+    fn place(&mut self, key: Key, deadline: Deadline) {
+        if let Some(entry) = self.wheel.get_mut(key) {
+            entry.phase = deadline.phase;
+            self.wheel.reset(key, deadline.tick);
+        }
     }
 
     /// Removes the node and its side entries; its task if it still holds one.
@@ -313,9 +334,10 @@ impl<T> ShardState<T> {
 
     /// Re-places pending wall-clock timers after the system clock was stepped.
     pub(crate) fn replace_wall_timers(&mut self, clock: &Clock) {
-        for (&key, &when) in &self.wall {
+        let wall: Vec<(Key, SystemTime)> = self.wall.iter().map(|(&k, &w)| (k, w)).collect();
+        for (key, when) in wall {
             if self.wheel.is_pending(key) {
-                self.wheel.reset(key, clock.deadline_at(when));
+                self.place(key, clock.deadline_at(when));
             }
         }
     }
@@ -344,6 +366,7 @@ fn next_run(periodic: &Periodic, previous: u64, clock: &Clock) -> u64 {
     match periodic.mode {
         PeriodMode::FixedDelay => clock
             .deadline_after(std::time::Duration::ZERO)
+            .tick
             .saturating_add(periodic.period),
         // The first point of the schedule not yet past: missed periods coalesce.
         PeriodMode::FixedRate => {
