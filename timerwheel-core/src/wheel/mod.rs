@@ -35,6 +35,16 @@ pub const DRAIN_CHUNK: u64 = 256;
 /// overlap them instead of waiting for each in turn.
 const UNLINK_BATCH: usize = 64;
 
+/// Chains per list. A node goes into the chain its index picks, and a list is emptied by
+/// taking from its chains in turn: walking one chain waits for each node's cache miss
+/// before it knows the next node, while separate chains let those misses overlap.
+const LANES: usize = 4;
+
+/// Where the chain of `list` that holds node `index` starts, in `Wheel::heads`.
+fn head_of(list: usize, index: u32) -> usize {
+    list * LANES + index as usize % LANES
+}
+
 /// Names an entry of a [`Wheel`]: a node index and the node's generation at insert, so a
 /// key outlives its entry harmlessly (every call with a stale key finds nothing).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,6 +87,7 @@ pub struct Full<T>(pub T);
 /// A hierarchical timing wheel holding values of type `T` until their deadline tick.
 pub struct Wheel<T> {
     pool: Pool<T>,
+    /// The first node of each chain of each list ([`LANES`] per list).
     heads: Vec<u32>,
     counts: Vec<u32>,
     occupied: [u128; LEVELS],
@@ -85,6 +96,8 @@ pub struct Wheel<T> {
     now: u64,
     /// Nodes of removed entries, still linked in their lists (flagged `RETIRED`).
     retired: Vec<u32>,
+    /// The chain `pop` looks at first.
+    next_lane: usize,
 }
 
 impl<T> Default for Wheel<T> {
@@ -112,12 +125,13 @@ impl<T> Wheel<T> {
     pub fn with_limit(limit: usize) -> Self {
         Wheel {
             pool: Pool::new(limit),
-            heads: vec![NIL; LISTS],
+            heads: vec![NIL; LISTS * LANES],
             counts: vec![0; LISTS],
             occupied: [0; LEVELS],
             overflow_earliest: u64::MAX,
             now: 0,
             retired: Vec::with_capacity(UNLINK_BATCH),
+            next_lane: 0,
         }
     }
 
@@ -356,15 +370,20 @@ impl<T> Wheel<T> {
 
     /// Re-places every entry of `list` by its deadline (a cascade).
     fn relink_all(&mut self, list: usize) {
-        let mut index = std::mem::replace(&mut self.heads[list], NIL);
+        let mut chains = [NIL; LANES];
+        for (lane, chain) in chains.iter_mut().enumerate() {
+            *chain = std::mem::replace(&mut self.heads[list * LANES + lane], NIL);
+        }
         self.counts[list] = 0;
         self.mark_empty(list);
-        while index != NIL {
-            let node = self.pool.node_mut(index);
-            let next = node.next;
-            node.list = DETACHED;
-            self.link(index);
-            index = next;
+        while chains.iter().any(|&index| index != NIL) {
+            for chain in chains.iter_mut().filter(|index| **index != NIL) {
+                let index = *chain;
+                let node = self.pool.node_mut(index);
+                *chain = node.next;
+                node.list = DETACHED;
+                self.link(index);
+            }
         }
     }
 
@@ -372,7 +391,7 @@ impl<T> Wheel<T> {
     fn link(&mut self, index: u32) {
         let deadline = self.pool.node(index).deadline.max(self.now);
         let list = list_for(deadline, self.now);
-        let head = self.heads[list];
+        let head = self.heads[head_of(list, index)];
         let node = self.pool.node_mut(index);
         node.list = list as u16;
         node.prev = NIL;
@@ -380,7 +399,7 @@ impl<T> Wheel<T> {
         if head != NIL {
             self.pool.node_mut(head).prev = index;
         }
-        self.heads[list] = index;
+        self.heads[head_of(list, index)] = index;
         self.counts[list] += 1;
         if list == OVERFLOW {
             self.overflow_earliest = self.overflow_earliest.min(deadline);
@@ -414,7 +433,7 @@ impl<T> Wheel<T> {
         let (prev, next) = (node.prev, node.next);
         node.list = DETACHED;
         if prev == NIL {
-            self.heads[list] = next;
+            self.heads[head_of(list, index)] = next;
         } else {
             self.pool.node_mut(prev).next = next;
         }
@@ -440,12 +459,18 @@ impl<T> Wheel<T> {
         }
     }
 
+    /// Takes a node out of `list`, from the chain after the one taken from last.
     fn pop(&mut self, list: usize) -> Option<u32> {
-        let head = self.heads[list];
-        (head != NIL).then(|| {
-            self.unlink(head);
-            head
-        })
+        for turn in 0..LANES {
+            let lane = (self.next_lane + turn) % LANES;
+            let head = self.heads[list * LANES + lane];
+            if head != NIL {
+                self.next_lane = lane + 1;
+                self.unlink(head);
+                return Some(head);
+            }
+        }
+        None
     }
 }
 
