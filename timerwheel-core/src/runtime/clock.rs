@@ -71,10 +71,11 @@ impl Clock {
         };
         // How far into the tick window ending at `tick` the time falls, in [0, tick_ns).
         let into_window = due_ns - window_start - 1;
-        let phase = u128::from(into_window) * 256 / u128::from(self.tick_ns);
+        // Ticks are at most a second, so the product cannot saturate.
+        let phase = into_window.saturating_mul(256) / self.tick_ns;
         Deadline {
             tick,
-            phase: phase as u8, // below 256 as into_window < tick_ns
+            phase: phase.min(255) as u8,
         }
     }
 
