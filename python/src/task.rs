@@ -8,7 +8,7 @@ use std::panic;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use timerwheel_core::{Task, TimerId};
+use timerwheel_core::{prefetch, Task, TimerId};
 
 use crate::gil;
 
@@ -68,6 +68,14 @@ impl Task for PyTask {
         if let Some(call) = &self.call {
             // None: the interpreter is shutting down; nothing can run any more.
             Python::try_attach(|py| call.invoke(py));
+        }
+    }
+
+    /// The callable and its arguments are read first when the run starts.
+    fn warm(&self) {
+        if let Some(call) = &self.call {
+            prefetch(call.func.as_ptr());
+            prefetch(call.args.as_ptr());
         }
     }
 

@@ -10,10 +10,11 @@ use timerwheel_core::{BoxTask, Config, Error, PeriodMode, Runtime, Task, TimerId
 
 const PATIENCE: Duration = Duration::from_secs(10);
 
-/// Counts runs and drops of the tasks that share it.
+/// Counts runs, warm-ups and drops of the tasks that share it.
 #[derive(Clone, Default)]
 struct Tally {
     runs: Arc<AtomicUsize>,
+    warms: Arc<AtomicUsize>,
     drops: Arc<AtomicUsize>,
 }
 
@@ -41,6 +42,10 @@ impl Task for Probe {
     fn run(&mut self, _: TimerId) {
         assert!(!self.dropped);
         self.tally.runs.fetch_add(1, SeqCst);
+    }
+
+    fn warm(&self) {
+        self.tally.warms.fetch_add(1, SeqCst);
     }
 }
 
@@ -523,6 +528,21 @@ fn manual_mode_runs_due_callbacks_inside_poll() {
     assert_eq!(rt.shutdown(), Ok(1));
     assert_eq!(tally.drops(), 2);
     assert_eq!(rt.poll(), Err(Error::Shutdown));
+}
+
+#[test]
+fn a_due_task_is_warmed_before_it_runs_and_a_cancelled_one_never() {
+    let rt: Runtime<Probe> = runtime(1);
+    let tally = Tally::default();
+    for _ in 0..3 {
+        rt.add(ms(5), tally.probe()).unwrap();
+    }
+    let cancelled = rt.add(ms(5), tally.probe()).unwrap();
+    rt.cancel(cancelled).unwrap();
+    wait_until("three runs", || tally.runs() == 3);
+    assert_eq!(tally.warms.load(SeqCst), 3);
+    assert_eq!(rt.shutdown(), Ok(0));
+    assert_eq!(tally.drops(), 4);
 }
 
 #[test]

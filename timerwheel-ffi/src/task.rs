@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::mem;
 
-use timerwheel_core::{Rejected, Task, TimerId};
+use timerwheel_core::{prefetch, Rejected, Task, TimerId};
 
 use crate::types::{tw_callback, tw_drop_fn, tw_status, tw_timer_id};
 
@@ -60,6 +60,10 @@ impl Task for CTask {
         // SAFETY: `cb` is the non-NULL callback the C caller passed with this user_data,
         // under the header's contract that it may be called with it from any thread.
         unsafe { (self.cb)(id.as_u64(), self.user_data) }
+    }
+
+    fn warm(&self) {
+        prefetch(self.user_data);
     }
 }
 

@@ -54,6 +54,10 @@ struct Tally {
 
 struct Probe(Arc<Tally>);
 
+impl super::Task for Probe {
+    fn run(&mut self, _: super::TimerId) {}
+}
+
 impl Drop for Probe {
     fn drop(&mut self) {
         self.0.drops.fetch_add(1, SeqCst);

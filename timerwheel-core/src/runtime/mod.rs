@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime};
 pub use config::{Builder, Config, MIN_TICK};
 pub use error::{Error, Rejected};
 pub use stats::Stats;
-pub use task::{BoxTask, PeriodMode, Task, TimerId};
+pub use task::{prefetch, BoxTask, PeriodMode, Task, TimerId};
 pub use timer::Timer;
 
 use inner::{ticker_main, worker_main, Inner};

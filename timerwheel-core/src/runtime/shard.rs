@@ -13,7 +13,7 @@ use std::time::SystemTime;
 
 use super::clock::{Clock, Deadline};
 use super::stats::Counters;
-use super::{Error, PeriodMode, TimerId};
+use super::{Error, PeriodMode, Task, TimerId};
 use crate::wheel::{Full, Key, Wheel};
 
 /// Low bits of a timer id that name its shard.
@@ -242,13 +242,25 @@ impl<T> ShardState<T> {
 
     /// Expires what is due by `now`, handing each key to `due` with its deadline. Call
     /// [`move_ahead`](Self::move_ahead) after.
-    pub(crate) fn expire_due(&mut self, now: u64, mut due: impl FnMut(Key, Deadline)) {
+    pub(crate) fn expire_due(&mut self, now: u64, mut due: impl FnMut(Key, Deadline))
+    where
+        T: Task,
+    {
         let mut keys = std::mem::take(&mut self.expired);
         self.wheel.expire_due(now, |key| keys.push(key));
         for key in keys.drain(..) {
             let tick = self.wheel.deadline(key).expect("expired keys are live");
-            let phase = self.wheel.get(key).expect("expired keys are live").phase;
-            due(key, Deadline { tick, phase });
+            let entry = self.wheel.get(key).expect("expired keys are live");
+            if let Some(task) = &entry.task {
+                task.warm();
+            }
+            due(
+                key,
+                Deadline {
+                    tick,
+                    phase: entry.phase,
+                },
+            );
         }
         self.expired = keys;
     }
