@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::clock::{Clock, Deadline};
 use super::executor::{Executor, GROW_AFTER};
-use super::shard::{decode, encode, Schedule, Shard, MAX_SHARDS};
+use super::shard::{decode, encode, Run, Schedule, Shard, ShardState, MAX_SHARDS};
 use super::stats::Histogram;
 use super::ticker::{tighten_timer_slack, Ticker, WALL_CHECK};
 use super::{Config, Error, Rejected, Stats, Task, TimerId};
@@ -40,6 +40,13 @@ impl Drop for CallbackScope {
     fn drop(&mut self) {
         CURRENT.with(|c| c.set(self.previous));
     }
+}
+
+/// A run whose callback returned and whose end is not recorded yet.
+struct Finishing<'a, T> {
+    shard: &'a Shard<T>,
+    key: Key,
+    task: T,
 }
 
 /// The capacity limit across shards; free of atomics when there is none.
@@ -248,28 +255,56 @@ impl<T: Task> Inner<T> {
             .min()
     }
 
-    /// Runs a batch of due ids here, in one `enter_batch`; how many ran.
+    /// Runs a batch of due ids here, in one `enter_batch`; how many ran. A run is finished
+    /// under the same lock that starts the next one when both timers share a shard.
     pub(crate) fn run_batch(&self, ids: &[TimerId]) -> usize {
         let mut ran = 0;
         T::enter_batch(&mut || {
+            let mut last: Option<Finishing<'_, T>> = None;
             for &id in ids {
                 if self.executor.is_closed() {
                     break;
                 }
-                ran += usize::from(self.run_one(id));
+                let Ok((shard, key)) = self.shard_of(id) else {
+                    continue;
+                };
+                let mut state = shard.lock();
+                let finished = match last.take() {
+                    Some(run) if std::ptr::eq(run.shard, shard) => {
+                        Some(self.finish(run, &mut state))
+                    }
+                    Some(run) => {
+                        drop(state);
+                        self.finish_alone(run);
+                        state = shard.lock();
+                        None
+                    }
+                    None => None,
+                };
+                let started = state.start(key);
+                drop(state);
+                if let Some(finished) = finished {
+                    self.settle(finished);
+                }
+                if let Some(mut run) = started {
+                    self.run_task(id, &mut run);
+                    ran += 1;
+                    last = Some(Finishing {
+                        shard,
+                        key,
+                        task: run.task,
+                    });
+                }
+            }
+            if let Some(run) = last {
+                self.finish_alone(run);
             }
         });
         ran
     }
 
-    /// Runs one expired timer, if it is still due; false if its id went stale meanwhile.
-    fn run_one(&self, id: TimerId) -> bool {
-        let Ok((shard, key)) = self.shard_of(id) else {
-            return false;
-        };
-        let Some(mut run) = shard.lock().start(key) else {
-            return false;
-        };
+    /// Runs a started timer's task, recording its lateness and catching a panic.
+    fn run_task(&self, id: TimerId, run: &mut Run<T>) {
         let late_ns = self
             .clock
             .elapsed_ns()
@@ -280,15 +315,28 @@ impl<T: Task> Inner<T> {
             self.panics.fetch_add(1, Relaxed);
         }
         drop(scope);
-        let mut state = shard.lock();
-        let finished = state.finish(key, run.task, &self.clock);
-        shard.notify_finished(&state);
-        drop(state);
+    }
+
+    /// Ends a run under its shard's lock; what comes back goes to [`settle`](Self::settle)
+    /// once the lock is let go.
+    fn finish(&self, run: Finishing<'_, T>, state: &mut ShardState<T>) -> Result<Deadline, T> {
+        let finished = state.finish(run.key, run.task, &self.clock);
+        run.shard.notify_finished(state);
+        finished
+    }
+
+    fn finish_alone(&self, run: Finishing<'_, T>) {
+        let shard = run.shard;
+        let finished = self.finish(run, &mut shard.lock());
+        self.settle(finished);
+    }
+
+    /// After a run ended: a re-armed timer may wake the tick thread; an ended one is dropped.
+    fn settle(&self, finished: Result<Deadline, T>) {
         match finished {
             Ok(next) => self.ticker.notify_if_earlier(next.tick),
             Err(task) => self.release(Some(task)),
         }
-        true
     }
 
     /// One round of the tick thread: expire, dispatch, watch the queue. Returns the tick to
