@@ -380,8 +380,9 @@ def write_report(path, info, results, plot_note, quick, skipped):
         out += [f"## {SUITES.get(target, target)}", "", f"Skipped: {why}.", ""]
     out += ["## W3 lateness distribution", "",
             "Share of the W3 timers that had fired by a given lateness (solid: timerwheel, "
-            "dashed: baselines). A bench that repeats W3 and reports the median (Go: 3 runs) "
-            "draws its last run, so its curve and its table row can differ.", "", plot_note, ""]
+            "dashed: baselines). W3 runs three times per implementation and each bench "
+            "reports its run with the median p99; the Rust and C benches draw that run, Go "
+            "draws its last run, so a Go curve and its table row can differ.", "", plot_note, ""]
     path.write_text("\n".join(out))
 
 
