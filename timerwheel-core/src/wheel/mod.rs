@@ -158,7 +158,7 @@ impl<T> Wheel<T> {
     /// Adds `value`, due at tick `deadline` (any u64; one already past is due at the next
     /// advance).
     pub fn insert(&mut self, deadline: u64, value: T) -> Result<Key, Full<T>> {
-        if !self.pool.has_free() {
+        if !self.retired.is_empty() && !self.pool.has_free() {
             self.unlink_retired(); // reuse before growing
         }
         let index = self.pool.alloc(deadline, value).map_err(Full)?;
@@ -391,7 +391,8 @@ impl<T> Wheel<T> {
     fn link(&mut self, index: u32) {
         let deadline = self.pool.node(index).deadline.max(self.now);
         let list = list_for(deadline, self.now);
-        let head = self.heads[head_of(list, index)];
+        let chain = head_of(list, index);
+        let head = self.heads[chain];
         let node = self.pool.node_mut(index);
         node.list = list as u16;
         node.prev = NIL;
@@ -399,7 +400,7 @@ impl<T> Wheel<T> {
         if head != NIL {
             self.pool.node_mut(head).prev = index;
         }
-        self.heads[head_of(list, index)] = index;
+        self.heads[chain] = index;
         self.counts[list] += 1;
         if list == OVERFLOW {
             self.overflow_earliest = self.overflow_earliest.min(deadline);
