@@ -125,6 +125,15 @@ impl Shard {
         cancelled.is_ok()
     }
 
+    fn reset(&self, key: Key, tick: u64) -> bool {
+        let reset = self
+            .state
+            .lock()
+            .unwrap()
+            .reset(key, Deadline::at_tick(tick));
+        reset.is_ok()
+    }
+
     /// Expires what is due by `now` and runs it.
     fn run_out(&self, now: u64) {
         for key in self.expire(now) {
@@ -182,12 +191,7 @@ fn loom_reset_races_fire() {
         let key = shard.insert(1, Schedule::Once, &tally);
         let worker = spawn(&shard, |shard| shard.run_out(1));
         let canceller = spawn(&shard, move |shard| shard.cancel(key));
-        let reset = shard
-            .state
-            .lock()
-            .unwrap()
-            .reset(key, Deadline::at_tick(5))
-            .is_ok();
+        let reset = shard.reset(key, 5);
         worker.join().unwrap();
         let cancelled = canceller.join().unwrap();
         if !reset && !cancelled {
@@ -232,11 +236,7 @@ fn loom_periodic_rearm_races_cancel() {
                 }
             });
             let resetter = spawn(&shard, move |shard| {
-                let _ = shard
-                    .state
-                    .lock()
-                    .unwrap()
-                    .reset(key, Deadline::at_tick(LATER));
+                shard.reset(key, LATER);
             });
             let cancelled = {
                 let mut state = shard.state.lock().unwrap();

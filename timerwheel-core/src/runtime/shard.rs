@@ -215,7 +215,7 @@ impl<T> ShardState<T> {
             if entry.kind == Kind::Wall {
                 self.wall.remove(&key); // re-armed by a delay: no longer a wall-clock time
             }
-            self.place(key, deadline);
+            place(&mut self.wheel, key, deadline);
             return Ok(());
         }
         match self.periodic.get_mut(&key) {
@@ -317,16 +317,8 @@ impl<T> ShardState<T> {
             .reset_to
             .take()
             .unwrap_or_else(|| Deadline::at_tick(next_run(periodic, previous, clock)));
-        self.place(key, next);
+        place(&mut self.wheel, key, next);
         Ok(next)
-    }
-
-    /// Moves a live timer to `deadline`.
-    fn place(&mut self, key: Key, deadline: Deadline) {
-        if let Some(entry) = self.wheel.get_mut(key) {
-            entry.phase = deadline.phase;
-            self.wheel.reset(key, deadline.tick);
-        }
     }
 
     /// Removes the node and its side entries; its task if it still holds one.
@@ -346,10 +338,9 @@ impl<T> ShardState<T> {
 
     /// Re-places pending wall-clock timers after the system clock was stepped.
     pub(crate) fn replace_wall_timers(&mut self, clock: &Clock) {
-        let wall: Vec<(Key, SystemTime)> = self.wall.iter().map(|(&k, &w)| (k, w)).collect();
-        for (key, when) in wall {
+        for (&key, &when) in &self.wall {
             if self.wheel.is_pending(key) {
-                self.place(key, clock.deadline_at(when));
+                place(&mut self.wheel, key, clock.deadline_at(when));
             }
         }
     }
@@ -370,6 +361,14 @@ impl<T> ShardState<T> {
         self.wall.clear();
         self.counters.discarded += tasks.len() as u64 + running_periodic;
         tasks
+    }
+}
+
+/// Moves a live timer to `deadline`.
+fn place<T>(wheel: &mut Wheel<Entry<T>>, key: Key, deadline: Deadline) {
+    if let Some(entry) = wheel.get_mut(key) {
+        entry.phase = deadline.phase;
+        wheel.reset(key, deadline.tick);
     }
 }
 
