@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use timerwheel_core::PeriodMode;
+use timerwheel_core::{Error, PeriodMode, Runtime, TimerId};
 
 use crate::boundary::guard;
 use crate::ptr::{runtime, Out};
@@ -137,12 +137,12 @@ pub unsafe extern "C" fn tw_add_at(
 /// `w` is NULL or a live wheel.
 #[no_mangle]
 pub unsafe extern "C" fn tw_reset(w: *mut tw_wheel, id: tw_timer_id, delay_ms: u64) -> tw_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live wheel.
-        let runtime = unsafe { runtime(w) }?;
-        runtime.reset(timer_id(id)?, Duration::from_millis(delay_ms))?;
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live wheel.
+    unsafe {
+        on_timer(w, id, |rt, id| {
+            rt.reset(id, Duration::from_millis(delay_ms))
+        })
+    }
 }
 
 /// Deletes a timer: TW_OK when it was pending and will not start again. A one-shot that is
@@ -159,12 +159,8 @@ pub unsafe extern "C" fn tw_reset(w: *mut tw_wheel, id: tw_timer_id, delay_ms: u
 /// `w` is NULL or a live wheel.
 #[no_mangle]
 pub unsafe extern "C" fn tw_delete(w: *mut tw_wheel, id: tw_timer_id) -> tw_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live wheel.
-        let runtime = unsafe { runtime(w) }?;
-        runtime.cancel(timer_id(id)?)?;
-        Ok(())
-    })
+    // SAFETY: the caller passes NULL or a live wheel.
+    unsafe { on_timer(w, id, Runtime::cancel) }
 }
 
 /// Like tw_delete, then waits until a callback of this timer running on another thread
@@ -177,10 +173,24 @@ pub unsafe extern "C" fn tw_delete(w: *mut tw_wheel, id: tw_timer_id) -> tw_stat
 /// `w` is NULL or a live wheel.
 #[no_mangle]
 pub unsafe extern "C" fn tw_delete_sync(w: *mut tw_wheel, id: tw_timer_id) -> tw_status {
+    // SAFETY: the caller passes NULL or a live wheel.
+    unsafe { on_timer(w, id, Runtime::cancel_sync) }
+}
+
+/// Applies `op` to timer `id` of wheel `w`, behind the panic boundary: the part shared by
+/// the calls that name an existing timer.
+///
+/// # Safety
+/// `w` is NULL or a live wheel.
+unsafe fn on_timer(
+    w: *mut tw_wheel,
+    id: tw_timer_id,
+    op: impl FnOnce(&Runtime<CTask>, TimerId) -> Result<(), Error>,
+) -> tw_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live wheel.
         let runtime = unsafe { runtime(w) }?;
-        runtime.cancel_sync(timer_id(id)?)?;
+        op(runtime, timer_id(id)?)?;
         Ok(())
     })
 }
