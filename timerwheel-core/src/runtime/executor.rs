@@ -1,37 +1,69 @@
-//! The adaptive executor: a run queue of expired timer ids and the workers that drain it.
+//! The adaptive executor: the run queue of due timers and the workers that drain it.
 //!
-//! The grow/shrink decision lives here. Grow: when the queue has stayed non-empty for
-//! [`GROW_AFTER`] and no worker is idle, the monitor (called by the tick thread, which wakes
-//! at least that often while work waits) adds one worker, up to `max_workers`; at most one
-//! per [`GROW_AFTER`]. Shrink: a worker that found no work for `worker_keepalive` retires,
-//! down to `min_workers`.
+//! Dispatch. Every due run not yet started waits in one shared queue, and a worker takes
+//! one run at a time, right before it starts it. So a run that is due can always be taken by
+//! any idle worker or by a worker being added; none waits behind a busy worker's private
+//! batch. The lock this costs per run is uncontended most of the time (the tick thread
+//! pushes a whole tick's runs at once); what batching is still worth, taking an interpreter
+//! lock once for many callbacks, happens around the takes ([`Task::enter_batch`]).
+//!
+//! Grow. The tick thread is the monitor ([`Executor::grow`]): when the oldest waiting run
+//! has waited [`GROW_AFTER`] and no worker is idle, the pool grows by as many workers as are
+//! busy (it doubles), bounded by the runs waiting and by `max_workers`. Doubling reaches any
+//! pool size in a few milliseconds (1 to 16 workers in 4 ms under a burst of blocking
+//! callbacks), yet a backlog of tiny callbacks that one worker clears in a millisecond adds
+//! one worker, not sixteen. While runs wait and the pool can grow, the tick thread looks
+//! again when the oldest will have waited `GROW_AFTER`; when it cannot grow (at
+//! `max_workers`, or nothing waits) it does not wake for the executor at all.
+//!
+//! Shrink. A worker that found the queue empty for `worker_keepalive` retires, down to
+//! `min_workers`. A worker only waits when the queue is empty, so none retires while runs
+//! wait.
+//!
+//! [`Task::enter_batch`]: super::Task::enter_batch
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::TimerId;
 
-/// How long the queue must stay non-empty with every worker busy before one more starts.
+/// How long the oldest waiting run may wait, with every worker busy, before the pool grows.
 pub(crate) const GROW_AFTER: Duration = Duration::from_millis(1);
-/// Most ids a worker takes at once (fewer when other workers could share them).
-const MAX_BATCH: usize = 32;
+
+/// A due run not yet started, and since when it waits.
+struct Waiting {
+    id: TimerId,
+    since: Instant,
+}
 
 #[derive(Default)]
 struct Queue {
-    ids: VecDeque<TimerId>,
-    /// Since when the queue has been non-empty.
-    backlog_since: Option<Instant>,
+    runs: VecDeque<Waiting>,
+    /// Worker threads counted, running or starting.
     workers: usize,
+    /// Workers waiting for work.
     idle: usize,
     peak: usize,
     spawned: usize,
     retired: usize,
     /// Threads inside `Runtime::poll` (manual mode).
     pollers: usize,
+    /// Whether the tick thread runs.
+    ticker: bool,
     closed: bool,
+    /// Runs once the executor is closed and no thread of it is left (see
+    /// [`Executor::when_unused`]).
+    on_unused: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Queue {
+    /// The hook to run now, if the executor is closed and no thread of it is left.
+    fn unused_hook(&mut self) -> Option<Box<dyn FnOnce() + Send>> {
+        let in_use = self.workers > 0 || self.pollers > 0 || self.ticker;
+        self.on_unused.take_if(|_| self.closed && !in_use)
+    }
 }
 
 /// Worker counts for the stats.
@@ -43,13 +75,18 @@ pub(crate) struct WorkerCounts {
     pub(crate) queued: usize,
 }
 
+/// The monitor's verdict: how many workers to start now (counted already), and when to
+/// look again (`None`: nothing to watch).
+pub(crate) struct Growth {
+    pub(crate) start: usize,
+    pub(crate) look_again: Option<Duration>,
+}
+
 pub(crate) struct Executor {
     queue: Mutex<Queue>,
     work: Condvar,
     /// Signalled when the last poller leaves a closed executor.
     pollers_done: Condvar,
-    /// Mirrors `Queue::closed` for the check before every callback.
-    closed: AtomicBool,
     handles: Mutex<Vec<JoinHandle<()>>>,
     min_workers: usize,
     max_workers: usize,
@@ -62,7 +99,6 @@ impl Executor {
             queue: Mutex::new(Queue::default()),
             work: Condvar::new(),
             pollers_done: Condvar::new(),
-            closed: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),
             min_workers: min_workers.min(max_workers),
             max_workers,
@@ -89,76 +125,87 @@ impl Executor {
         handles.push(handle);
     }
 
-    /// Queues due ids and wakes idle workers. Returns true when a worker must be started
-    /// now (there is none at all).
-    pub(crate) fn push(&self, ids: &mut Vec<TimerId>) -> bool {
+    /// Queues due runs and wakes as many idle workers as there are runs.
+    pub(crate) fn push(&self, ids: &mut Vec<TimerId>) {
         if ids.is_empty() {
-            return false;
+            return;
         }
+        let since = Instant::now();
         let mut queue = self.lock();
-        if queue.ids.is_empty() {
-            queue.backlog_since = Some(Instant::now());
+        if queue.closed {
+            ids.clear();
+            return;
         }
         let count = ids.len();
-        queue.ids.extend(ids.drain(..));
+        queue
+            .runs
+            .extend(ids.drain(..).map(|id| Waiting { id, since }));
         let idle = queue.idle;
-        let start_one = queue.workers == 0 && self.max_workers > 0 && !queue.closed;
-        if start_one {
-            Self::count_spawn(&mut queue);
-        }
         drop(queue);
-        match (idle, count) {
-            (0, _) => {}
-            (_, 1) => self.work.notify_one(),
-            _ => self.work.notify_all(),
+        if idle == 0 {
+            // Every worker is busy: the monitor decides whether the pool grows.
+        } else if count >= idle {
+            self.work.notify_all();
+        } else {
+            (0..count).for_each(|_| self.work.notify_one());
         }
-        start_one
     }
 
-    /// The monitor's decision: true when one more worker should start now (it is counted
-    /// already). Also tells whether work is waiting, so the tick thread keeps watching.
-    pub(crate) fn should_grow(&self) -> (bool, bool) {
+    /// Takes the next due run to start it; `None` when the queue is empty or closed.
+    pub(crate) fn take(&self) -> Option<TimerId> {
         let mut queue = self.lock();
-        let waiting = !queue.ids.is_empty();
-        let backed_up = queue
-            .backlog_since
-            .is_some_and(|since| since.elapsed() >= GROW_AFTER);
-        let grow = waiting
-            && backed_up
-            && queue.idle == 0
-            && queue.workers < self.max_workers
-            && !queue.closed;
-        if grow {
-            Self::count_spawn(&mut queue);
-            queue.backlog_since = Some(Instant::now());
+        if queue.closed {
+            return None;
         }
-        (grow, waiting)
+        queue.runs.pop_front().map(|run| run.id)
     }
 
-    fn count_spawn(queue: &mut Queue) {
-        queue.workers += 1;
-        queue.spawned += 1;
+    /// The monitor (see the module doc): starts workers when runs back up.
+    pub(crate) fn grow(&self) -> Growth {
+        let mut queue = self.lock();
+        let can_grow = queue.workers < self.max_workers && !queue.closed;
+        let Some(oldest) = queue.runs.front().map(|run| run.since).filter(|_| can_grow) else {
+            return Growth {
+                start: 0,
+                look_again: None,
+            };
+        };
+        let waited = oldest.elapsed();
+        // A pool of none starts one at once: nobody else would take the run.
+        if queue.workers > 0 && (waited < GROW_AFTER || queue.idle > 0) {
+            return Growth {
+                start: 0,
+                look_again: Some(GROW_AFTER.saturating_sub(waited).max(GROW_AFTER / 4)),
+            };
+        }
+        let busy = queue.workers - queue.idle;
+        let start = busy
+            .max(1)
+            .min(queue.runs.len())
+            .min(self.max_workers - queue.workers);
+        queue.workers += start;
+        queue.spawned += start;
         queue.peak = queue.peak.max(queue.workers);
+        let more = queue.workers < self.max_workers;
+        Growth {
+            start,
+            look_again: more.then_some(GROW_AFTER),
+        }
     }
 
-    /// A worker's wait for its next batch. False when the worker must exit: the executor
-    /// closed, or it stayed idle for the keepalive with more than `min_workers` alive.
-    pub(crate) fn next_batch(&self, batch: &mut Vec<TimerId>) -> bool {
-        batch.clear();
+    /// A worker's wait for work. True when runs are queued (take them with
+    /// [`take`](Self::take)); false when the worker must exit: the executor closed, or it
+    /// stayed idle for the keepalive with more than `min_workers` alive.
+    pub(crate) fn wait_for_work(&self) -> bool {
         let mut queue = self.lock();
         let idle_since = Instant::now();
         loop {
             if queue.closed {
                 queue.workers -= 1;
+                Self::run_unused_hook(queue);
                 return false;
             }
-            if !queue.ids.is_empty() {
-                let share = queue.ids.len() / queue.workers.max(1);
-                let take = share.clamp(1, MAX_BATCH);
-                batch.extend(queue.ids.drain(..take));
-                if queue.ids.is_empty() {
-                    queue.backlog_since = None;
-                }
+            if !queue.runs.is_empty() {
                 return true;
             }
             let idle_for = idle_since.elapsed();
@@ -185,17 +232,46 @@ impl Executor {
 
     /// A counted worker could not be started (the OS refused a thread).
     pub(crate) fn worker_failed(&self) {
-        self.lock().workers -= 1;
+        let mut queue = self.lock();
+        queue.workers -= 1;
+        Self::run_unused_hook(queue);
     }
 
-    pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
+    /// The tick thread starts; [`ticker_exited`](Self::ticker_exited) when it ends.
+    pub(crate) fn ticker_started(&self) {
+        self.lock().ticker = true;
     }
 
-    /// Tells workers and pollers to start no more callbacks, without waiting for them.
+    pub(crate) fn ticker_exited(&self) {
+        let mut queue = self.lock();
+        queue.ticker = false;
+        Self::run_unused_hook(queue);
+    }
+
+    /// Runs `hook` once the executor is closed and none of its threads (tick thread,
+    /// workers, pollers) is left: at once if that is so already. Shutdown from one of the
+    /// runtime's own threads uses it to free what those threads may still touch.
+    pub(crate) fn when_unused(&self, hook: Box<dyn FnOnce() + Send>) {
+        let mut queue = self.lock();
+        queue.on_unused = Some(hook);
+        Self::run_unused_hook(queue);
+    }
+
+    fn run_unused_hook(mut queue: MutexGuard<'_, Queue>) {
+        let hook = queue.unused_hook();
+        drop(queue);
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+
+    /// Tells workers and pollers to start no more callbacks, without waiting for them; the
+    /// queued runs are forgotten (their timers are discarded with the shards).
     pub(crate) fn stop(&self) {
-        self.lock().closed = true;
-        self.closed.store(true, Ordering::Release);
+        let mut queue = self.lock();
+        queue.closed = true;
+        queue.runs.clear();
+        drop(queue);
         self.work.notify_all();
     }
 
@@ -212,6 +288,7 @@ impl Executor {
         if queue.pollers == 0 && queue.closed {
             self.pollers_done.notify_all();
         }
+        Self::run_unused_hook(queue);
     }
 
     /// Stops the workers and pollers: none starts another callback; waits for the running
@@ -219,7 +296,8 @@ impl Executor {
     pub(crate) fn close(&self) {
         self.stop();
         let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(|p| p.into_inner()));
-        for handle in handles {
+        let me = std::thread::current().id();
+        for handle in handles.into_iter().filter(|h| h.thread().id() != me) {
             let _ = handle.join();
         }
         let mut queue = self.lock();
@@ -238,7 +316,7 @@ impl Executor {
             peak: queue.peak,
             spawned: queue.spawned,
             retired: queue.retired,
-            queued: queue.ids.len(),
+            queued: queue.runs.len(),
         }
     }
 }

@@ -3,15 +3,16 @@
 
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::clock::{Clock, Deadline};
-use super::executor::{Executor, GROW_AFTER};
-use super::shard::{decode, encode, Run, Schedule, Shard, ShardState, MAX_SHARDS};
+use super::executor::Executor;
+use super::shard::{decode, encode, Run, Schedule, Shard, MAX_SHARDS};
 use super::stats::Histogram;
-use super::ticker::{tighten_timer_slack, Ticker, WALL_CHECK};
+use super::ticker::{Ticker, WALL_CHECK};
+use super::worker::{run_queued, spawn_worker};
 use super::{Config, Error, Rejected, Stats, Task, TimerId};
 use crate::wheel::Key;
 
@@ -40,13 +41,6 @@ impl Drop for CallbackScope {
     fn drop(&mut self) {
         CURRENT.with(|c| c.set(self.previous));
     }
-}
-
-/// A run whose callback returned and whose end is not recorded yet.
-struct Finishing<'a, T> {
-    shard: &'a Shard<T>,
-    key: Key,
-    task: T,
 }
 
 /// The capacity limit across shards; free of atomics when there is none.
@@ -84,6 +78,8 @@ pub(crate) struct Inner<T> {
     lateness: Histogram,
     panics: AtomicU64,
     shutting_down: AtomicBool,
+    /// The system clock minus the monotonic one when wall-clock timers were last placed.
+    wall_offset: AtomicI64,
     /// A process-wide default: never shut down.
     pub(crate) shared: bool,
 }
@@ -98,6 +94,7 @@ fn drop_task<T>(task: T, panics: &AtomicU64) {
 impl<T: Task> Inner<T> {
     pub(crate) fn new(config: Config, shared: bool) -> Self {
         let clock = Clock::new(config.tick);
+        let wall_offset = AtomicI64::new(saturate_i64(clock.wall_offset_ns()));
         let shard_count = if config.manual {
             1
         } else {
@@ -126,6 +123,7 @@ impl<T: Task> Inner<T> {
             lateness: Histogram::new(),
             panics: AtomicU64::new(0),
             shutting_down: AtomicBool::new(false),
+            wall_offset,
             shared,
         }
     }
@@ -141,7 +139,7 @@ impl<T: Task> Inner<T> {
         }
     }
 
-    fn shard_of(&self, id: TimerId) -> Result<(&Shard<T>, Key), Error> {
+    pub(crate) fn shard_of(&self, id: TimerId) -> Result<(&Shard<T>, Key), Error> {
         match decode(id) {
             (shard, Some(key)) if shard < self.shards.len() => Ok((&self.shards[shard], key)),
             _ => Err(Error::NotFound),
@@ -255,56 +253,8 @@ impl<T: Task> Inner<T> {
             .min()
     }
 
-    /// Runs a batch of due ids here, in one `enter_batch`; how many ran. A run is finished
-    /// under the same lock that starts the next one when both timers share a shard.
-    pub(crate) fn run_batch(&self, ids: &[TimerId]) -> usize {
-        let mut ran = 0;
-        T::enter_batch(&mut || {
-            let mut last: Option<Finishing<'_, T>> = None;
-            for &id in ids {
-                if self.executor.is_closed() {
-                    break;
-                }
-                let Ok((shard, key)) = self.shard_of(id) else {
-                    continue;
-                };
-                let mut state = shard.lock();
-                let finished = match last.take() {
-                    Some(run) if std::ptr::eq(run.shard, shard) => {
-                        Some(self.finish(run, &mut state))
-                    }
-                    Some(run) => {
-                        drop(state);
-                        self.finish_alone(run);
-                        state = shard.lock();
-                        None
-                    }
-                    None => None,
-                };
-                let started = state.start(key);
-                drop(state);
-                if let Some(finished) = finished {
-                    self.settle(finished);
-                }
-                if let Some(mut run) = started {
-                    self.run_task(id, &mut run);
-                    ran += 1;
-                    last = Some(Finishing {
-                        shard,
-                        key,
-                        task: run.task,
-                    });
-                }
-            }
-            if let Some(run) = last {
-                self.finish_alone(run);
-            }
-        });
-        ran
-    }
-
     /// Runs a started timer's task, recording its lateness and catching a panic.
-    fn run_task(&self, id: TimerId, run: &mut Run<T>) {
+    pub(crate) fn run_task(&self, id: TimerId, run: &mut Run<T>) {
         let late_ns = self
             .clock
             .elapsed_ns()
@@ -317,60 +267,48 @@ impl<T: Task> Inner<T> {
         drop(scope);
     }
 
-    /// Ends a run under its shard's lock; what comes back goes to [`settle`](Self::settle)
-    /// once the lock is let go.
-    fn finish(&self, run: Finishing<'_, T>, state: &mut ShardState<T>) -> Result<Deadline, T> {
-        let finished = state.finish(run.key, run.task, &self.clock);
-        run.shard.notify_finished(state);
-        finished
+    /// Drops the task of a timer whose run ended, on the thread that ran it and as part of
+    /// that timer's callback scope: its drop function may call back into the runtime as the
+    /// callback could (`cancel_sync` of its own timer is `Busy`, a shutdown does not wait
+    /// for this thread).
+    pub(crate) fn drop_ended(&self, id: TimerId, task: T) {
+        let _scope = CallbackScope::enter(self.id(), id);
+        self.release(Some(task));
     }
 
-    fn finish_alone(&self, run: Finishing<'_, T>) {
-        let shard = run.shard;
-        let finished = self.finish(run, &mut shard.lock());
-        self.settle(finished);
+    /// One step of time, shared by the tick thread and manual `poll`: follows a step of the
+    /// system clock, queues every due run for the executor and moves far timers closer.
+    /// Returns the next tick with work and whether wall-clock timers are pending.
+    pub(crate) fn advance_time(&self) -> (Option<u64>, bool) {
+        self.follow_wall_clock();
+        let mut due = Vec::new();
+        self.collect_due(self.clock.now_tick(), &mut due);
+        self.executor.push(&mut due);
+        self.move_ahead()
     }
 
-    /// After a run ended: a re-armed timer may wake the tick thread; an ended one is dropped.
-    fn settle(&self, finished: Result<Deadline, T>) {
-        match finished {
-            Ok(next) => self.ticker.notify_if_earlier(next.tick),
-            Err(task) => self.release(Some(task)),
-        }
-    }
-
-    /// One round of the tick thread: expire, dispatch, watch the queue. Returns the tick to
-    /// sleep until and the longest sleep allowed.
-    pub(crate) fn tick(self: &Arc<Self>, due: &mut Vec<TimerId>) -> (Option<u64>, Duration) {
-        self.collect_due(self.clock.now_tick(), due);
+    /// One round of the tick thread: advance time, then run what is due here (no workers)
+    /// or let the executor's monitor grow the pool. Returns the tick to sleep until and the
+    /// longest sleep allowed.
+    pub(crate) fn tick(self: &Arc<Self>) -> (Option<u64>, Duration) {
+        let (next, wall) = self.advance_time();
+        let mut longest = if wall { WALL_CHECK } else { Duration::MAX };
         if self.config.max_workers == 0 {
-            self.run_batch(due);
-            due.clear();
-        } else if self.executor.push(due) {
-            super::spawn_worker(self);
-        }
-        let (next, wall) = self.move_ahead();
-        let mut longest = Duration::MAX;
-        if self.config.max_workers > 0 {
-            let (grow, waiting) = self.executor.should_grow();
-            if grow {
-                super::spawn_worker(self);
-            }
-            if waiting {
-                longest = GROW_AFTER;
-            }
-        }
-        if wall {
-            longest = longest.min(WALL_CHECK);
+            run_queued(self, usize::MAX);
+        } else {
+            let growth = self.executor.grow();
+            (0..growth.start).for_each(|_| spawn_worker(self));
+            longest = longest.min(growth.look_again.unwrap_or(Duration::MAX));
         }
         (next, longest)
     }
 
     /// Re-places wall-clock timers if the system clock moved against the monotonic one.
-    pub(crate) fn follow_wall_clock(&self, offset: &mut i128) {
+    fn follow_wall_clock(&self) {
         let now = self.clock.wall_offset_ns();
-        if (now - *offset).unsigned_abs() > u128::from(self.clock.tick_ns()).max(1_000_000) {
-            *offset = now;
+        let before = i128::from(self.wall_offset.load(Relaxed));
+        if (now - before).unsigned_abs() > u128::from(self.clock.tick_ns()).max(1_000_000) {
+            self.wall_offset.store(saturate_i64(now), Relaxed);
             for shard in self.shards.iter() {
                 shard.lock().replace_wall_timers(&self.clock);
             }
@@ -420,27 +358,6 @@ impl<T: Task> Inner<T> {
     }
 }
 
-/// A worker thread: batches from the queue until told to exit.
-pub(crate) fn worker_main<T: Task>(inner: Arc<Inner<T>>) {
-    let mut batch = Vec::new();
-    while inner.executor.next_batch(&mut batch) {
-        inner.run_batch(&batch);
-    }
-}
-
-/// The tick thread.
-pub(crate) fn ticker_main<T: Task>(inner: Arc<Inner<T>>) {
-    tighten_timer_slack();
-    let mut due = Vec::new();
-    let mut wall_offset = inner.clock.wall_offset_ns();
-    while !inner.ticker.stopped() {
-        inner.ticker.begin_scan();
-        inner.follow_wall_clock(&mut wall_offset);
-        let (next, longest) = inner.tick(&mut due);
-        let timeout = match next {
-            Some(tick) => Some(inner.clock.until(tick).min(longest)),
-            None => (longest != Duration::MAX).then_some(longest),
-        };
-        inner.ticker.sleep(next, timeout);
-    }
+fn saturate_i64(value: i128) -> i64 {
+    i64::try_from(value).unwrap_or(if value < 0 { i64::MIN } else { i64::MAX })
 }

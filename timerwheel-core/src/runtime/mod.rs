@@ -5,8 +5,9 @@
 //! |---------------|-------------------------------------------------------------|
 //! | `clock.rs`    | ticks on `CLOCK_MONOTONIC`, rounding deadlines up           |
 //! | `shard.rs`    | one wheel + bookkeeping under a lock; a timer's life cycle  |
-//! | `ticker.rs`   | the tick thread's sleep and wake-up                         |
-//! | `executor.rs` | the run queue, workers, and the grow/shrink decision        |
+//! | `ticker.rs`   | the tick thread: its rounds, sleep and wake-up              |
+//! | `executor.rs` | the run queue, the worker count, the grow/shrink decision   |
+//! | `worker.rs`   | worker threads and the run of a due timer                   |
 //! | `inner.rs`    | the paths of a timer through all of them                    |
 //! | `stats.rs`    | counters and the lateness histogram                         |
 
@@ -22,6 +23,7 @@ mod stats;
 mod task;
 mod ticker;
 mod timer;
+mod worker;
 
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
@@ -32,8 +34,10 @@ pub use stats::Stats;
 pub use task::{prefetch, BoxTask, PeriodMode, Task, TimerId};
 pub use timer::Timer;
 
-use inner::{ticker_main, worker_main, Inner};
+use inner::Inner;
 use shard::Schedule;
+use ticker::ticker_main;
+use worker::{run_queued, spawn_worker};
 
 /// A timer runtime. Every method takes `&self` and is safe from any thread, including from
 /// inside callbacks. Dropping the runtime shuts it down.
@@ -98,10 +102,14 @@ impl<T: Task> Runtime<T> {
         let inner = Arc::new(Inner::new(config, shared));
         if !inner.config.manual {
             let ticker = Arc::clone(&inner);
+            inner.executor.ticker_started();
             let handle = std::thread::Builder::new()
                 .name("timerwheel-tick".into())
                 .spawn(move || ticker_main(ticker))
-                .map_err(|_| Error::Invalid)?;
+                .map_err(|_| {
+                    inner.executor.ticker_exited();
+                    Error::Invalid
+                })?;
             inner.ticker.set_thread(handle.thread().clone());
             inner.executor.adopt(handle);
             for _ in 0..inner.executor.reserve_initial() {
@@ -187,7 +195,8 @@ impl<T: Task> Runtime<T> {
     }
 
     /// Manual mode: runs every callback that is due, on the calling thread; returns how
-    /// many ran. `Invalid` when the runtime has threads.
+    /// many ran. Wall-clock timers follow a step of the system clock here, as the tick
+    /// thread would. `Invalid` when the runtime has threads.
     pub fn poll(&self) -> Result<usize, Error> {
         if !self.inner.config.manual {
             return Err(Error::Invalid);
@@ -195,11 +204,8 @@ impl<T: Task> Runtime<T> {
         if !self.inner.executor.begin_poll() {
             return Err(Error::Shutdown);
         }
-        let mut due = Vec::new();
-        self.inner
-            .collect_due(self.inner.clock.now_tick(), &mut due);
-        self.inner.move_ahead();
-        let ran = self.inner.run_batch(&due);
+        self.inner.advance_time();
+        let ran = run_queued(&self.inner, usize::MAX);
         self.inner.executor.end_poll();
         Ok(ran)
     }
@@ -221,6 +227,37 @@ impl<T: Task> Runtime<T> {
         Ok(inner.discard_all())
     }
 
+    /// Shuts down without waiting for callbacks still running, the caller's own included:
+    /// safe from inside this runtime's callbacks and drops, where `shutdown` is `Busy`. No
+    /// callback starts after it returns; every pending timer is dropped before it returns
+    /// (returns how many); a running timer is dropped when its callback returns; the
+    /// threads exit as their callbacks return. `Busy` on a shared runtime, `Shutdown` if
+    /// already shut down.
+    pub fn shutdown_nowait(&self) -> Result<usize, Error> {
+        self.shutdown_nowait_then(|| {})
+    }
+
+    /// [`shutdown_nowait`](Self::shutdown_nowait), then `release` once none of the
+    /// runtime's threads is left (at once if none is): the C ABI frees its wheel handle
+    /// there, which callbacks still running may use until they return.
+    pub fn shutdown_nowait_then(
+        &self,
+        release: impl FnOnce() + Send + 'static,
+    ) -> Result<usize, Error> {
+        let inner = &self.inner;
+        if inner.shared {
+            return Err(Error::Busy);
+        }
+        if !inner.begin_shutdown() {
+            return Err(Error::Shutdown);
+        }
+        inner.ticker.stop();
+        inner.executor.stop();
+        let discarded = inner.discard_all();
+        inner.executor.when_unused(Box::new(release));
+        Ok(discarded)
+    }
+
     /// The configuration the runtime runs with.
     pub fn config(&self) -> &Config {
         &self.inner.config
@@ -228,18 +265,14 @@ impl<T: Task> Runtime<T> {
 }
 
 impl<T: Task> Drop for Runtime<T> {
-    /// Shuts down. Dropped from inside one of its own callbacks, where waiting for the
-    /// callbacks would wait for itself, it stops without waiting: no callback starts after
-    /// the drop, pending timers are dropped now, and the threads exit as their current
-    /// callbacks return.
+    /// Shuts down: [`shutdown`](Runtime::shutdown), or, dropped from inside one of its own
+    /// callbacks or drops, where waiting would wait for itself,
+    /// [`shutdown_nowait`](Runtime::shutdown_nowait).
     fn drop(&mut self) {
-        let inner = &self.inner;
-        if inner.shared || !inner.in_callback() {
+        if self.inner.in_callback() {
+            let _ = self.shutdown_nowait();
+        } else {
             let _ = self.shutdown();
-        } else if inner.begin_shutdown() {
-            inner.ticker.stop();
-            inner.executor.stop();
-            inner.discard_all();
         }
     }
 }
@@ -249,18 +282,6 @@ impl<T: Task> std::fmt::Debug for Runtime<T> {
         f.debug_struct("Runtime")
             .field("config", &self.inner.config)
             .finish_non_exhaustive()
-    }
-}
-
-/// Starts a worker thread (already counted by the executor).
-fn spawn_worker<T: Task>(inner: &Arc<Inner<T>>) {
-    let worker = Arc::clone(inner);
-    let spawned = std::thread::Builder::new()
-        .name("timerwheel-worker".into())
-        .spawn(move || worker_main(worker));
-    match spawned {
-        Ok(handle) => inner.executor.adopt(handle),
-        Err(_) => inner.executor.worker_failed(),
     }
 }
 

@@ -74,6 +74,17 @@ struct Periodic {
 pub(crate) struct Run<T> {
     pub(crate) task: T,
     pub(crate) deadline: u64,
+    /// Whether the timer goes back into the wheel when the run returns (unless cancelled);
+    /// any other timer ends with its run.
+    pub(crate) periodic: bool,
+}
+
+/// How a periodic timer's run ended.
+pub(crate) enum Finished<T> {
+    /// It went back into the wheel, due at this deadline.
+    Rearmed(Deadline),
+    /// It ended (cancelled): drop the task, then [`forget`](ShardState::forget) the key.
+    Ended(T),
 }
 
 pub(crate) struct Shard<T> {
@@ -116,7 +127,8 @@ impl<T> Shard<T> {
         }
     }
 
-    /// Waits, with the lock, until no run of `key` is under way.
+    /// Waits, with the lock, until no run of `key` is under way and, if the run ended the
+    /// timer, its task has been dropped (see [`ShardState::forget`]).
     pub(crate) fn wait_not_running<'a>(
         &self,
         mut state: MutexGuard<'a, ShardState<T>>,
@@ -289,23 +301,29 @@ impl<T> ShardState<T> {
         let entry = self.wheel.get_mut(key)?;
         let task = entry.task.take()?;
         self.counters.fired += 1;
-        if entry.kind != Kind::Periodic {
+        let periodic = entry.kind == Kind::Periodic;
+        if !periodic {
             self.counters.fired_one_shot += 1;
         }
-        Some(Run { task, deadline })
+        Some(Run {
+            task,
+            deadline,
+            periodic,
+        })
     }
 
-    /// Ends a run: a periodic timer goes back into the wheel (its next deadline comes
-    /// back), anything else ends and its task comes back to be dropped.
-    pub(crate) fn finish(&mut self, key: Key, task: T, clock: &Clock) -> Result<Deadline, T> {
+    /// Ends a periodic timer's run: it goes back into the wheel (its next deadline comes
+    /// back), or, cancelled, it ends and its task comes back to be dropped. An ended
+    /// timer's node stays, as if still running, until [`forget`](Self::forget): so
+    /// `cancel_sync` waits until the task is dropped.
+    pub(crate) fn finish(&mut self, key: Key, task: T, clock: &Clock) -> Finished<T> {
         // The node is gone only when the shard was closed under the run (the runtime was
         // dropped from a callback): the timer ends with it.
         let Some(entry) = self.wheel.get_mut(key) else {
-            return Err(task);
+            return Finished::Ended(task);
         };
         if entry.kind != Kind::Periodic || entry.cancelled {
-            self.remove(key);
-            return Err(task);
+            return Finished::Ended(task);
         }
         entry.task = Some(task);
         let previous = self.wheel.deadline(key).expect("live key");
@@ -318,7 +336,14 @@ impl<T> ShardState<T> {
             .take()
             .unwrap_or_else(|| Deadline::at_tick(next_run(periodic, previous, clock)));
         place(&mut self.wheel, key, next);
-        Ok(next)
+        Finished::Rearmed(next)
+    }
+
+    /// Removes the node of a timer whose run ended, once its task has been dropped.
+    pub(crate) fn forget(&mut self, key: Key) {
+        if self.is_running(key) {
+            self.remove(key);
+        }
     }
 
     /// Removes the node and its side entries; its task if it still holds one.

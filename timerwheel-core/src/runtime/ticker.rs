@@ -7,9 +7,12 @@
 //! wake-up is lost.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
 use std::time::Duration;
+
+use super::inner::Inner;
+use super::Task;
 
 /// How often the thread looks at the clocks while wall-clock timers are pending, to catch
 /// a step of the system clock.
@@ -66,10 +69,26 @@ impl Ticker {
     }
 }
 
+/// The tick thread: a round of [`Inner::tick`], then sleep until the next tick with work
+/// (or until woken, or the longest sleep the round allows).
+pub(crate) fn ticker_main<T: Task>(inner: Arc<Inner<T>>) {
+    tighten_timer_slack();
+    while !inner.ticker.stopped() {
+        inner.ticker.begin_scan();
+        let (next, longest) = inner.tick();
+        let timeout = match next {
+            Some(tick) => Some(inner.clock.until(tick).min(longest)),
+            None => (longest != Duration::MAX).then_some(longest),
+        };
+        inner.ticker.sleep(next, timeout);
+    }
+    inner.executor.ticker_exited();
+}
+
 /// Asks the kernel to wake this thread within about a microsecond of its deadline instead
 /// of the default 50 us timer slack: the tick thread's wake-up is every timer's lateness.
 #[cfg(target_os = "linux")]
-pub(crate) fn tighten_timer_slack() {
+fn tighten_timer_slack() {
     const PR_SET_TIMERSLACK: std::ffi::c_int = 29;
     extern "C" {
         fn prctl(option: std::ffi::c_int, ...) -> std::ffi::c_int;
@@ -82,4 +101,4 @@ pub(crate) fn tighten_timer_slack() {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn tighten_timer_slack() {}
+fn tighten_timer_slack() {}

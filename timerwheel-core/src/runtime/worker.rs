@@ -1,0 +1,122 @@
+//! Running due timers: the worker threads, and the loop that takes due runs from the
+//! executor's queue one at a time and runs them on the calling thread (a worker, the tick
+//! thread when `max_workers` is 0, or a thread inside manual `poll`).
+//!
+//! A run, in order: take the id from the queue; under the shard's lock, start it (its task
+//! comes out of the wheel); run the callback outside every lock; record its end: a periodic
+//! timer goes back into the wheel under the lock, a timer that ended has its task dropped
+//! (its drop function runs) before this thread takes the next run, so a drop function sees
+//! the next due timer still pending and can stop it. The ended timer's node goes with the
+//! next lock of its shard, usually the one that starts the next run.
+
+use std::sync::Arc;
+
+use super::inner::Inner;
+use super::shard::{Finished, Run, Shard};
+use super::{Task, TimerId};
+use crate::wheel::Key;
+
+/// Most runs one worker makes inside one [`Task::enter_batch`] (Python takes its GIL once
+/// per batch) before it looks at the queue afresh.
+const MAX_BATCH: usize = 32;
+
+/// Starts a worker thread (already counted by the executor).
+pub(crate) fn spawn_worker<T: Task>(inner: &Arc<Inner<T>>) {
+    let worker = Arc::clone(inner);
+    let spawned = std::thread::Builder::new()
+        .name("timerwheel-worker".into())
+        .spawn(move || worker_main(worker));
+    match spawned {
+        Ok(handle) => inner.executor.adopt(handle),
+        Err(_) => inner.executor.worker_failed(),
+    }
+}
+
+/// A worker thread: runs what is queued until told to exit.
+fn worker_main<T: Task>(inner: Arc<Inner<T>>) {
+    while inner.executor.wait_for_work() {
+        run_queued(&inner, MAX_BATCH);
+    }
+}
+
+/// Runs queued due timers on the calling thread, at most `limit`, until the queue is empty
+/// or the executor closes; returns how many ran.
+pub(crate) fn run_queued<T: Task>(inner: &Inner<T>, limit: usize) -> usize {
+    let mut ran = 0;
+    T::enter_batch(&mut || {
+        let mut runner = Runner { inner, ended: None };
+        while ran < limit {
+            let Some(id) = inner.executor.take() else {
+                break;
+            };
+            ran += usize::from(runner.run(id));
+        }
+        runner.forget_ended();
+    });
+    ran
+}
+
+/// A timer whose run ended and whose task was dropped: its node is still to be removed.
+struct Ended<'a, T> {
+    shard: &'a Shard<T>,
+    key: Key,
+}
+
+struct Runner<'a, T> {
+    inner: &'a Inner<T>,
+    ended: Option<Ended<'a, T>>,
+}
+
+impl<'a, T: Task> Runner<'a, T> {
+    /// Starts `id` if it is still due, runs it and records its end; whether it ran.
+    fn run(&mut self, id: TimerId) -> bool {
+        let Ok((shard, key)) = self.inner.shard_of(id) else {
+            return false;
+        };
+        let mut state = shard.lock();
+        if let Some(ended) = self.ended.take_if(|e| std::ptr::eq(e.shard, shard)) {
+            state.forget(ended.key);
+            shard.notify_finished(&state);
+        }
+        let started = state.start(key);
+        drop(state);
+        self.forget_ended();
+        let Some(mut run) = started else {
+            return false;
+        };
+        self.inner.run_task(id, &mut run);
+        self.end(shard, key, id, run);
+        true
+    }
+
+    /// After the callback returned: a periodic timer goes back into the wheel; a timer that
+    /// ended has its task dropped now, on this thread.
+    fn end(&mut self, shard: &'a Shard<T>, key: Key, id: TimerId, run: Run<T>) {
+        let task = if run.periodic {
+            let mut state = shard.lock();
+            let finished = state.finish(key, run.task, &self.inner.clock);
+            shard.notify_finished(&state);
+            drop(state);
+            match finished {
+                Finished::Rearmed(next) => {
+                    self.inner.ticker.notify_if_earlier(next.tick);
+                    return;
+                }
+                Finished::Ended(task) => task,
+            }
+        } else {
+            run.task
+        };
+        self.inner.drop_ended(id, task);
+        self.ended = Some(Ended { shard, key });
+    }
+
+    /// Removes the node of the last ended timer, if any.
+    fn forget_ended(&mut self) {
+        if let Some(ended) = self.ended.take() {
+            let mut state = ended.shard.lock();
+            state.forget(ended.key);
+            ended.shard.notify_finished(&state);
+        }
+    }
+}
