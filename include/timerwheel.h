@@ -230,7 +230,8 @@ struct tw_wheel *tw_default(void);
  *
  * Returns TW_OK, or (and nothing changes):
  * - TW_ERR_INVALID: `w` NULL.
- * - TW_ERR_BUSY: called from inside one of this wheel's callbacks, or `w` is tw_default().
+ * - TW_ERR_BUSY: called from inside one of this wheel's callbacks or drop functions (it
+ *   would wait for itself: use tw_destroy_nowait there), or `w` is tw_default().
  * - TW_ERR_SHUTDOWN: another thread is destroying `w` at the same time (that call frees it).
  *
  * # Safety
@@ -239,6 +240,29 @@ struct tw_wheel *tw_default(void);
  * for a manual wheel, not while another thread is inside tw_poll.
  */
 enum tw_status tw_destroy(struct tw_wheel *w);
+
+/**
+ * Stops the wheel without waiting for callbacks still running, the caller's own
+ * included: the way to destroy a wheel from inside one of its own callbacks or drop
+ * functions (where tw_destroy returns TW_ERR_BUSY), for example when a callback releases
+ * the last reference to the object that owns the wheel. Safe from any other thread too.
+ *
+ * When it returns, no callback starts any more and every pending timer's drop function has
+ * run; a callback still running has its timer's drop run when it returns. The wheel's own
+ * threads may still use `w` until their callbacks return (every call then returns
+ * TW_ERR_SHUTDOWN); it is freed when the last of them has returned. For every other
+ * thread `w` is invalid at once, as after tw_destroy.
+ *
+ * Returns TW_OK, or (and nothing changes):
+ * - TW_ERR_INVALID: `w` NULL.
+ * - TW_ERR_BUSY: `w` is tw_default().
+ * - TW_ERR_SHUTDOWN: `w` is being destroyed already.
+ *
+ * # Safety
+ * As for tw_destroy, except that it may be called from inside `w`'s callbacks and drop
+ * functions.
+ */
+enum tw_status tw_destroy_nowait(struct tw_wheel *w);
 
 /**
  * Copies the wheel's counters into `*out`. At any quiet moment

@@ -82,7 +82,8 @@ fn default_wheel() -> Option<&'static tw_wheel> {
 ///
 /// Returns TW_OK, or (and nothing changes):
 /// - TW_ERR_INVALID: `w` NULL.
-/// - TW_ERR_BUSY: called from inside one of this wheel's callbacks, or `w` is tw_default().
+/// - TW_ERR_BUSY: called from inside one of this wheel's callbacks or drop functions (it
+///   would wait for itself: use tw_destroy_nowait there), or `w` is tw_default().
 /// - TW_ERR_SHUTDOWN: another thread is destroying `w` at the same time (that call frees it).
 ///
 /// # Safety
@@ -100,6 +101,52 @@ pub unsafe extern "C" fn tw_destroy(w: *mut tw_wheel) -> tw_status {
         drop(unsafe { Box::from_raw(w) });
         Ok(())
     })
+}
+
+/// Stops the wheel without waiting for callbacks still running, the caller's own
+/// included: the way to destroy a wheel from inside one of its own callbacks or drop
+/// functions (where tw_destroy returns TW_ERR_BUSY), for example when a callback releases
+/// the last reference to the object that owns the wheel. Safe from any other thread too.
+///
+/// When it returns, no callback starts any more and every pending timer's drop function has
+/// run; a callback still running has its timer's drop run when it returns. The wheel's own
+/// threads may still use `w` until their callbacks return (every call then returns
+/// TW_ERR_SHUTDOWN); it is freed when the last of them has returned. For every other
+/// thread `w` is invalid at once, as after tw_destroy.
+///
+/// Returns TW_OK, or (and nothing changes):
+/// - TW_ERR_INVALID: `w` NULL.
+/// - TW_ERR_BUSY: `w` is tw_default().
+/// - TW_ERR_SHUTDOWN: `w` is being destroyed already.
+///
+/// # Safety
+/// As for tw_destroy, except that it may be called from inside `w`'s callbacks and drop
+/// functions.
+#[no_mangle]
+pub unsafe extern "C" fn tw_destroy_nowait(w: *mut tw_wheel) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live wheel.
+        let runtime = unsafe { runtime(w) }?;
+        let handle = OwnedWheel(w);
+        runtime.shutdown_nowait_then(move || handle.free())?;
+        Ok(())
+    })
+}
+
+/// A wheel handle freed once the last of the wheel's threads let go of it.
+struct OwnedWheel(*mut tw_wheel);
+
+// SAFETY: the handle is freed exactly once, by whichever thread runs the runtime's
+// release hook; no other thread uses the pointer through this value.
+unsafe impl Send for OwnedWheel {}
+
+impl OwnedWheel {
+    fn free(self) {
+        // SAFETY: the one call whose shutdown succeeded owns `w` (never the shared wheel,
+        // whose runtime refuses shutdown), which came from Box::into_raw in tw_create; the
+        // runtime runs this hook once, after its threads stopped using `w`.
+        drop(unsafe { Box::from_raw(self.0) });
+    }
 }
 
 /// Copies the wheel's counters into `*out`. At any quiet moment

@@ -27,6 +27,9 @@ impl Deadline {
 pub(crate) struct Clock {
     origin: Instant,
     tick_ns: u64,
+    /// Unit tests step the system clock as this runtime sees it, in nanoseconds.
+    #[cfg(test)]
+    pub(crate) wall_step_ns: std::sync::atomic::AtomicI64,
 }
 
 impl Clock {
@@ -34,7 +37,25 @@ impl Clock {
         Clock {
             origin: Instant::now(),
             tick_ns: tick.as_nanos().max(1) as u64,
+            #[cfg(test)]
+            wall_step_ns: std::sync::atomic::AtomicI64::new(0),
         }
+    }
+
+    /// The system clock now.
+    pub(crate) fn wall_now(&self) -> SystemTime {
+        let now = SystemTime::now();
+        #[cfg(test)]
+        let now = {
+            let step = self.wall_step_ns.load(std::sync::atomic::Ordering::Relaxed);
+            let by = Duration::from_nanos(step.unsigned_abs());
+            if step < 0 {
+                now - by
+            } else {
+                now + by
+            }
+        };
+        now
     }
 
     pub(crate) fn tick_ns(&self) -> u64 {
@@ -82,7 +103,7 @@ impl Clock {
     /// The deadline for the wall-clock time `when` as the system clock reads now.
     pub(crate) fn deadline_at(&self, when: SystemTime) -> Deadline {
         let delay = when
-            .duration_since(SystemTime::now())
+            .duration_since(self.wall_now())
             .unwrap_or(Duration::ZERO);
         self.deadline_after(delay)
     }
@@ -100,7 +121,8 @@ impl Clock {
     /// The system clock minus the monotonic one, in nanoseconds: constant unless the
     /// system clock is stepped.
     pub(crate) fn wall_offset_ns(&self) -> i128 {
-        let wall = SystemTime::now()
+        let wall = self
+            .wall_now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as i128);
         wall - self.elapsed_ns() as i128

@@ -201,12 +201,15 @@ impl<T: Task> Runtime<T> {
         if !self.inner.config.manual {
             return Err(Error::Invalid);
         }
-        if !self.inner.executor.begin_poll() {
+        // A callback may shut the runtime down without waiting and let its owner free this
+        // handle once the poll ends: the poll holds the runtime on its own.
+        let inner = Arc::clone(&self.inner);
+        if !inner.executor.begin_poll() {
             return Err(Error::Shutdown);
         }
-        self.inner.advance_time();
-        let ran = run_queued(&self.inner, usize::MAX);
-        self.inner.executor.end_poll();
+        inner.advance_time();
+        let ran = run_queued(&inner, usize::MAX);
+        inner.executor.end_poll();
         Ok(ran)
     }
 
@@ -292,4 +295,49 @@ pub fn default_runtime() -> &'static Runtime<BoxTask> {
     DEFAULT.get_or_init(|| {
         Runtime::new_shared(Config::default()).expect("the default config is valid")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    /// A manual runtime and a counter of the runs of a wall-clock timer due `ahead` from now
+    /// on its system clock.
+    fn manual_with_wall_timer(ahead: Duration) -> (Runtime, Arc<AtomicUsize>) {
+        let runtime = Runtime::builder().manual(true).build().unwrap();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&runs);
+        let when = runtime.inner.clock.wall_now() + ahead;
+        runtime
+            .at(when, move |_| {
+                counted.fetch_add(1, SeqCst);
+            })
+            .unwrap();
+        (runtime, runs)
+    }
+
+    fn step_system_clock(runtime: &Runtime, by_ns: i64) {
+        runtime.inner.clock.wall_step_ns.store(by_ns, SeqCst);
+    }
+
+    #[test]
+    fn manual_poll_follows_a_step_of_the_system_clock() {
+        // Stepped back 10 s: the timer is 10 s further away, so it must not fire early.
+        let (back, back_runs) = manual_with_wall_timer(Duration::from_millis(300));
+        // Stepped forward 10 s: its time has come.
+        let (forward, forward_runs) = manual_with_wall_timer(Duration::from_secs(10));
+        back.poll().unwrap();
+        forward.poll().unwrap();
+        step_system_clock(&back, -10_000_000_000);
+        step_system_clock(&forward, 10_000_000_000);
+        std::thread::sleep(Duration::from_millis(500));
+        back.poll().unwrap();
+        forward.poll().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        back.poll().unwrap();
+        forward.poll().unwrap();
+        assert_eq!(back_runs.load(SeqCst), 0, "fired by the old system clock");
+        assert_eq!(forward_runs.load(SeqCst), 1, "missed the new system clock");
+    }
 }
