@@ -1,0 +1,280 @@
+/*
+ * The contract where it was broken from outside: drop functions that call back into the
+ * library, tw_delete_sync followed by free, a destroy from the wheel's own callbacks and
+ * drops. Each test is a program a C user would write; ASan (make test-c-asan) turns a
+ * use-after-free in any of them into a failure.
+ */
+#include "check.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#define WAIT_MS 5000
+
+static tw_wheel *wheel(uint32_t min_workers, uint32_t max_workers, int manual) {
+    tw_config cfg;
+    tw_config_init(&cfg);
+    cfg.min_workers = min_workers;
+    cfg.max_workers = max_workers;
+    cfg.manual = (uint32_t)manual;
+    tw_wheel *w = NULL;
+    CHECK_OK(tw_create(&cfg, &w));
+    return w;
+}
+
+/* ---- tw_delete_sync returns after the drop function returned ------------------------- */
+
+typedef struct {
+    long started;
+    long drop_ms;        /* how long the drop function works */
+    volatile long freed; /* set by the owner after free: a drop running then is too late */
+    long drops;
+} session;
+
+static void session_cb(tw_timer_id id, void *data) {
+    (void)id;
+    session *s = data;
+    atomic_add(&s->started, 1);
+    sleep_ms(2);
+}
+
+static void session_drop(void *data) {
+    session *s = data;
+    sleep_ms(s->drop_ms);
+    atomic_add(&s->drops, 1); /* a heap-use-after-free under ASan if the owner freed it */
+}
+
+static void test_delete_sync_then_free(void) {
+    tw_wheel *w = wheel(1, 4, 0);
+    long tries = env_long("TW_CONTRACT_TRIES", 20);
+    for (long i = 0; i < tries; i++) {
+        session *s = calloc(1, sizeof *s);
+        s->drop_ms = i % 2 == 0 ? 5 : 0;
+        tw_timer_id id;
+        CHECK_OK(tw_add_periodic(w, 1, 1, TW_FIXED_RATE, session_cb, s, session_drop, &id));
+        CHECK(wait_for(&s->started, 1, WAIT_MS));
+        CHECK_OK(tw_delete_sync(w, id));
+        CHECK(atomic_get(&s->drops) == 1);
+        free(s);
+    }
+    CHECK_OK(tw_destroy(w));
+}
+
+/* ---- a drop function may call what a callback may, before the next run starts -------- */
+
+typedef struct {
+    tw_wheel *w;
+    tw_timer_id other;  /* B: the timer A's drop stops */
+    int use_sync;       /* stop it with tw_delete_sync instead of tw_delete */
+    long status;        /* what the stop returned */
+    long runs;
+    long drops;
+} pair;
+
+static void count_run(tw_timer_id id, void *data) {
+    (void)id;
+    pair *p = data;
+    atomic_add(&p->runs, 1);
+}
+
+static void count_drop(void *data) {
+    pair *p = data;
+    atomic_add(&p->drops, 1);
+}
+
+/* A's callback takes a while, so that B is due and queued before A's drop runs. */
+static void slow_run(tw_timer_id id, void *data) {
+    (void)id;
+    (void)data;
+    sleep_ms(20);
+}
+
+static void drop_stops_other(void *data) {
+    pair *p = data;
+    tw_status status = p->use_sync ? tw_delete_sync(p->w, p->other) : tw_delete(p->w, p->other);
+    atomic_set(&p->status, status);
+}
+
+/* A (due first) and B (due in the next tick) on one thread; A's drop stops B. */
+static void drop_stops_the_next_due(int manual, int use_sync, int b_periodic) {
+    tw_wheel *w = manual ? wheel(0, 0, 1) : wheel(1, 1, 0);
+    pair a = {w, 0, use_sync, -1, 0, 0}, b = {w, 0, 0, -1, 0, 0};
+    tw_timer_id a_id;
+    CHECK_OK(tw_add(w, 5, slow_run, &a, drop_stops_other, &a_id));
+    if (b_periodic)
+        CHECK_OK(tw_add_periodic(w, 6, 50, TW_FIXED_RATE, count_run, &b, count_drop, &a.other));
+    else
+        CHECK_OK(tw_add(w, 6, count_run, &b, count_drop, &a.other));
+    if (manual) {
+        sleep_ms(10);
+        size_t ran = 0;
+        CHECK_OK(tw_poll(w, &ran));
+        CHECK(ran == 1);
+    } else {
+        long done = -1;
+        int64_t give_up = now_ns() + (int64_t)WAIT_MS * 1000000;
+        while (atomic_get(&a.status) == done && now_ns() < give_up) sleep_ms(1);
+        sleep_ms(60);
+    }
+    CHECK_STATUS((tw_status)atomic_get(&a.status), TW_OK);
+    CHECK(atomic_get(&b.runs) == 0);
+    CHECK(atomic_get(&b.drops) == 1);
+    CHECK_OK(tw_destroy(w));
+}
+
+static void test_drop_deletes_a_due_one_shot(void) { drop_stops_the_next_due(0, 0, 0); }
+static void test_drop_delete_syncs_a_due_one_shot(void) { drop_stops_the_next_due(0, 1, 0); }
+static void test_drop_deletes_a_due_periodic(void) { drop_stops_the_next_due(0, 0, 1); }
+static void test_manual_drop_deletes_a_due_one_shot(void) { drop_stops_the_next_due(1, 0, 0); }
+static void test_manual_drop_delete_syncs_a_due_one_shot(void) { drop_stops_the_next_due(1, 1, 0); }
+
+/* A drop function that delete_syncs its own timer: TW_ERR_BUSY at once, not a deadlock. */
+static void drop_delete_syncs_itself(void *data) {
+    pair *p = data;
+    atomic_set(&p->status, tw_delete_sync(p->w, p->other));
+    atomic_add(&p->drops, 1);
+}
+
+static void test_drop_delete_syncs_itself(void) {
+    tw_wheel *w = wheel(1, 1, 0);
+    pair a = {w, 0, 0, -1, 0, 0};
+    CHECK_OK(tw_add(w, 1, count_run, &a, drop_delete_syncs_itself, &a.other));
+    CHECK(wait_for(&a.drops, 1, WAIT_MS));
+    tw_status status = (tw_status)atomic_get(&a.status);
+    CHECK(status == TW_ERR_BUSY || status == TW_ERR_NOT_FOUND);
+    CHECK_OK(tw_destroy(w));
+}
+
+/* ---- destroying a wheel from inside: its callbacks, its drops, its tick thread -------- */
+
+#define PENDING 10
+
+typedef struct {
+    tw_wheel *w;
+    long busy_status;   /* what tw_destroy said from inside */
+    long nowait_status; /* what tw_destroy_nowait said */
+    long pending_drops; /* drops of the PENDING far timers */
+    long done;
+} owner;
+
+static void count_pending_drop(void *data) {
+    owner *o = data;
+    atomic_add(&o->pending_drops, 1);
+}
+
+static void never_runs(tw_timer_id id, void *data) {
+    (void)id;
+    (void)data;
+}
+
+/* What a C++ service does when a timer holds its last reference: destroy the wheel. */
+static void destroy_from_inside(owner *o) {
+    atomic_set(&o->busy_status, tw_destroy(o->w));
+    atomic_set(&o->nowait_status, tw_destroy_nowait(o->w));
+    /* Every pending timer's drop has run by now. */
+    CHECK(atomic_get(&o->pending_drops) == PENDING);
+    atomic_add(&o->done, 1);
+}
+
+static void destroy_in_callback(tw_timer_id id, void *data) {
+    (void)id;
+    destroy_from_inside(data);
+}
+
+static void destroy_in_drop(void *data) { destroy_from_inside(data); }
+
+static void noop_run(tw_timer_id id, void *data) {
+    (void)id;
+    (void)data;
+}
+
+/* from_drop: destroy from the one-shot's drop, else from its callback. */
+static void destroy_from_own_context(uint32_t max_workers, int manual, int from_drop) {
+    owner o = {NULL, -1, -1, 0, 0};
+    o.w = manual ? wheel(0, 0, 1) : wheel(max_workers == 0 ? 0 : 1, max_workers, 0);
+    for (int i = 0; i < PENDING; i++) {
+        tw_timer_id id;
+        CHECK_OK(tw_add(o.w, 3600000, never_runs, &o, count_pending_drop, &id));
+    }
+    tw_timer_id id;
+    if (from_drop)
+        CHECK_OK(tw_add(o.w, 1, noop_run, &o, destroy_in_drop, &id));
+    else
+        CHECK_OK(tw_add(o.w, 1, destroy_in_callback, &o, NULL, &id));
+    if (manual) {
+        sleep_ms(5);
+        size_t ran = 0;
+        CHECK_OK(tw_poll(o.w, &ran)); /* o.w is freed when this poll returns */
+        CHECK(ran == 1);
+    }
+    CHECK(wait_for(&o.done, 1, WAIT_MS));
+    CHECK_STATUS((tw_status)atomic_get(&o.busy_status), TW_ERR_BUSY);
+    CHECK_STATUS((tw_status)atomic_get(&o.nowait_status), TW_OK);
+    CHECK(atomic_get(&o.pending_drops) == PENDING);
+    sleep_ms(20); /* the wheel's threads exit and free it: LeakSanitizer checks at exit */
+}
+
+static void test_destroy_from_a_callback(void) { destroy_from_own_context(2, 0, 0); }
+static void test_destroy_from_a_drop(void) { destroy_from_own_context(2, 0, 1); }
+static void test_destroy_from_the_tick_thread(void) { destroy_from_own_context(0, 0, 0); }
+static void test_destroy_from_a_drop_on_the_tick_thread(void) { destroy_from_own_context(0, 0, 1); }
+static void test_destroy_from_a_manual_callback(void) { destroy_from_own_context(0, 1, 0); }
+static void test_destroy_from_a_manual_drop(void) { destroy_from_own_context(0, 1, 1); }
+
+/* Other callbacks still running when the wheel is destroyed without waiting may still use
+ * it: their calls say TW_ERR_SHUTDOWN, and their timers drop when they return. */
+typedef struct {
+    tw_wheel *w;
+    long inside;
+    long late_status;
+    long drops;
+} runner;
+
+static void run_past_destroy(tw_timer_id id, void *data) {
+    (void)id;
+    runner *r = data;
+    atomic_add(&r->inside, 1);
+    sleep_ms(50);
+    tw_timer_id more;
+    atomic_set(&r->late_status, tw_add(r->w, 1, noop_run, NULL, NULL, &more));
+}
+
+static void runner_drop(void *data) {
+    runner *r = data;
+    atomic_add(&r->drops, 1);
+}
+
+static void test_destroy_nowait_while_callbacks_run(void) {
+    runner r = {wheel(2, 2, 0), 0, -1, 0};
+    tw_timer_id id;
+    CHECK_OK(tw_add(r.w, 1, run_past_destroy, &r, runner_drop, &id));
+    CHECK(wait_for(&r.inside, 1, WAIT_MS));
+    CHECK_OK(tw_destroy_nowait(r.w));
+    CHECK(wait_for(&r.drops, 1, WAIT_MS));
+    CHECK_STATUS((tw_status)atomic_get(&r.late_status), TW_ERR_SHUTDOWN);
+    sleep_ms(20);
+}
+
+static void test_destroy_nowait_refuses_the_default_wheel(void) {
+    CHECK_STATUS(tw_destroy_nowait(tw_default()), TW_ERR_BUSY);
+    CHECK_STATUS(tw_destroy_nowait(NULL), TW_ERR_INVALID);
+}
+
+int main(void) {
+    RUN(test_delete_sync_then_free);
+    RUN(test_drop_deletes_a_due_one_shot);
+    RUN(test_drop_delete_syncs_a_due_one_shot);
+    RUN(test_drop_deletes_a_due_periodic);
+    RUN(test_manual_drop_deletes_a_due_one_shot);
+    RUN(test_manual_drop_delete_syncs_a_due_one_shot);
+    RUN(test_drop_delete_syncs_itself);
+    RUN(test_destroy_from_a_callback);
+    RUN(test_destroy_from_a_drop);
+    RUN(test_destroy_from_the_tick_thread);
+    RUN(test_destroy_from_a_drop_on_the_tick_thread);
+    RUN(test_destroy_from_a_manual_callback);
+    RUN(test_destroy_from_a_manual_drop);
+    RUN(test_destroy_nowait_while_callbacks_run);
+    RUN(test_destroy_nowait_refuses_the_default_wheel);
+    return check_summary("test_contract");
+}
