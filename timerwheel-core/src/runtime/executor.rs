@@ -320,3 +320,83 @@ impl Executor {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(count: u64) -> Vec<TimerId> {
+        (1..=count).filter_map(TimerId::from_u64).collect()
+    }
+
+    /// An executor with `workers` counted, all busy, and `queued` runs waiting.
+    fn busy(workers: usize, max: usize, queued: u64) -> Executor {
+        let executor = Executor::new(workers, max, Duration::from_secs(1));
+        executor.reserve_initial();
+        executor.push(&mut ids(queued));
+        executor
+    }
+
+    fn wait_grow_after() {
+        std::thread::sleep(GROW_AFTER + Duration::from_millis(1));
+    }
+
+    #[test]
+    fn every_queued_run_counts_until_taken() {
+        let executor = busy(1, 4, 40);
+        assert_eq!(executor.counts().queued, 40);
+        assert_eq!(executor.take(), TimerId::from_u64(1));
+        assert_eq!(executor.counts().queued, 39);
+    }
+
+    #[test]
+    fn the_pool_waits_grow_after_then_doubles() {
+        let executor = busy(1, 16, 64);
+        let early = executor.grow();
+        assert_eq!(early.start, 0, "nothing has waited GROW_AFTER yet");
+        assert!(early.look_again.is_some_and(|d| d <= GROW_AFTER));
+        wait_grow_after();
+        let mut sizes = vec![executor.counts().workers];
+        for _ in 0..5 {
+            let growth = executor.grow();
+            sizes.push(executor.counts().workers);
+            assert_eq!(growth.look_again.is_some(), sizes.last() < Some(&16));
+        }
+        assert_eq!(sizes, [1, 2, 4, 8, 16, 16]);
+        assert_eq!(executor.counts().spawned, 15);
+    }
+
+    #[test]
+    fn growth_is_bounded_by_the_runs_waiting() {
+        let executor = busy(4, 16, 2);
+        wait_grow_after();
+        assert_eq!(executor.grow().start, 2);
+    }
+
+    #[test]
+    fn no_wake_ups_when_the_pool_cannot_grow() {
+        let full = busy(4, 4, 10);
+        wait_grow_after();
+        let growth = full.grow();
+        assert_eq!((growth.start, growth.look_again), (0, None));
+        let empty = busy(1, 4, 0);
+        let growth = empty.grow();
+        assert_eq!((growth.start, growth.look_again), (0, None));
+    }
+
+    #[test]
+    fn an_empty_pool_starts_a_worker_at_once() {
+        let executor = busy(0, 4, 1);
+        assert_eq!(executor.grow().start, 1);
+    }
+
+    #[test]
+    fn a_closed_executor_hands_out_nothing_and_grows_no_more() {
+        let executor = busy(1, 4, 3);
+        executor.stop();
+        assert_eq!(executor.take(), None);
+        assert_eq!(executor.counts().queued, 0);
+        wait_grow_after();
+        assert_eq!(executor.grow().start, 0);
+    }
+}
