@@ -11,15 +11,21 @@
 
 #define WAIT_MS 5000
 
-static tw_wheel *wheel(uint32_t min_workers, uint32_t max_workers, int manual) {
+static tw_wheel *wheel_ticking(uint32_t tick_us, uint32_t min_workers, uint32_t max_workers,
+                               int manual) {
     tw_config cfg;
     tw_config_init(&cfg);
+    cfg.tick_us = tick_us;
     cfg.min_workers = min_workers;
     cfg.max_workers = max_workers;
     cfg.manual = (uint32_t)manual;
     tw_wheel *w = NULL;
     CHECK_OK(tw_create(&cfg, &w));
     return w;
+}
+
+static tw_wheel *wheel(uint32_t min_workers, uint32_t max_workers, int manual) {
+    return wheel_ticking(1000, min_workers, max_workers, manual);
 }
 
 /* ---- tw_delete_sync returns after the drop function returned ------------------------- */
@@ -95,25 +101,26 @@ static void drop_stops_other(void *data) {
     atomic_set(&p->status, status);
 }
 
-/* A (due first) and B (due in the next tick) on one thread; A's drop stops B. */
+/* A and B due in the same 10 ms tick, A first (its exact deadline is earlier), run by one
+ * thread; A's drop stops B. */
 static void drop_stops_the_next_due(int manual, int use_sync, int b_periodic) {
-    tw_wheel *w = manual ? wheel(0, 0, 1) : wheel(1, 1, 0);
+    tw_wheel *w = wheel_ticking(10000, manual ? 0 : 1, manual ? 0 : 1, manual);
     pair a = {w, 0, use_sync, -1, 0, 0}, b = {w, 0, 0, -1, 0, 0};
     tw_timer_id a_id;
-    CHECK_OK(tw_add(w, 5, slow_run, &a, drop_stops_other, &a_id));
+    CHECK_OK(tw_add(w, 30, slow_run, &a, drop_stops_other, &a_id));
+    sleep_ms(1);
     if (b_periodic)
-        CHECK_OK(tw_add_periodic(w, 6, 50, TW_FIXED_RATE, count_run, &b, count_drop, &a.other));
+        CHECK_OK(tw_add_periodic(w, 30, 50, TW_FIXED_RATE, count_run, &b, count_drop, &a.other));
     else
-        CHECK_OK(tw_add(w, 6, count_run, &b, count_drop, &a.other));
+        CHECK_OK(tw_add(w, 30, count_run, &b, count_drop, &a.other));
     if (manual) {
-        sleep_ms(10);
+        sleep_ms(50);
         size_t ran = 0;
         CHECK_OK(tw_poll(w, &ran));
         CHECK(ran == 1);
     } else {
-        long done = -1;
         int64_t give_up = now_ns() + (int64_t)WAIT_MS * 1000000;
-        while (atomic_get(&a.status) == done && now_ns() < give_up) sleep_ms(1);
+        while (atomic_get(&a.status) == -1 && now_ns() < give_up) sleep_ms(1);
         sleep_ms(60);
     }
     CHECK_STATUS((tw_status)atomic_get(&a.status), TW_OK);
