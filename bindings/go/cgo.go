@@ -111,6 +111,12 @@ func cDestroy(w cWheel) error {
 	return statusErr(C.tw_destroy(w))
 }
 
+// cDestroyNowait shuts the wheel down without waiting for running callbacks (the caller's
+// own included); the library frees it when the last of them has returned.
+func cDestroyNowait(w cWheel) error {
+	return statusErr(C.tw_destroy_nowait(w))
+}
+
 // cVersion is the library's version string.
 func cVersion() string {
 	return C.GoString(C.tw_version())

@@ -120,19 +120,12 @@ func (w *Wheel) Close() error {
 	}
 	w.storeFinal(before)
 	if errors.Is(cDestroy(w.c), ErrBusy) {
-		// Inside one of our own callbacks: tw_destroy would wait for it, so it is left to a
-		// goroutine that is not a callback.
-		go w.destroy(before)
-		return nil
+		// Inside one of our own callbacks, where tw_destroy would wait for itself: the
+		// wheel stops without waiting, and the library frees it when the callback returns.
+		_ = cDestroyNowait(w.c)
 	}
 	w.destroyed(before)
 	return nil
-}
-
-// destroy frees the C wheel once the callback that closed it has returned.
-func (w *Wheel) destroy(before Stats) {
-	_ = cDestroy(w.c)
-	w.destroyed(before)
 }
 
 // destroyed ends the Go side of a destroyed wheel.

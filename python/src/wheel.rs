@@ -190,7 +190,7 @@ pub fn _exiting() {
 impl Drop for Wheel {
     /// A wheel that is garbage collected without `close()` shuts down like Rust's
     /// `Runtime` does, without holding the GIL while it waits. From inside one of its
-    /// own callbacks, where shutting down would wait for itself, a helper thread does it.
+    /// own callbacks, where shutting down would wait for itself, it stops without waiting.
     /// Once the interpreter is exiting, worker threads may no longer be able to attach, so
     /// waiting for them could hang the exit: the runtime is left to the process's end.
     /// (No Python code runs here: a dealloc must not disturb the exception being raised.)
@@ -205,7 +205,7 @@ impl Drop for Wheel {
             None => rt.shutdown(),
         };
         if result == Err(Error::Busy) {
-            std::thread::spawn(move || rt.shutdown());
+            let _ = rt.shutdown_nowait();
         }
     }
 }
