@@ -181,6 +181,9 @@ typedef void (*tw_callback)(tw_timer_id id, void *user_data);
 /**
  * Frees a timer's `user_data`: called exactly once per accepted timer, after its last
  * callback returned (after a one-shot fired, at delete, or at destroy). May be NULL.
+ * After a run, it is called on the thread that ran the callback, before that thread
+ * starts another callback; it may call every function a callback may, with the same
+ * meanings (tw_destroy: TW_ERR_BUSY; tw_destroy_nowait works).
  */
 typedef void (*tw_drop_fn)(void *user_data);
 
@@ -389,10 +392,12 @@ enum tw_status tw_delete(struct tw_wheel *w, tw_timer_id id);
 
 /**
  * Like tw_delete, then waits until a callback of this timer running on another thread
- * has returned (so its user data is no longer in use when this returns).
+ * has returned and, when the timer ended, its drop function has returned: the user data
+ * is no longer in use when this returns, and the caller may free it.
  *
  * Returns what tw_delete returns, or TW_ERR_BUSY at once (nothing changes) when called
- * from this timer's own callback (TW_ERR_SHUTDOWN during destroy, even there).
+ * from this timer's own callback or drop function (TW_ERR_SHUTDOWN during destroy, even
+ * there).
  *
  * # Safety
  * `w` is NULL or a live wheel.

@@ -164,10 +164,12 @@ pub unsafe extern "C" fn tw_delete(w: *mut tw_wheel, id: tw_timer_id) -> tw_stat
 }
 
 /// Like tw_delete, then waits until a callback of this timer running on another thread
-/// has returned (so its user data is no longer in use when this returns).
+/// has returned and, when the timer ended, its drop function has returned: the user data
+/// is no longer in use when this returns, and the caller may free it.
 ///
 /// Returns what tw_delete returns, or TW_ERR_BUSY at once (nothing changes) when called
-/// from this timer's own callback (TW_ERR_SHUTDOWN during destroy, even there).
+/// from this timer's own callback or drop function (TW_ERR_SHUTDOWN during destroy, even
+/// there).
 ///
 /// # Safety
 /// `w` is NULL or a live wheel.

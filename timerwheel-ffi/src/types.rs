@@ -35,6 +35,9 @@ pub type tw_callback = Option<unsafe extern "C" fn(id: tw_timer_id, user_data: *
 
 /// Frees a timer's `user_data`: called exactly once per accepted timer, after its last
 /// callback returned (after a one-shot fired, at delete, or at destroy). May be NULL.
+/// After a run, it is called on the thread that ran the callback, before that thread
+/// starts another callback; it may call every function a callback may, with the same
+/// meanings (tw_destroy: TW_ERR_BUSY; tw_destroy_nowait works).
 pub type tw_drop_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 
 /// The result of every call that can fail. TW_OK is 0; the errors are distinct.
