@@ -1,6 +1,7 @@
 /*
  * A small test runner for the C tests: CHECK macros, a RUN macro per test, a summary
- * line "name: N passed, M failed" and an exit status. Helpers for time, sleeping,
+ * line "name: N passed, M failed" and an exit status. TW_TEST=part runs only the tests
+ * whose name contains "part" (e.g. TW_TEST=delete_sync build/c/test_contract). Helpers for time, sleeping,
  * waiting with a timeout and atomic counters (the callbacks run on other threads).
  */
 #ifndef TIMERWHEEL_TEST_CHECK_H
@@ -10,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "timerwheel.h"
@@ -46,8 +48,15 @@ static inline void atomic_set(long *p, long v) { __atomic_store_n(p, v, __ATOMIC
 
 #define CHECK_OK(call) CHECK_STATUS(call, TW_OK)
 
+/* Whether a test runs: every one, or those whose name contains $TW_TEST. */
+static inline int check_selected(const char *name) {
+    const char *filter = getenv("TW_TEST");
+    return filter == NULL || *filter == '\0' || strstr(name, filter) != NULL;
+}
+
 #define RUN(test)                                                                      \
     do {                                                                               \
+        if (!check_selected(#test)) break;                                             \
         check_failures_now = 0;                                                        \
         test();                                                                        \
         if (__atomic_load_n(&check_failures_now, __ATOMIC_SEQ_CST) == 0) {             \
