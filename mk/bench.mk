@@ -2,13 +2,28 @@
 # appends its own), collects their JSON lines and writes bench/report.md with the W3 plot
 # bench/w3_lateness.png. matplotlib lives in the bench virtualenv .venv-bench only.
 # BENCH_QUICK=1 for a short run (the targets get BENCH_ARGS=--quick).
-.PHONY: bench-runtime bench-report
+.PHONY: bench-runtime bench-executor bench-billing bench-report
 
 BENCH_VENV := $(CURDIR)/.venv-bench
 
-# W1-W6 through the runtime (Rust API) against a same-shape heap timer and tokio's DelayQueue.
+# W1-W8 through the runtime (Rust API); W1-W5 against a same-shape heap timer and tokio's
+# DelayQueue.
 bench-runtime:
 	$(CARGO) run --release -q -p timerwheel-core --example bench_runtime -- $(BENCH_ARGS)
+
+# W6-W8 alone, the executor's workloads (slow callbacks, bursts, a mixed load), and their
+# table: a short run for the executor's before/after (BENCH_ARGS=--quick shortens W6 only).
+bench-executor:
+	$(CARGO) run --release -q -p timerwheel-core --example bench_runtime -- --only W6,W7,W8 $(BENCH_ARGS)
+
+# The billing demo (mk/demo.mk) with a large slow share: 5 % of the charging calls block
+# 20 ms. Its report ends with the lateness line to compare before and after. These
+# sessions make about 5,000 charges a second (9,000 at the peak): 5 workers' worth of
+# blocking, which a pool of 16 can carry; the demo's default 200,000 sessions would need
+# about 170 workers.
+BILLING_SLOW_ARGS ?= --sessions 12000 --events 6000 --slow 0.05 --slow-ms 20
+bench-billing:
+	$(MAKE) --no-print-directory demo BILLING_ARGS="$(BILLING_SLOW_ARGS) $(BILLING_ARGS)"
 
 $(BENCH_VENV)/.ready:
 	@$(PYTHON) -m venv $(BENCH_VENV) 2>/dev/null || \

@@ -73,7 +73,8 @@ static int is_slow(const billing *b, tw_timer_id id, int64_t charge) {
 
 /* The slow part of a charge: a database write, outside the account lock. */
 static void write_charge_record(billing *b) {
-    struct timespec ts = {0, (long)(b->opt.slow_ms * 1000000u)};
+    uint64_t ms = b->opt.slow_ms;
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
     atomic_fetch_add(&b->slow_calls, 1);
     nanosleep(&ts, NULL);
 }

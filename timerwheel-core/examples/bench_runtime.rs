@@ -1,10 +1,15 @@
-//! W1-W6 of BENCHMARKS.md through the runtime (Rust API), each beside its baselines in the
+//! W1-W8 of BENCHMARKS.md through the runtime (Rust API), each beside its baselines in the
 //! same run: the same-shape heap timer (BinaryHeap + lazy delete behind a Mutex, with its
 //! own thread) and tokio's DelayQueue. Every (workload, implementation) pair runs in a
 //! child process of its own, so memory figures start from a clean heap. W3 runs three times
 //! per implementation and reports the run with the median p99.
 //!
-//!     cargo run --release --example bench_runtime [-- --quick] [-- --only W3]
+//! W6-W8 measure the executor (slow callbacks, bursts, a mixed load). They run here, on the
+//! Rust API, because W6 already does and the executor is the core's: the C ABI adds nothing
+//! to a callback that blocks for milliseconds. W7 and W8 keep their sizes under `--quick`
+//! (the cases of the issue, a few seconds each).
+//!
+//!     cargo run --release --example bench_runtime [-- --quick] [-- --only W6,W7,W8]
 
 mod support;
 
@@ -61,7 +66,7 @@ fn main() {
         .iter()
         .position(|a| a == "--only")
         .map(|p| args[p + 1].clone());
-    let plan = [
+    let mut plan = vec![
         ("W1", OURS),
         ("W1", HEAP),
         ("W1", TOKIO),
@@ -79,9 +84,14 @@ fn main() {
         ("W6", "timerwheel-adaptive"),
         ("W6", "timerwheel-fixed1"),
     ];
+    plan.extend(BURSTS.iter().map(|burst| ("W7", burst.name)));
+    plan.extend([("W8", W8_MIXED), ("W8", W8_INSTANT_ONLY)]);
     let mut rows = Vec::new();
     for (workload, implementation) in plan {
-        if only.as_deref().is_some_and(|o| o != workload) {
+        if only
+            .as_deref()
+            .is_some_and(|o| !o.split(',').any(|w| w == workload))
+        {
             continue;
         }
         let row = match workload {
@@ -181,6 +191,9 @@ fn run_child(workload: &str, implementation: &str, scale: &Scale) -> Row {
         ("W5", HEAP) => w5_heap(scale.n),
         ("W6", "timerwheel-adaptive") => w6(scale.slow, 16, "timerwheel-adaptive"),
         ("W6", "timerwheel-fixed1") => w6(scale.slow, 1, "timerwheel-fixed1"),
+        ("W7", name) => w7(burst_named(name)),
+        ("W8", W8_MIXED) => w8(W8_SLOW, W8_MIXED),
+        ("W8", W8_INSTANT_ONLY) => w8(0, W8_INSTANT_ONLY),
         _ => panic!("unknown {workload} {implementation}"),
     }
 }
@@ -582,6 +595,129 @@ fn w6(count: usize, max_workers: usize, name: &'static str) -> Row {
         .with("workers_after_idle", stats.workers as f64)
 }
 
+/// Adds a one-shot due at `due` (the delay is taken from the clock now).
+fn add_due(rt: &Runtime<BoxTask>, due: Instant, task: BoxTask) {
+    let delay = due.saturating_duration_since(Instant::now());
+    rt.add(delay, task).ok().unwrap();
+}
+
+/// A W7 case: `n` one-shots due in the same tick, each blocking `block_ms`, on a pool of
+/// 1 to `max_workers` workers.
+struct Burst {
+    name: &'static str,
+    n: usize,
+    block_ms: u64,
+    max_workers: usize,
+}
+
+const BURSTS: [Burst; 3] = [
+    Burst {
+        name: "timerwheel-64x50ms-max16",
+        n: 64,
+        block_ms: 50,
+        max_workers: 16,
+    },
+    Burst {
+        name: "timerwheel-256x20ms-max16",
+        n: 256,
+        block_ms: 20,
+        max_workers: 16,
+    },
+    Burst {
+        name: "timerwheel-33x100ms-max4",
+        n: 33,
+        block_ms: 100,
+        max_workers: 4,
+    },
+];
+
+/// W7 and W8 add their timers this long before the first is due.
+const LEAD: Duration = Duration::from_millis(100);
+
+fn burst_named(name: &str) -> &'static Burst {
+    BURSTS
+        .iter()
+        .find(|b| b.name == name)
+        .unwrap_or_else(|| panic!("unknown W7 case {name}"))
+}
+
+/// W7: the drain time (the common due time to the last return) against the ideal, one
+/// tick + n * block / max_workers. Each run records its end as a "lateness" against the
+/// due time, so the largest one is the drain.
+fn w7(burst: &Burst) -> Row {
+    let rt = runtime(burst.max_workers);
+    let block = Duration::from_millis(burst.block_ms);
+    let ideal = rt.config().tick + block * burst.n as u32 / burst.max_workers as u32;
+    let ends = Arc::new(Lateness::default());
+    let due = Instant::now() + LEAD;
+    for _ in 0..burst.n {
+        let ends = Arc::clone(&ends);
+        let blocking_call = move |_| {
+            thread::sleep(block);
+            ends.record(due, Instant::now());
+        };
+        add_due(&rt, due, Box::new(blocking_call));
+    }
+    wait_for_count(&ends, burst.n);
+    let drain = Duration::from_micros(ends.max());
+    Row::new(burst.name, false, "W7", burst.n)
+        .with("drain_s", drain.as_secs_f64())
+        .with("ideal_s", ideal.as_secs_f64())
+        .with("ratio", drain.as_secs_f64() / ideal.as_secs_f64())
+        .with("workers_peak", rt.stats().workers_peak as f64)
+}
+
+/// W8's instant callbacks, due uniformly over [`W8_SPAN`].
+const W8_INSTANT: usize = 20_000;
+/// W8's slow callbacks, each blocking [`W8_BLOCK`], spread evenly over the same span.
+const W8_SLOW: usize = 40;
+const W8_SPAN: Duration = Duration::from_secs(2);
+const W8_BLOCK: Duration = Duration::from_millis(200);
+/// Instant and slow callbacks together on a pool of 1 to 16 workers.
+const W8_MIXED: &str = "timerwheel-mixed";
+/// The same instant callbacks without the slow ones: what the tick alone costs them.
+const W8_INSTANT_ONLY: &str = "timerwheel-instant-only";
+
+/// W8 with `slow` blocking callbacks: the lateness of the instant ones, which each record
+/// against its exact due time.
+fn w8(slow: usize, name: &'static str) -> Row {
+    let rt = runtime(16);
+    let lateness = Arc::new(Lateness::default());
+    let mut rng = Rng::new(SEED ^ 8);
+    let start = Instant::now() + LEAD;
+    for _ in 0..W8_INSTANT {
+        let due = start + Duration::from_micros(rng.range(0, W8_SPAN.as_micros() as u64));
+        let lateness = Arc::clone(&lateness);
+        add_due(
+            &rt,
+            due,
+            Box::new(move |_| lateness.record(due, Instant::now())),
+        );
+    }
+    for i in 0..slow {
+        let due = start + W8_SPAN * (2 * i + 1) as u32 / (2 * slow) as u32;
+        add_due(&rt, due, Box::new(|_| thread::sleep(W8_BLOCK)));
+    }
+    wait_for_count(&lateness, W8_INSTANT);
+    Row::new(name, slow == 0, "W8", W8_INSTANT)
+        .with("late_p50_us", lateness.quantile(0.50) as f64)
+        .with("late_p99_us", lateness.quantile(0.99) as f64)
+        .with("late_max_us", lateness.max() as f64)
+        .with("workers_peak", rt.stats().workers_peak as f64)
+}
+
+/// W7 rows as drain / ideal, in ms, for the table.
+fn burst_ratios(rows: &[Row]) -> impl Iterator<Item = Ratio> + '_ {
+    rows.iter().filter(|r| r.workload == "W7").filter_map(|r| {
+        Some(Ratio {
+            what: format!("W7 drain / ideal (ms): {}", r.implementation),
+            ours: r.get("drain_s")? * 1e3,
+            baseline: r.get("ideal_s")? * 1e3,
+            target: Some(1.3),
+        })
+    })
+}
+
 fn report(rows: &[Row]) {
     let ratio = |w, f, ours, base| Ratio::of(rows, w, f, ours, base);
     let ratios: Vec<Ratio> = [
@@ -601,6 +737,15 @@ fn report(rows: &[Row]) {
     ]
     .into_iter()
     .flatten()
+    .chain(burst_ratios(rows))
+    .chain(
+        [
+            ratio("W8", "late_p99_us", W8_MIXED, W8_INSTANT_ONLY),
+            ratio("W8", "late_max_us", W8_MIXED, W8_INSTANT_ONLY),
+        ]
+        .into_iter()
+        .flatten(),
+    )
     .collect();
     print_table(
         "Runtime (Rust API) against its baselines, same run",
@@ -640,6 +785,18 @@ fn report(rows: &[Row]) {
         println!(
             "W4 idle CPU {:.4} % (target <= 0.01)",
             w4.get("idle_cpu_pct").unwrap()
+        );
+    }
+    if let Some(w8) = rows
+        .iter()
+        .find(|r| r.workload == "W8" && r.implementation == W8_MIXED)
+    {
+        println!(
+            "W8 instant callbacks beside {W8_SLOW} slow ones: late p50 {} us, p99 {} us \
+             (target <= 2000), max {} us (target <= 20000)",
+            w8.get("late_p50_us").unwrap(),
+            w8.get("late_p99_us").unwrap(),
+            w8.get("late_max_us").unwrap()
         );
     }
 }
