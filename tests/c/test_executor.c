@@ -204,8 +204,8 @@ static void test_mixed_load_instant_callbacks_never_wait_for_slow_ones(void) {
 
 /* ---- what the pool shows and does while runs wait ------------------------------------- */
 
-/* One worker (max 1), a run that blocks 300 ms and 10 more due in the same tick: while
- * the first runs, queue_depth counts the 10 that wait. */
+/* One worker (max 1), a run that blocks 300 ms and 10 more due 5 ms after it: while the
+ * first runs, queue_depth counts the 10 that wait. */
 static void test_queue_depth_counts_every_waiting_run(void) {
     enum { WAITING = 10 };
     long done = 0, started = 0;
@@ -216,7 +216,7 @@ static void test_queue_depth_counts_every_waiting_run(void) {
         jobs[i].done = &done;
         jobs[i].started = &started;
         jobs[i].block_ms = i == 0 ? 300 : 0;
-        job_add(w, &jobs[i], 20);
+        job_add(w, &jobs[i], i == 0 ? 20 : 25);
     }
     CHECK(wait_for(&started, 1, WAIT_MS));
     sleep_ms(100);
