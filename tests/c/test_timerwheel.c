@@ -1,5 +1,5 @@
 /*
- * The semantics of the C ABI (shared/API.md), function by function. Threaded behaviour is
+ * The semantics of the C ABI (docs/contract.md), function by function. Threaded behaviour is
  * checked with generous timeouts; exact timing only in manual mode.
  */
 #include "check.h"
