@@ -4,7 +4,7 @@
 
 PREFIX ?= /usr/local
 TW_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
-TW_ABI := 0
+TW_ABI := $(shell sed -n 's/^abi = \([0-9]*\)$$/\1/p' timerwheel-ffi/Cargo.toml)
 TW_LIBDIR := $(CURDIR)/target/release
 TW_HEADER := include/timerwheel.h
 C_BUILD := build/c

@@ -99,7 +99,7 @@ func cReset(w cWheel, id, delayMs uint64) error {
 
 // cStats reads the wheel's counters.
 func cStats(w cWheel) (Stats, error) {
-	var s C.tw_stats
+	s := C.tw_stats{size: C.sizeof_tw_stats}
 	if err := statusErr(C.tw_get_stats(w, &s)); err != nil {
 		return Stats{}, err
 	}
