@@ -100,3 +100,28 @@ pub unsafe fn write_sized<T: SizedStruct>(ptr: NonNull<T>, mut value: T) -> Resu
     };
     Ok(())
 }
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod tests {
+    use super::*;
+
+    /// The layouts of 0.2.0: fields are only ever added after these, none moves.
+    #[test]
+    fn layouts_of_0_2_0_stay() {
+        let config = [
+            offset_of!(tw_config, size),
+            offset_of!(tw_config, tick_us),
+            offset_of!(tw_config, min_workers),
+            offset_of!(tw_config, max_workers),
+            offset_of!(tw_config, worker_keepalive_ms),
+            offset_of!(tw_config, max_timers),
+            offset_of!(tw_config, manual),
+            offset_of!(tw_config, reserved),
+        ];
+        assert_eq!(config, [0, 8, 16, 20, 24, 32, 40, 44]);
+        assert_eq!(tw_config::FIRST_SIZE, 48);
+        assert_eq!(offset_of!(tw_stats, pending), 8);
+        assert_eq!(offset_of!(tw_stats, late_max_us), 112);
+        assert_eq!(tw_stats::FIRST_SIZE, 128);
+    }
+}
