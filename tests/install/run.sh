@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT; [ -n "${KEEP:-}" ] && trap - EXIT
+trap 'rm -rf "$work"' EXIT
 passed=0
 
 pass() {
