@@ -16,6 +16,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The version of this header; tw_version() and tw_version_number() give the library's. */
+#define TW_VERSION_MAJOR 0
+#define TW_VERSION_MINOR 2
+#define TW_VERSION_PATCH 0
+/* (major << 16) | (minor << 8) | patch, as tw_version_number() returns it. */
+#define TW_VERSION_NUMBER 0x000200
+
 /**
  * The result of every call that can fail. TW_OK is 0; the errors are distinct.
  */
@@ -72,8 +79,15 @@ typedef struct tw_wheel tw_wheel;
 
 /**
  * How a wheel is set up. Fill it with `tw_config_init`, then change what you need.
+ * It can gain fields at its end in later versions (docs/c.md, "ABI policy").
  */
 typedef struct tw_config {
+  /**
+   * sizeof(tw_config) where the caller was compiled: tw_config_init sets it, tw_create
+   * reads that many bytes and takes the defaults for fields past them. 0 stands for the
+   * layout of 0.2.0 (a struct zeroed instead of filled by tw_config_init).
+   */
+  size_t size;
   /**
    * Granularity of the wheel in microseconds: default 1000, at least 100, at most 1000000.
    */
@@ -98,13 +112,25 @@ typedef struct tw_config {
    * Nonzero = no threads: the caller drives time with tw_poll and tw_next_timeout_ms.
    */
   uint32_t manual;
+  /**
+   * 0 (tw_create refuses anything else). Makes the end of the struct explicit, so that
+   * every field added later makes sizeof(tw_config) larger.
+   */
+  uint32_t reserved;
 } tw_config;
 
 /**
  * A snapshot of a wheel's counters. At any quiet moment
  * added = fired_one_shot + cancelled + pending + discarded.
+ * It can gain fields at its end in later versions (docs/c.md, "ABI policy").
  */
 typedef struct tw_stats {
+  /**
+   * Set it to sizeof(tw_stats) before tw_get_stats (`tw_stats s = {.size = sizeof s};`),
+   * or to 0 for the layout of 0.2.0: the library writes no more bytes than that, and
+   * stores here how many it wrote.
+   */
+  size_t size;
   /**
    * Timers that will run (again) unless deleted.
    */
@@ -193,12 +219,13 @@ extern "C" {
 
 /**
  * Fills `*cfg` with the defaults: tick_us 1000, min_workers 1, max_workers = number of
- * CPUs, worker_keepalive_ms 1000, max_timers 0 (unlimited), manual 0.
+ * CPUs, worker_keepalive_ms 1000, max_timers 0 (unlimited), manual 0; and size =
+ * sizeof(tw_config), reserved 0.
  *
  * Bad input: `cfg` NULL does nothing.
  *
  * # Safety
- * `cfg` is NULL or valid for writing a `tw_config`.
+ * `cfg` is NULL or valid for writing a `tw_config` of this version.
  */
 void tw_config_init(struct tw_config *cfg);
 
@@ -206,14 +233,18 @@ void tw_config_init(struct tw_config *cfg);
  * Creates a wheel and starts its threads (none when `cfg->manual`); `*out` receives it.
  * `cfg` NULL means every default. Free the wheel with tw_destroy.
  *
+ * Reads the first `cfg->size` bytes of `*cfg` (0: the layout of 0.2.0); fields past them
+ * take their defaults.
+ *
  * Returns TW_OK, or (and `*out` is left untouched):
  * - TW_ERR_INVALID: `out` NULL; a config out of range (tick_us below 100 or above
- *   1000000, min_workers above a nonzero max_workers, max_workers above 1024); or the tick
- *   thread could not be started.
+ *   1000000, min_workers above a nonzero max_workers, max_workers above 1024); `size`
+ *   from 1 to sizeof(size_t) - 1; `reserved` or bytes past this version's struct not 0; or
+ *   the tick thread could not be started.
  *
  * # Safety
- * `cfg` is NULL or points to a readable `tw_config`; `out` is NULL or valid for writing a
- * pointer.
+ * `cfg` is NULL or points to a `tw_config` readable for `cfg->size` bytes; `out` is NULL or
+ * valid for writing a pointer.
  */
 enum tw_status tw_create(const struct tw_config *cfg, struct tw_wheel **out);
 
@@ -268,13 +299,17 @@ enum tw_status tw_destroy(struct tw_wheel *w);
 enum tw_status tw_destroy_nowait(struct tw_wheel *w);
 
 /**
- * Copies the wheel's counters into `*out`. At any quiet moment
+ * Copies the wheel's counters into `*out`, no more than `out->size` bytes (0: the layout
+ * of 0.2.0), and stores in `out->size` how many bytes it wrote. Set the size first:
+ * `tw_stats s = {.size = sizeof s};`. At any quiet moment
  * added = fired_one_shot + cancelled + pending + discarded.
  *
- * Returns TW_OK, or TW_ERR_INVALID when `w` or `out` is NULL. Works during shutdown too.
+ * Returns TW_OK, or TW_ERR_INVALID when `w` or `out` is NULL or `out->size` is from 1 to
+ * sizeof(size_t) - 1. Works during shutdown too.
  *
  * # Safety
- * `w` is NULL or a live wheel; `out` is NULL or valid for writing a `tw_stats`.
+ * `w` is NULL or a live wheel; `out` is NULL or points to a `tw_stats` whose size field is
+ * readable and which is writable for as many bytes as it says.
  */
 enum tw_status tw_get_stats(const struct tw_wheel *w, struct tw_stats *out);
 
@@ -411,9 +446,17 @@ enum tw_status tw_delete_sync(struct tw_wheel *w, tw_timer_id id);
 const char *tw_status_str(tw_status s);
 
 /**
- * The library's version, e.g. "0.1.0" (static, never NULL).
+ * The library's version, e.g. "0.2.0" (static, never NULL).
  */
 const char *tw_version(void);
+
+/**
+ * The library's version as one number, (major << 16) | (minor << 8) | patch: 0x000200 for
+ * 0.2.0. Compare it with TW_VERSION_NUMBER, the version of the header a program was
+ * compiled with: a library at least as new as the header has every function and field the
+ * program knows of.
+ */
+uint32_t tw_version_number(void);
 
 #ifdef __cplusplus
 }  // extern "C"

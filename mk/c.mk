@@ -1,11 +1,13 @@
 # The C ABI (crate timerwheel-ffi): library, header, C/C++ tests, install, C benchmark.
 .PHONY: lib header check-header test-c test-c-plain test-c-asan test-c-valgrind test-cpp \
-        test-install install bench-c
+        test-install install uninstall bench-c
 
-PREFIX ?= /usr/local
+# The version (Cargo.toml) and the ABI number (timerwheel-ffi/Cargo.toml), each set there only.
 TW_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
-TW_ABI := 0
+TW_ABI := $(shell sed -n 's/^abi = \([0-9]*\)$$/\1/p' timerwheel-ffi/Cargo.toml)
 TW_LIBDIR := $(CURDIR)/target/release
+# The system libraries the static archive needs, as rustc reports them when it builds it.
+TW_NATIVE_LIBS := $(TW_LIBDIR)/libtimerwheel.native-static-libs
 TW_HEADER := include/timerwheel.h
 C_BUILD := build/c
 C_TESTS := $(basename $(notdir $(wildcard tests/c/test_*.c)))
@@ -19,7 +21,8 @@ VALGRIND := valgrind -q --leak-check=full --errors-for-leak-kinds=definite \
 # The shared object's soname is libtimerwheel.so.$(TW_ABI): programs linked against it look
 # for that name, so target/release gets the link too.
 lib:
-	$(CARGO) build --release -q -p timerwheel-ffi
+	$(CARGO) rustc --release -q -p timerwheel-ffi --lib -- \
+	  --print native-static-libs=$(TW_NATIVE_LIBS)
 	ln -sf libtimerwheel.so $(TW_LIBDIR)/libtimerwheel.so.$(TW_ABI)
 
 # Regenerates the committed header (cbindgen runs in timerwheel-ffi/build.rs).
@@ -62,31 +65,60 @@ test-cpp: lib | $(C_BUILD)
 	  tests/cpp/test_wrapper.cpp -o $(C_BUILD)/test_wrapper $(C_LINK)
 	$(C_BUILD)/test_wrapper
 
-# Installs the header (and the C++ wrapper), the shared object with its soname links, the
-# static archive and timerwheel.pc under $(PREFIX).
-install: lib
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 $(TW_HEADER) bindings/cpp/timerwheel.hpp $(DESTDIR)$(PREFIX)/include/
-	install -m 755 $(TW_LIBDIR)/libtimerwheel.so $(DESTDIR)$(PREFIX)/lib/libtimerwheel.so.$(TW_VERSION)
-	ln -sf libtimerwheel.so.$(TW_VERSION) $(DESTDIR)$(PREFIX)/lib/libtimerwheel.so.$(TW_ABI)
-	ln -sf libtimerwheel.so.$(TW_ABI) $(DESTDIR)$(PREFIX)/lib/libtimerwheel.so
-	install -m 644 $(TW_LIBDIR)/libtimerwheel.a $(DESTDIR)$(PREFIX)/lib/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(TW_VERSION)|' \
-	  timerwheel-ffi/timerwheel.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/timerwheel.pc
+# Where `make install` puts things; DESTDIR, if set, is prepended to each (staged installs).
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+DOCDIR ?= $(PREFIX)/share/doc/timerwheel
+PKGCONFIGDIR := $(LIBDIR)/pkgconfig
+CMAKEDIR := $(LIBDIR)/cmake/timerwheel
+TW_BUILT := $(TW_LIBDIR)/libtimerwheel.so $(TW_LIBDIR)/libtimerwheel.a $(TW_NATIVE_LIBS)
+TW_INSTALLED := $(INCLUDEDIR)/timerwheel.h $(INCLUDEDIR)/timerwheel.hpp \
+  $(LIBDIR)/libtimerwheel.so.$(TW_VERSION) $(LIBDIR)/libtimerwheel.so.$(TW_ABI) \
+  $(LIBDIR)/libtimerwheel.so $(LIBDIR)/libtimerwheel.a $(PKGCONFIGDIR)/timerwheel.pc \
+  $(CMAKEDIR)/timerwheelConfig.cmake $(CMAKEDIR)/timerwheelConfigVersion.cmake \
+  $(DOCDIR)/LICENSE-MIT $(DOCDIR)/LICENSE-APACHE
+# Fills the @NAME@ fields of timerwheel-ffi/timerwheel.pc.in and timerwheel-ffi/cmake/*.in.
+TW_SUBST = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+  -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(TW_VERSION)|g' -e 's|@ABI@|$(TW_ABI)|g' \
+  -e 's|@VERSION_MAJOR@|$(word 1,$(subst ., ,$(TW_VERSION)))|g' \
+  -e 's|@VERSION_MINOR@|$(word 2,$(subst ., ,$(TW_VERSION)))|g' \
+  -e "s|@SIZEOF_VOID_P@|$$(($$(getconf LONG_BIT) / 8))|g" \
+  -e "s|@LIBS_PRIVATE@|$$(cat $(TW_NATIVE_LIBS))|g" \
+  -e "s|@CMAKE_LINK_LIBS@|$$(sed -e 's/-lpthread/Threads::Threads/' -e 's/-l//g' -e 's/ \+/;/g' $(TW_NATIVE_LIBS))|g"
 
-# Installs into a temporary prefix, then builds and runs a C program with pkg-config,
-# linked once against the shared object and once against the static archive.
-test-install:
+# Installs what `make lib` built (it runs no cargo): the header and the C++ wrapper, the
+# shared object with its soname links, the static archive, timerwheel.pc, the CMake package
+# (lib/cmake/timerwheel) and the licences.
+install: $(TW_BUILT)
+	install -d $(addprefix $(DESTDIR),$(INCLUDEDIR) $(LIBDIR) $(PKGCONFIGDIR) $(CMAKEDIR) $(DOCDIR))
+	install -m 644 $(TW_HEADER) bindings/cpp/timerwheel.hpp $(DESTDIR)$(INCLUDEDIR)/
+	install -m 755 $(TW_LIBDIR)/libtimerwheel.so $(DESTDIR)$(LIBDIR)/libtimerwheel.so.$(TW_VERSION)
+	ln -sf libtimerwheel.so.$(TW_VERSION) $(DESTDIR)$(LIBDIR)/libtimerwheel.so.$(TW_ABI)
+	ln -sf libtimerwheel.so.$(TW_ABI) $(DESTDIR)$(LIBDIR)/libtimerwheel.so
+	install -m 644 $(TW_LIBDIR)/libtimerwheel.a $(DESTDIR)$(LIBDIR)/
+	install -m 644 LICENSE-MIT LICENSE-APACHE $(DESTDIR)$(DOCDIR)/
+	$(TW_SUBST) timerwheel-ffi/timerwheel.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/timerwheel.pc
+	$(TW_SUBST) timerwheel-ffi/cmake/timerwheelConfig.cmake.in > $(DESTDIR)$(CMAKEDIR)/timerwheelConfig.cmake
+	$(TW_SUBST) timerwheel-ffi/cmake/timerwheelConfigVersion.cmake.in \
+	  > $(DESTDIR)$(CMAKEDIR)/timerwheelConfigVersion.cmake
+
+$(TW_BUILT):
+	@echo "install: $@ is missing: build first ('make lib'), then install" >&2; exit 1
+
+# Removes what `make install` put there (with the same PREFIX, LIBDIR, ... and DESTDIR).
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(TW_INSTALLED))
+	@for dir in $(addprefix $(DESTDIR),$(CMAKEDIR) $(DOCDIR)); do \
+	  if [ -d $$dir ]; then rmdir --ignore-fail-on-non-empty $$dir; fi; done
+
+# As a user of an installed library would: builds programs with pkg-config (shared and
+# static) and with CMake's find_package (C shared and static, C++ through the wrapper)
+# against a temporary prefix, runs them, and checks DESTDIR, LIBDIR and uninstall.
+test-install: lib
 	@command -v pkg-config >/dev/null || (apt-get update -qq && apt-get install -y -qq pkg-config)
-	@set -e; prefix=$$(mktemp -d); trap 'rm -rf $$prefix' EXIT; \
-	$(MAKE) -s install PREFIX=$$prefix; \
-	export PKG_CONFIG_PATH=$$prefix/lib/pkgconfig; \
-	$(CC) -std=c99 $(C_WARN) tests/install/app.c -o $$prefix/app $$(pkg-config --cflags --libs timerwheel); \
-	LD_LIBRARY_PATH=$$prefix/lib $$prefix/app; \
-	$(CC) -std=c99 $(C_WARN) tests/install/app.c -o $$prefix/app-static $$(pkg-config --cflags timerwheel) \
-	  $$(pkg-config --variable=libdir timerwheel)/libtimerwheel.a $$(pkg-config --static --libs-only-l timerwheel | sed 's/-ltimerwheel//'); \
-	$$prefix/app-static; \
-	echo "test-install: 2 passed, 0 failed"
+	@command -v cmake >/dev/null || (apt-get update -qq && apt-get install -y -qq cmake)
+	tests/install/run.sh
 
 # W1-W3 through the C ABI against libuv (installed here if missing), and W1 through the
 # Rust API with the same input for the cost of the ABI. BENCH_ARGS=--quick for a short run.

@@ -1,22 +1,53 @@
 # The Go binding (bindings/go): vet, race-checked tests, benchmarks against the Go runtime's
-# timers. The package links target/release/libtimerwheel.a, which `lib` (mk/c.mk) builds.
-.PHONY: go-toolchain test-go bench-go
+# timers. By default the package links the prebuilt library inside the module
+# (bindings/go/internal/lib, written by `make go-lib`); with -tags timerwheel_system it links
+# an installed one through pkg-config, which the targets here use for a fresh build.
+.PHONY: go-toolchain go-lib check-go-lib go-fresh test-go test-go-module bench-go
 
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 GO_DIR := bindings/go
+GO_PLATFORM = $(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)
+# The library built from the sources, installed where -tags timerwheel_system finds it.
+GO_FRESH_PREFIX := $(CURDIR)/build/go-fresh
+GO_FRESH_ENV := PKG_CONFIG_PATH=$(GO_FRESH_PREFIX)/lib/pkgconfig LD_LIBRARY_PATH=$(GO_FRESH_PREFIX)/lib
 
 # Go comes with the machine; a bare Debian gets its package.
 go-toolchain:
 	@command -v $(GO) >/dev/null || (apt-get update -qq && apt-get install -y -qq golang-go)
 
-test-go: go-toolchain lib
+# Rebuilds the module's prebuilt library for this platform from the sources (profile dist:
+# LTO, no debug info) and prints its size. It is committed: run this when the C ABI changes
+# (check-go-lib fails until then) and at a release, not on every commit.
+go-lib: go-toolchain
+	$(CARGO) rustc --profile dist -q -p timerwheel-ffi --lib --crate-type staticlib -- \
+	  --print native-static-libs=$(CURDIR)/target/dist/libtimerwheel.native-static-libs
+	mk/go-lib.sh build $(GO_PLATFORM) target/dist/libtimerwheel.a \
+	  target/dist/libtimerwheel.native-static-libs
+
+# Fails when the committed library's exported symbols or header copy differ from
+# include/timerwheel.h (nm against the header's functions).
+check-go-lib:
+	mk/go-lib.sh check
+
+go-fresh: lib
+	$(MAKE) -s --no-print-directory install PREFIX=$(GO_FRESH_PREFIX)
+
+# The tests against the committed library, then against a fresh build of the sources.
+test-go: go-toolchain check-go-lib go-fresh
 	cd $(GO_DIR) && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	cd $(GO_DIR) && $(GO_FRESH_ENV) $(GO) vet -tags timerwheel_system ./... && \
+	  $(GO_FRESH_ENV) $(GO) test -tags timerwheel_system -race -count=1 ./...
+
+# As `go get` would: the module served from a local proxy, used by a program of its own
+# module, with no Rust toolchain on PATH (tests/go-module/run.sh).
+test-go-module: go-toolchain check-go-lib
+	tests/go-module/run.sh
 
 # W1, W2, W3 against time.AfterFunc / Stop / Reset: JSON lines, then a table of ratios.
-# GO_BENCH_ARGS="-n 100000" runs smaller sizes.
-bench-go: go-toolchain lib
-	cd $(GO_DIR) && $(GO) run ./cmd/bench $(GO_BENCH_ARGS)
+# GO_BENCH_ARGS="-n 100000" runs smaller sizes. Measures a fresh build of the sources.
+bench-go: go-toolchain go-fresh
+	cd $(GO_DIR) && $(GO_FRESH_ENV) $(GO) run -tags timerwheel_system ./cmd/bench $(GO_BENCH_ARGS)
 
-TEST_TARGETS += test-go
+TEST_TARGETS += test-go test-go-module
 BENCH_TARGETS += bench-go

@@ -1,6 +1,6 @@
 # The Python module (python/): a virtualenv at .venv with maturin and pytest, the package
 # installed into it with `pip install ./python`, its pytest suite and its benchmark.
-.PHONY: venv python-install test-python bench-python
+.PHONY: venv python-install test-python bench-python wheel sdist test-python-dist
 
 VENV_PY := $(VENV)/bin/python
 PIP_INSTALL := $(VENV_PY) -m pip install -q --disable-pip-version-check --root-user-action=ignore
@@ -20,5 +20,20 @@ test-python: python-install
 bench-python: python-install
 	$(VENV_PY) python/bench/bench.py $(if $(filter --quick,$(BENCH_ARGS)),--n 100000 --asyncio-n 20000 --touches 200000)
 
-TEST_TARGETS += test-python
+# An abi3 wheel (CPython 3.9+) for this platform in dist/: tagged manylinux when maturin's
+# check of the libraries and symbol versions it links passes (the lowest tag that holds),
+# plain linux otherwise; the licences are inside.
+wheel: venv
+	$(VENV)/bin/maturin build -m python/Cargo.toml --out $(CURDIR)/dist
+
+# The source distribution in dist/ (the Rust sources of the module and the core, licences).
+sdist: venv
+	$(VENV)/bin/maturin sdist -m python/Cargo.toml --out $(CURDIR)/dist
+
+# As a user of the wheel: installs it into a fresh virtualenv with no Rust toolchain on PATH
+# and runs the pytest suite against the installed package (tests/python-dist/run.sh).
+test-python-dist: wheel sdist
+	tests/python-dist/run.sh
+
+TEST_TARGETS += test-python test-python-dist
 BENCH_TARGETS += bench-python

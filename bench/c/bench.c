@@ -1,5 +1,5 @@
 /*
- * W1, W2, W3 of shared/BENCHMARKS.md through the C ABI, against libuv timers in the same
+ * W1, W2, W3 of docs/benchmarks.md through the C ABI, against libuv timers in the same
  * run. Prints one JSON object per line, then a table of ratios (ours / libuv) with the
  * targets. `--quick` runs a tenth of the sizes; `--rust FILE` reads the W1 line of the Rust
  * API (examples/w1_rust.rs, same delays and order) to compare the C ABI with it. W3 runs

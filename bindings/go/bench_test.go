@@ -6,7 +6,7 @@ import (
 	"github.com/timerwheel/timerwheel/bindings/go/internal/workload"
 )
 
-// The workloads of BENCHMARKS.md, each for the Go runtime's timers (the baseline) and for
+// The workloads of docs/benchmarks.md, each for the Go runtime's timers (the baseline) and for
 // timerwheel, as sub-benchmarks of one run: compare their ns/op side by side, or run
 // `go run ./cmd/bench` for the full sizes and a table of ratios.
 

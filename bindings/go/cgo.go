@@ -2,11 +2,10 @@ package timerwheel
 
 // The C boundary: the only file that calls into libtimerwheel. Every function here is a
 // thin wrapper that converts Go values to C values and back; the rules of the library
-// (which calls are safe when) are kept by wheel.go and timer.go.
+// (which calls are safe when) are kept by wheel.go and timer.go. Where the header and the
+// library come from is set by the build_*.go files.
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../include
-#cgo LDFLAGS: ${SRCDIR}/../../target/release/libtimerwheel.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 #include <stdint.h>
 #include <stdlib.h>
 #include "timerwheel.h"
@@ -99,7 +98,7 @@ func cReset(w cWheel, id, delayMs uint64) error {
 
 // cStats reads the wheel's counters.
 func cStats(w cWheel) (Stats, error) {
-	var s C.tw_stats
+	s := C.tw_stats{size: C.sizeof_tw_stats}
 	if err := statusErr(C.tw_get_stats(w, &s)); err != nil {
 		return Stats{}, err
 	}

@@ -34,7 +34,7 @@ static int setup(billing *b) {
 
 /* Prints a status line every second until the duration is over. */
 static void watch(billing *b, uint64_t start) {
-    tw_stats before = {0}, now;
+    tw_stats before = {0}, now = {.size = sizeof now};
     uint64_t end = start + (uint64_t)(b->opt.duration_s * 1e9), next = start;
     while (now_ns() < end) {
         next += 1000000000u;
@@ -51,7 +51,7 @@ static void watch(billing *b, uint64_t start) {
  * every drop has run; returns the wheel's counters then. */
 static tw_stats close_and_drain(billing *b) {
     uint32_t started = atomic_load(&b->started);
-    tw_stats st;
+    tw_stats st = {.size = sizeof st};
     for (uint32_t i = 0; i < started; i++) session_hang_up(b, i, CLOSED);
     for (int waited = 0; waited < 1000; waited++) {
         tw_get_stats(b->wheel, &st);

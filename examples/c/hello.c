@@ -43,7 +43,7 @@ int main(void) {
     while (!atomic_load(&s->closed)) sleep_ms(5);            /* silence: the timeout fires */
     tw_delete(w, charge);                  /* TW_OK: no further charge starts */
 
-    tw_stats st;
+    tw_stats st = {.size = sizeof st};
     tw_get_stats(w, &st);
     tw_destroy(w);                         /* waits for a charge still running */
     int charges = atomic_load(&s->charges);

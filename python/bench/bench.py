@@ -1,4 +1,4 @@
-"""Benchmarks W1, W2, W3 (shared/BENCHMARKS.md) of the timerwheel Python module against
+"""Benchmarks W1, W2, W3 (docs/benchmarks.md) of the timerwheel Python module against
 asyncio's loop.call_later / TimerHandle.cancel, side by side in one process.
 
 Prints one JSON object per line, then a table of ratios (timerwheel / asyncio, lower is

@@ -166,7 +166,7 @@ typedef struct {
 static void call_on_self(tw_timer_id id, void *user_data) {
     own_calls *c = user_data;
     tw_timer_id other = 0;
-    tw_stats stats;
+    tw_stats stats = {.size = sizeof stats};
     c->add = tw_add(c->wheel, 3600 * 1000, count_cb, NULL, count_drop, &other);
     c->add_periodic = tw_add_periodic(c->wheel, 3600 * 1000, 1, TW_FIXED_DELAY, count_cb, NULL,
                                       count_drop, &other);
@@ -224,7 +224,7 @@ typedef struct {
 static void call_during_shutdown(tw_timer_id id, void *user_data) {
     shutdown_calls *c = user_data;
     tw_timer_id out = 0;
-    tw_stats stats;
+    tw_stats stats = {.size = sizeof stats};
     size_t ran = 0;
     (void)id;
     atomic_set(&c->started, 1);

@@ -43,8 +43,7 @@ static tw_wheel *pool(uint32_t min_workers, uint32_t max_workers, uint64_t keepa
 }
 
 static tw_stats stats(const tw_wheel *w) {
-    tw_stats s;
-    memset(&s, 0, sizeof s);
+    tw_stats s = {.size = sizeof s};
     CHECK_OK(tw_get_stats(w, &s));
     return s;
 }

@@ -1,5 +1,5 @@
 /*
- * The semantics of the C ABI (shared/API.md), function by function. Threaded behaviour is
+ * The semantics of the C ABI (docs/contract.md), function by function. Threaded behaviour is
  * checked with generous timeouts; exact timing only in manual mode.
  */
 #include "check.h"
@@ -89,7 +89,7 @@ static tw_wheel *wheel_with(uint32_t max_workers, uint64_t max_timers, int manua
 }
 
 static tw_stats stats_of(tw_wheel *w) {
-    tw_stats s;
+    tw_stats s = {.size = sizeof s};
     memset(&s, 0, sizeof s);
     CHECK_OK(tw_get_stats(w, &s));
     return s;

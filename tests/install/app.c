@@ -1,5 +1,5 @@
-/* Built after `make install` with `cc app.c $(pkg-config --cflags --libs timerwheel)`:
- * one timer fires on an installed library. */
+/* Built against an installed timerwheel (make test-install), with pkg-config and with
+ * CMake's find_package: one timer fires. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <time.h>

@@ -1,4 +1,4 @@
-//! W1-W8 of BENCHMARKS.md through the runtime (Rust API), each beside its baselines in the
+//! W1-W8 of docs/benchmarks.md through the runtime (Rust API), each beside its baselines in the
 //! same run: the same-shape heap timer (BinaryHeap + lazy delete behind a Mutex, with its
 //! own thread) and tokio's DelayQueue. Every (workload, implementation) pair runs in a
 //! child process of its own, so memory figures start from a clean heap. W3 runs three times

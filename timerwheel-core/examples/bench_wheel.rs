@@ -1,4 +1,4 @@
-//! W1 and W2 of BENCHMARKS.md on the bare wheel against a bare `BinaryHeap` timer with lazy
+//! W1 and W2 of docs/benchmarks.md on the bare wheel against a bare `BinaryHeap` timer with lazy
 //! deletion, same seeded random numbers, one tick = 1 ms, payload `u64` for both.
 //!
 //! Each implementation runs each workload in a child process of its own (this program

@@ -1,4 +1,4 @@
-//! W1 (shared/BENCHMARKS.md) through the Rust API, with the delays and the delete order of
+//! W1 (docs/benchmarks.md) through the Rust API, with the delays and the delete order of
 //! bench/c/bench.c (same generator, same seed), so that the C benchmark can put the cost
 //! of the C ABI next to it. Prints one JSON line. Argument: `--quick` for a tenth of N.
 

@@ -10,6 +10,7 @@
 
 mod boundary;
 mod ptr;
+mod sized;
 mod task;
 mod time;
 mod types;
@@ -22,7 +23,7 @@ pub mod timers;
 
 pub mod text;
 
-pub use text::{tw_status_str, tw_version};
+pub use text::{tw_status_str, tw_version, tw_version_number};
 pub use timers::{tw_add, tw_add_at, tw_add_periodic, tw_delete, tw_delete_sync, tw_reset};
 pub use types::{
     tw_callback, tw_config, tw_drop_fn, tw_period_mode, tw_stats, tw_status, tw_timer_id, tw_wheel,

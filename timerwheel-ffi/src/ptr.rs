@@ -8,6 +8,7 @@ use std::ptr::NonNull;
 
 use timerwheel_core::{Config, Runtime};
 
+use crate::sized::{read_sized, write_sized, SizedStruct};
 use crate::task::CTask;
 use crate::types::{tw_config, tw_status, tw_wheel};
 
@@ -29,16 +30,22 @@ pub unsafe fn runtime<'a>(w: *const tw_wheel) -> Result<&'a Runtime<CTask>, tw_s
     unsafe { wheel(w) }.map(tw_wheel::runtime)
 }
 
-/// The configuration `cfg` describes; the defaults for NULL.
+/// The configuration `cfg` describes; the defaults for NULL and for the fields past the
+/// caller's size (sized.rs). `TW_ERR_INVALID` for a bad size or a nonzero `reserved`.
 ///
 /// # Safety
-/// `cfg` is NULL or points to a readable `tw_config`.
-pub unsafe fn config(cfg: *const tw_config) -> Config {
-    // SAFETY: by this function's contract, a non-NULL `cfg` is readable.
-    match unsafe { cfg.as_ref() } {
-        Some(cfg) => Config::from(cfg),
-        None => Config::default(),
+/// `cfg` is NULL or points to a `tw_config` readable for as many bytes as its size says.
+pub unsafe fn config(cfg: *const tw_config) -> Result<Config, tw_status> {
+    let Some(cfg) = NonNull::new(cfg.cast_mut()) else {
+        return Ok(Config::default());
+    };
+    let defaults = tw_config::from(&Config::default());
+    // SAFETY: by this function's contract.
+    let cfg = unsafe { read_sized(cfg, defaults) }?;
+    if cfg.reserved != 0 {
+        return Err(tw_status::TW_ERR_INVALID);
     }
+    Ok(Config::from(&cfg))
 }
 
 /// An out pointer checked for NULL before anything else happens, written once at the end.
@@ -64,5 +71,14 @@ impl<T> Out<'_, T> {
     pub fn put(self, value: T) {
         // SAFETY: `new`'s contract: the pointer is non-NULL and valid for one write.
         unsafe { self.ptr.as_ptr().write(value) }
+    }
+}
+
+impl<T: SizedStruct> Out<'_, T> {
+    /// Writes no more of the result than the caller's size field says (sized.rs).
+    pub fn put_sized(self, value: T) -> Result<(), tw_status> {
+        // SAFETY: `new`'s contract: the pointer is non-NULL and valid for writing the
+        // caller's struct, which is as large as its size field says.
+        unsafe { write_sized(self.ptr, value) }
     }
 }

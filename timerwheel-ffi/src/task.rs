@@ -15,7 +15,7 @@ pub struct CTask {
     drop: tw_drop_fn,
 }
 
-// SAFETY: a C caller that adds a timer hands `user_data` over to the library, and API.md
+// SAFETY: a C caller that adds a timer hands `user_data` over to the library, and docs/contract.md
 // (and the header) tell it that `cb` and `drop` run on another thread than the one that
 // added the timer. The pointer is only ever used through `cb` and `drop`, and the runtime
 // never runs a task concurrently with itself (`run` takes `&mut self`, drop happens once,

@@ -12,12 +12,24 @@ pub extern "C" fn tw_status_str(s: RawStatus) -> *const c_char {
     guard_or(UNKNOWN.as_ptr(), || message(s).as_ptr()).cast()
 }
 
-/// The library's version, e.g. "0.1.0" (static, never NULL).
+/// The library's version, e.g. "0.2.0" (static, never NULL).
 #[no_mangle]
 pub extern "C" fn tw_version() -> *const c_char {
     const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
     guard_or(VERSION.as_ptr(), || VERSION.as_ptr()).cast()
 }
+
+/// The library's version as one number, (major << 16) | (minor << 8) | patch: 0x000200 for
+/// 0.2.0. Compare it with TW_VERSION_NUMBER, the version of the header a program was
+/// compiled with: a library at least as new as the header has every function and field the
+/// program knows of.
+#[no_mangle]
+pub extern "C" fn tw_version_number() -> u32 {
+    guard_or(VERSION_NUMBER, || VERSION_NUMBER)
+}
+
+// VERSION_NUMBER, from the package version (build.rs).
+include!(concat!(env!("OUT_DIR"), "/version_number.rs"));
 
 const UNKNOWN: &str = "unknown status\0";
 

@@ -112,9 +112,14 @@ pub fn timer_id(raw: tw_timer_id) -> Result<TimerId, tw_status> {
 }
 
 /// How a wheel is set up. Fill it with `tw_config_init`, then change what you need.
+/// It can gain fields at its end in later versions (docs/c.md, "ABI policy").
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct tw_config {
+    /// sizeof(tw_config) where the caller was compiled: tw_config_init sets it, tw_create
+    /// reads that many bytes and takes the defaults for fields past them. 0 stands for the
+    /// layout of 0.2.0 (a struct zeroed instead of filled by tw_config_init).
+    pub size: usize,
     /// Granularity of the wheel in microseconds: default 1000, at least 100, at most 1000000.
     pub tick_us: u64,
     /// Worker threads kept even when idle: default 1.
@@ -127,11 +132,15 @@ pub struct tw_config {
     pub max_timers: u64,
     /// Nonzero = no threads: the caller drives time with tw_poll and tw_next_timeout_ms.
     pub manual: u32,
+    /// 0 (tw_create refuses anything else). Makes the end of the struct explicit, so that
+    /// every field added later makes sizeof(tw_config) larger.
+    pub reserved: u32,
 }
 
 impl From<&Config> for tw_config {
     fn from(config: &Config) -> Self {
         tw_config {
+            size: size_of::<tw_config>(),
             tick_us: u64::try_from(config.tick.as_micros()).unwrap_or(u64::MAX),
             min_workers: u32::try_from(config.min_workers).unwrap_or(u32::MAX),
             max_workers: u32::try_from(config.max_workers).unwrap_or(u32::MAX),
@@ -139,6 +148,7 @@ impl From<&Config> for tw_config {
                 .unwrap_or(u64::MAX),
             max_timers: u64::try_from(config.max_timers).unwrap_or(u64::MAX),
             manual: u32::from(config.manual),
+            reserved: 0,
         }
     }
 }
@@ -158,9 +168,14 @@ impl From<&tw_config> for Config {
 
 /// A snapshot of a wheel's counters. At any quiet moment
 /// added = fired_one_shot + cancelled + pending + discarded.
+/// It can gain fields at its end in later versions (docs/c.md, "ABI policy").
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct tw_stats {
+    /// Set it to sizeof(tw_stats) before tw_get_stats (`tw_stats s = {.size = sizeof s};`),
+    /// or to 0 for the layout of 0.2.0: the library writes no more bytes than that, and
+    /// stores here how many it wrote.
+    pub size: usize,
     /// Timers that will run (again) unless deleted.
     pub pending: u64,
     /// Timers ever accepted.
@@ -196,6 +211,7 @@ pub struct tw_stats {
 impl From<Stats> for tw_stats {
     fn from(s: Stats) -> Self {
         tw_stats {
+            size: size_of::<tw_stats>(),
             pending: s.pending,
             added: s.added,
             fired: s.fired,

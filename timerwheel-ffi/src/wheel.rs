@@ -11,12 +11,13 @@ use crate::time::ceil_ms;
 use crate::types::{tw_config, tw_stats, tw_status, tw_wheel};
 
 /// Fills `*cfg` with the defaults: tick_us 1000, min_workers 1, max_workers = number of
-/// CPUs, worker_keepalive_ms 1000, max_timers 0 (unlimited), manual 0.
+/// CPUs, worker_keepalive_ms 1000, max_timers 0 (unlimited), manual 0; and size =
+/// sizeof(tw_config), reserved 0.
 ///
 /// Bad input: `cfg` NULL does nothing.
 ///
 /// # Safety
-/// `cfg` is NULL or valid for writing a `tw_config`.
+/// `cfg` is NULL or valid for writing a `tw_config` of this version.
 #[no_mangle]
 pub unsafe extern "C" fn tw_config_init(cfg: *mut tw_config) {
     guard_or((), || {
@@ -30,21 +31,25 @@ pub unsafe extern "C" fn tw_config_init(cfg: *mut tw_config) {
 /// Creates a wheel and starts its threads (none when `cfg->manual`); `*out` receives it.
 /// `cfg` NULL means every default. Free the wheel with tw_destroy.
 ///
+/// Reads the first `cfg->size` bytes of `*cfg` (0: the layout of 0.2.0); fields past them
+/// take their defaults.
+///
 /// Returns TW_OK, or (and `*out` is left untouched):
 /// - TW_ERR_INVALID: `out` NULL; a config out of range (tick_us below 100 or above
-///   1000000, min_workers above a nonzero max_workers, max_workers above 1024); or the tick
-///   thread could not be started.
+///   1000000, min_workers above a nonzero max_workers, max_workers above 1024); `size`
+///   from 1 to sizeof(size_t) - 1; `reserved` or bytes past this version's struct not 0; or
+///   the tick thread could not be started.
 ///
 /// # Safety
-/// `cfg` is NULL or points to a readable `tw_config`; `out` is NULL or valid for writing a
-/// pointer.
+/// `cfg` is NULL or points to a `tw_config` readable for `cfg->size` bytes; `out` is NULL or
+/// valid for writing a pointer.
 #[no_mangle]
 pub unsafe extern "C" fn tw_create(cfg: *const tw_config, out: *mut *mut tw_wheel) -> tw_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a writable pointer.
         let out = unsafe { Out::new(out) }?;
         // SAFETY: the caller passes NULL or a readable tw_config.
-        let wheel = tw_wheel::new(Runtime::new(unsafe { config(cfg) })?);
+        let wheel = tw_wheel::new(Runtime::new(unsafe { config(cfg) }?)?);
         out.put(Box::into_raw(Box::new(wheel)));
         Ok(())
     })
@@ -149,13 +154,17 @@ impl OwnedWheel {
     }
 }
 
-/// Copies the wheel's counters into `*out`. At any quiet moment
+/// Copies the wheel's counters into `*out`, no more than `out->size` bytes (0: the layout
+/// of 0.2.0), and stores in `out->size` how many bytes it wrote. Set the size first:
+/// `tw_stats s = {.size = sizeof s};`. At any quiet moment
 /// added = fired_one_shot + cancelled + pending + discarded.
 ///
-/// Returns TW_OK, or TW_ERR_INVALID when `w` or `out` is NULL. Works during shutdown too.
+/// Returns TW_OK, or TW_ERR_INVALID when `w` or `out` is NULL or `out->size` is from 1 to
+/// sizeof(size_t) - 1. Works during shutdown too.
 ///
 /// # Safety
-/// `w` is NULL or a live wheel; `out` is NULL or valid for writing a `tw_stats`.
+/// `w` is NULL or a live wheel; `out` is NULL or points to a `tw_stats` whose size field is
+/// readable and which is writable for as many bytes as it says.
 #[no_mangle]
 pub unsafe extern "C" fn tw_get_stats(w: *const tw_wheel, out: *mut tw_stats) -> tw_status {
     guard(|| {
@@ -163,8 +172,7 @@ pub unsafe extern "C" fn tw_get_stats(w: *const tw_wheel, out: *mut tw_stats) ->
         let out = unsafe { Out::new(out) }?;
         // SAFETY: the caller passes NULL or a live wheel.
         let runtime = unsafe { runtime(w) }?;
-        out.put(runtime.stats().into());
-        Ok(())
+        out.put_sized(runtime.stats().into())
     })
 }
 

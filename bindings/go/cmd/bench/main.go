@@ -1,4 +1,4 @@
-// Command bench runs the workloads W1, W2 and W3 of BENCHMARKS.md against the Go runtime's
+// Command bench runs the workloads W1, W2 and W3 of docs/benchmarks.md against the Go runtime's
 // timers (time.AfterFunc, Stop, Reset) and against timerwheel, and prints one JSON object
 // per line, then a table of ratios (timerwheel / baseline). Each measurement runs in a
 // fresh process of this command, so that memory and garbage left by one does not count

@@ -1,4 +1,4 @@
-// Package workload runs the benchmark workloads of BENCHMARKS.md (W1, W2, W3) against
+// Package workload runs the benchmark workloads of docs/benchmarks.md (W1, W2, W3) against
 // timerwheel and against the standard library's timers, through one interface, so that
 // both are measured by the same code in the same process.
 package workload

@@ -2,7 +2,7 @@ package workload
 
 import "fmt"
 
-// Sizes of a full run, as BENCHMARKS.md sets them.
+// Sizes of a full run, as docs/benchmarks.md sets them.
 const (
 	N         = 1_000_000
 	W2Touches = 5_000_000

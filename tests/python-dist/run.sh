@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# make test-python-dist: the Python package as a user gets it. The wheel `make wheel` wrote
+# is abi3 and tagged manylinux, with the licences inside; installed into a fresh virtualenv
+# with no Rust toolchain on PATH, the pytest suite passes against the installed package (a
+# copy of python/tests run from outside the source tree). The sdist carries the licences and
+# the Rust sources it builds from.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+python=${PYTHON:-python3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+
+pass() {
+    echo "ok   $1"
+    passed=$((passed + 1))
+}
+
+fail() {
+    echo "test-python-dist: $1" >&2
+    exit 1
+}
+
+# Fails unless the listing ($1) has every name that follows.
+expect_names() {
+    local listing=$1 name
+    shift
+    for name in "$@"; do
+        grep -qx -- "$name" <<<"$listing" || fail "$name is missing"
+    done
+}
+
+shopt -s nullglob
+wheels=(dist/timerwheel-"$version"-cp39-abi3-manylinux_*.whl)
+[ ${#wheels[@]} = 1 ] || fail "expected one abi3 manylinux wheel of $version in dist/, found: $(ls dist)"
+wheel=${wheels[0]}
+listing=$("$python" -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$wheel")
+info=timerwheel-$version.dist-info
+expect_names "$listing" "$info/licenses/LICENSE-MIT" "$info/licenses/LICENSE-APACHE" \
+    timerwheel/py.typed timerwheel/_timerwheel.pyi timerwheel/_timerwheel.abi3.so
+pass "$(basename "$wheel"): abi3, manylinux, licences and stubs inside"
+
+sdist=dist/timerwheel-$version.tar.gz
+[ -f "$sdist" ] || fail "$sdist is missing"
+listing=$(tar tzf "$sdist")
+expect_names "$listing" "timerwheel-$version/LICENSE-MIT" "timerwheel-$version/LICENSE-APACHE" \
+    "timerwheel-$version/pyproject.toml" "timerwheel-$version/Cargo.lock" \
+    "timerwheel-$version/python/Cargo.toml" "timerwheel-$version/timerwheel-core/src/lib.rs"
+pass "$(basename "$sdist"): licences, pyproject and the Rust sources"
+
+# PATH without cargo and rustc: pip can only install the wheel as built.
+path=""
+while IFS= read -r -d: dir; do
+    if [ -n "$dir" ] && [ ! -x "$dir/cargo" ] && [ ! -x "$dir/rustc" ]; then path+="$dir:"; fi
+done <<<"$PATH:"
+export PATH=${path%:}
+if command -v cargo >/dev/null || command -v rustc >/dev/null; then
+    fail "cargo or rustc is still on PATH"
+fi
+
+"$python" -m venv "$work/venv"
+venv_python=$work/venv/bin/python
+"$venv_python" -m pip install -q --disable-pip-version-check --only-binary :all: "$wheel" pytest
+cp -r python/tests "$work/tests"
+cd "$work"
+"$venv_python" -c '
+import pathlib, sys, timerwheel
+installed = pathlib.Path(timerwheel.__file__).resolve()
+assert pathlib.Path(sys.prefix).resolve() in installed.parents, installed
+'
+"$venv_python" -m pytest -q -p no:cacheprovider tests
+pass "pytest against the wheel installed with no Rust toolchain"
+
+echo "test-python-dist: $passed passed, 0 failed"
