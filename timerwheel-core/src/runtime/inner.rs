@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::clock::{Clock, Deadline};
 use super::executor::{Executor, GROW_AFTER};
+use super::fork::{self, Held, Lockable};
 use super::shard::{decode, encode, Run, Schedule, Shard, ShardState, MAX_SHARDS};
 use super::stats::Histogram;
 use super::ticker::{tighten_timer_slack, Ticker, WALL_CHECK};
@@ -86,6 +87,8 @@ pub(crate) struct Inner<T> {
     shutting_down: AtomicBool,
     /// A process-wide default: never shut down.
     pub(crate) shared: bool,
+    /// The fork generation the runtime started in (see `fork.rs`).
+    born: u64,
 }
 
 /// Drops a task outside every lock; a panicking drop is counted, not propagated.
@@ -127,6 +130,7 @@ impl<T: Task> Inner<T> {
             panics: AtomicU64::new(0),
             shutting_down: AtomicBool::new(false),
             shared,
+            born: fork::generation(),
         }
     }
 
@@ -134,7 +138,15 @@ impl<T: Task> Inner<T> {
         self as *const Self as usize
     }
 
-    fn check_open(&self) -> Result<(), Error> {
+    /// Whether this process is a fork() child of the one that started the runtime.
+    pub(crate) fn forked(&self) -> bool {
+        self.born != fork::generation()
+    }
+
+    pub(crate) fn check_open(&self) -> Result<(), Error> {
+        if self.forked() {
+            return Err(Error::Forked);
+        }
         match self.shutting_down.load(Relaxed) {
             true => Err(Error::Shutdown),
             false => Ok(()),
@@ -417,6 +429,14 @@ impl<T: Task> Inner<T> {
             }
         }
         discarded
+    }
+}
+
+impl<T: Task> Lockable for Inner<T> {
+    /// The shards in order, then the executor's locks.
+    fn lock_all(&self) -> Box<dyn Held + '_> {
+        let shards: Vec<_> = self.shards.iter().map(Shard::lock).collect();
+        Box::new((shards, self.executor.lock_all()))
     }
 }
 

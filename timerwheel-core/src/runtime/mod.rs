@@ -9,11 +9,24 @@
 //! | `executor.rs` | the run queue, workers, and the grow/shrink decision        |
 //! | `inner.rs`    | the paths of a timer through all of them                    |
 //! | `stats.rs`    | counters and the lateness histogram                         |
+//! | `fork.rs`     | the locks around fork(), and runtimes in a fork() child     |
+//!
+//! # fork()
+//!
+//! The runtime survives a fork() in a multithreaded program: its locks are taken before the
+//! fork and released after it, in the parent and in the child, so no call hangs in the
+//! child. The child has none of the parent's threads, so a runtime started before the fork
+//! refuses there every call that needs them (`add*`, `cancel*`, `reset`, `poll`) with
+//! [`Error::Forked`]; `stats` works, and `shutdown` (or dropping it) drops its pending timers,
+//! in the child, without waiting for threads that are not there. [`default_runtime`] gives
+//! the child a new runtime of its own on first use. A callback that calls fork() must not
+//! return in the child (exec or exit there): its thread belongs to the parent's runtime.
 
 mod clock;
 mod config;
 mod error;
 mod executor;
+mod fork;
 mod inner;
 #[cfg(all(test, loom))]
 mod loom_tests;
@@ -23,11 +36,12 @@ mod task;
 mod ticker;
 mod timer;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 pub use config::{Builder, Config, MIN_TICK};
 pub use error::{Error, Rejected};
+pub use fork::PerProcess;
 pub use stats::Stats;
 pub use task::{prefetch, BoxTask, PeriodMode, Task, TimerId};
 pub use timer::Timer;
@@ -96,6 +110,7 @@ impl<T: Task> Runtime<T> {
     fn start(config: Config, shared: bool) -> Result<Self, Error> {
         config.validate()?;
         let inner = Arc::new(Inner::new(config, shared));
+        fork::register(&inner);
         if !inner.config.manual {
             let ticker = Arc::clone(&inner);
             let handle = std::thread::Builder::new()
@@ -192,6 +207,7 @@ impl<T: Task> Runtime<T> {
         if !self.inner.config.manual {
             return Err(Error::Invalid);
         }
+        self.inner.check_open()?;
         if !self.inner.executor.begin_poll() {
             return Err(Error::Shutdown);
         }
@@ -207,7 +223,8 @@ impl<T: Task> Runtime<T> {
     /// Stops the tick thread, waits for running callbacks, drops every pending timer
     /// without running it and returns how many were dropped. `Busy` from inside one of
     /// this runtime's callbacks or on a shared runtime (nothing changes); `Shutdown` if
-    /// already shut down.
+    /// already shut down. In a fork() child, for a runtime started before the fork: drops
+    /// the pending timers without waiting for the parent's threads (see the module docs).
     pub fn shutdown(&self) -> Result<usize, Error> {
         let inner = &self.inner;
         if inner.shared || inner.in_callback() {
@@ -217,7 +234,11 @@ impl<T: Task> Runtime<T> {
             return Err(Error::Shutdown);
         }
         inner.ticker.stop();
-        inner.executor.close();
+        if inner.forked() {
+            inner.executor.stop();
+        } else {
+            inner.executor.close();
+        }
         Ok(inner.discard_all())
     }
 
@@ -265,9 +286,10 @@ fn spawn_worker<T: Task>(inner: &Arc<Inner<T>>) {
 }
 
 /// The process-wide shared runtime: default config, started on first use, never shut down
-/// (its `shutdown` returns `Busy`). One timer thread per process is the right default.
+/// (its `shutdown` returns `Busy`). One timer thread per process is the right default. A
+/// fork() child gets a new one on its first call; the parent's refuses there with `Forked`.
 pub fn default_runtime() -> &'static Runtime<BoxTask> {
-    static DEFAULT: OnceLock<Runtime<BoxTask>> = OnceLock::new();
+    static DEFAULT: PerProcess<Runtime<BoxTask>> = PerProcess::new();
     DEFAULT.get_or_init(|| {
         Runtime::new_shared(Config::default()).expect("the default config is valid")
     })
