@@ -404,6 +404,19 @@ enum tw_status tw_delete(struct tw_wheel *w, tw_timer_id id);
 enum tw_status tw_delete_sync(struct tw_wheel *w, tw_timer_id id);
 
 /**
+ * Records that the callback running on this thread failed, for wrappers whose callbacks
+ * fail by throwing (the C++ wrapper calls it when it catches an exception, which must not
+ * cross into C): once the callback returns, it is counted in callback_panics of its
+ * wheel, once however often it was recorded. Call it from the callback itself, on its
+ * thread; from a callback of another wheel run by a nested tw_poll, it records for that
+ * innermost callback.
+ *
+ * Returns TW_OK, or TW_ERR_INVALID, and nothing is counted, when no callback of any wheel
+ * runs on the calling thread (a drop function is not a callback).
+ */
+enum tw_status tw_record_callback_failure(void);
+
+/**
  * A static, human-readable description of a status; never NULL. A value that is not a
  * tw_status gives "unknown status".
  */

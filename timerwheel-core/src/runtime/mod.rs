@@ -42,6 +42,7 @@ use std::time::{Duration, SystemTime};
 pub use config::{Builder, Config, MIN_TICK};
 pub use error::{Error, Rejected};
 pub use fork::PerProcess;
+pub use inner::record_callback_failure;
 pub use stats::Stats;
 pub use task::{prefetch, BoxTask, PeriodMode, Task, TimerId};
 pub use timer::Timer;
