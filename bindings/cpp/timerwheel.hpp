@@ -9,12 +9,14 @@
  *     t.cancel();                          // true when it was pending
  *     // ~Wheel destroys the wheel: waits for running callbacks, discards pending ones
  *
- * A callback is a std::function<void()>, moved to the heap at add and freed through the
- * timer's drop function: after a one-shot ran, when the timer is cancelled, or when the
- * wheel is destroyed. An exception escaping a callback is caught and ignored (it cannot
- * cross the C boundary); catch inside the callback to report it. Durations round up to
- * whole milliseconds. A Timer is a plain handle: dropping it does not cancel the timer, and
- * it must not be used after its Wheel is destroyed.
+ * A callback is any callable taking no arguments, move-only ones included (a lambda that
+ * owns a std::unique_ptr): it is moved to the heap at add and freed through the timer's
+ * drop function, after a one-shot ran, when the timer is cancelled, or when the wheel is
+ * destroyed. An exception escaping a callback cannot cross the C boundary: it is caught,
+ * counted in the wheel's callback_panics (tw_record_callback_failure) and goes no further;
+ * the wheel goes on. Durations round up to whole milliseconds. A Timer is a plain handle:
+ * dropping it does not cancel the timer, and it must not be used after its Wheel is
+ * destroyed.
  */
 #ifndef TIMERWHEEL_HPP
 #define TIMERWHEEL_HPP
@@ -22,11 +24,11 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "timerwheel.h"
@@ -52,8 +54,6 @@ struct Config : tw_config {
 
 namespace detail {
 
-using Callback = std::function<void()>;
-
 inline void check(tw_status status, const char *call) {
     if (status != TW_OK) throw Error(status, call);
 }
@@ -65,20 +65,45 @@ std::uint64_t to_ms(std::chrono::duration<Rep, Period> d) {
     return ms < 0 ? 0 : static_cast<std::uint64_t>(ms);
 }
 
-inline void run(tw_timer_id, void *callback) noexcept {
+/* The C callback of a callable of type F: an exception cannot unwind into C, so it is
+ * counted in callback_panics instead. */
+template <class F>
+void run(tw_timer_id, void *callable) noexcept {
     try {
-        (*static_cast<Callback *>(callback))();
+        (*static_cast<F *>(callable))();
     } catch (...) {
-        /* cannot unwind into C */
+        tw_record_callback_failure();
     }
 }
 
-inline void drop(void *callback) noexcept { delete static_cast<Callback *>(callback); }
+template <class F>
+void drop(void *callable) noexcept {
+    delete static_cast<F *>(callable);
+}
 
-/* Moves `f` to the heap for the C side; the unique_ptr frees it if the add is refused. */
-inline std::unique_ptr<Callback> own(Callback f) {
-    if (!f) throw Error(TW_ERR_INVALID, "empty callback");
-    return std::make_unique<Callback>(std::move(f));
+/* Whether `f` holds nothing to call: an empty std::function, a null function pointer. */
+template <class F>
+bool empty(const F &f) {
+    if constexpr (std::is_constructible_v<bool, const F &>) {
+        return !static_cast<bool>(f);
+    } else {
+        return false;
+    }
+}
+
+/* Moves (or copies) `f` to the heap and adds a timer for it with
+ * `add(cb, user_data, drop, &id)`; the wheel owns it once the add succeeded, and it is
+ * freed here if the add is refused. Returns the timer's id. */
+template <class F, class Add>
+tw_timer_id add(F &&f, Add add, const char *call) {
+    using Fn = std::decay_t<F>;
+    static_assert(std::is_invocable_v<Fn &>, "a timer callback takes no arguments");
+    if (empty(f)) throw Error(TW_ERR_INVALID, "empty callback");
+    auto callable = std::make_unique<Fn>(std::forward<F>(f));
+    tw_timer_id id = 0;
+    check(add(&run<Fn>, static_cast<void *>(callable.get()), &drop<Fn>, &id), call);
+    callable.release();  // the wheel owns it now
+    return id;
 }
 
 }  // namespace detail
@@ -155,41 +180,35 @@ public:
     }
 
     /* Runs `f` once, `delay` from now. */
-    template <class Rep, class Period>
-    Timer after(std::chrono::duration<Rep, Period> delay, std::function<void()> f) {
-        auto callback = detail::own(std::move(f));
-        tw_timer_id id = 0;
-        detail::check(tw_add(wheel_, detail::to_ms(delay), detail::run, callback.get(),
-                             detail::drop, &id),
-                      "tw_add");
-        callback.release();  // the wheel owns it now
-        return Timer(wheel_, id);
+    template <class Rep, class Period, class F>
+    Timer after(std::chrono::duration<Rep, Period> delay, F &&f) {
+        std::uint64_t ms = detail::to_ms(delay);
+        auto add = [&](tw_callback cb, void *data, tw_drop_fn drop, tw_timer_id *id) {
+            return tw_add(wheel_, ms, cb, data, drop, id);
+        };
+        return Timer(wheel_, detail::add(std::forward<F>(f), add, "tw_add"));
     }
 
     /* Runs `f` every `period`, the first time after `period`. */
-    template <class Rep, class Period>
-    Timer every(std::chrono::duration<Rep, Period> period, std::function<void()> f,
+    template <class Rep, class Period, class F>
+    Timer every(std::chrono::duration<Rep, Period> period, F &&f,
                 tw_period_mode mode = TW_FIXED_RATE) {
-        auto callback = detail::own(std::move(f));
         std::uint64_t ms = detail::to_ms(period);
-        tw_timer_id id = 0;
-        detail::check(tw_add_periodic(wheel_, ms, ms, mode, detail::run, callback.get(),
-                                      detail::drop, &id),
-                      "tw_add_periodic");
-        callback.release();
-        return Timer(wheel_, id);
+        auto add = [&](tw_callback cb, void *data, tw_drop_fn drop, tw_timer_id *id) {
+            return tw_add_periodic(wheel_, ms, ms, mode, cb, data, drop, id);
+        };
+        return Timer(wheel_, detail::add(std::forward<F>(f), add, "tw_add_periodic"));
     }
 
     /* Runs `f` once at the wall-clock time `when`. */
-    Timer at(std::chrono::system_clock::time_point when, std::function<void()> f) {
-        auto callback = detail::own(std::move(f));
-        auto unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+    template <class F>
+    Timer at(std::chrono::system_clock::time_point when, F &&f) {
+        std::int64_t unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
             when.time_since_epoch()).count();
-        tw_timer_id id = 0;
-        detail::check(tw_add_at(wheel_, unix_ms, detail::run, callback.get(), detail::drop, &id),
-                      "tw_add_at");
-        callback.release();
-        return Timer(wheel_, id);
+        auto add = [&](tw_callback cb, void *data, tw_drop_fn drop, tw_timer_id *id) {
+            return tw_add_at(wheel_, unix_ms, cb, data, drop, id);
+        };
+        return Timer(wheel_, detail::add(std::forward<F>(f), add, "tw_add_at"));
     }
 
     tw_stats stats() const {

@@ -22,6 +22,9 @@ var (
 	ErrBusy = errors.New("timerwheel: busy")
 	// ErrInternal reports a failure inside the library; the wheel may be unusable.
 	ErrInternal = errors.New("timerwheel: internal error")
+	// ErrForked reports a wheel created before the process was forked (the C library's
+	// TW_ERR_FORKED). A Go program forks only to exec, so it never sees it in practice.
+	ErrForked = errors.New("timerwheel: wheel was created before fork()")
 )
 
 // errNilFunc is returned for a nil callback.
@@ -39,6 +42,7 @@ var statusErrors = [...]error{
 	4: ErrClosed,
 	5: ErrBusy,
 	6: ErrInternal,
+	7: ErrForked,
 }
 
 // errFromCode returns the error of a tw_status code; unknown codes wrap ErrInternal.

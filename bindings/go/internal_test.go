@@ -23,7 +23,7 @@ func TestMillisRoundsUp(t *testing.T) {
 }
 
 func TestEveryStatusHasItsError(t *testing.T) {
-	want := []error{nil, ErrInvalid, ErrNotFound, ErrFull, ErrClosed, ErrBusy, ErrInternal}
+	want := []error{nil, ErrInvalid, ErrNotFound, ErrFull, ErrClosed, ErrBusy, ErrInternal, ErrForked}
 	for code, err := range want {
 		if got := errFromCode(code); got != err {
 			t.Errorf("errFromCode(%d) = %v, want %v", code, got, err)

@@ -10,6 +10,7 @@ pyo3::import_exception!(timerwheel._errors, TimerwheelError);
 pyo3::import_exception!(timerwheel._errors, TimerwheelFullError);
 pyo3::import_exception!(timerwheel._errors, TimerwheelClosedError);
 pyo3::import_exception!(timerwheel._errors, TimerwheelBusyError);
+pyo3::import_exception!(timerwheel._errors, TimerwheelForkedError);
 
 /// The exception for `err`, raised by the operation `what` (e.g. "call_later").
 pub fn to_py(err: Error, what: &str) -> PyErr {
@@ -20,6 +21,10 @@ pub fn to_py(err: Error, what: &str) -> PyErr {
         Error::Shutdown => TimerwheelClosedError::new_err(format!("{what}: the wheel is closed")),
         Error::Busy => TimerwheelBusyError::new_err(format!(
             "{what}: called from one of this wheel's own callbacks, it would wait for itself"
+        )),
+        Error::Forked => TimerwheelForkedError::new_err(format!(
+            "{what}: the wheel was created before fork(); create a new one in the child \
+             (the module-level functions use a new default wheel there)"
         )),
     }
 }

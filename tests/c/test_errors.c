@@ -140,6 +140,10 @@ static void bad_values(void) {
     CHECK_NOTHING_CALLED(runs, dropped);
     size_t ran = 0;
     CHECK_STATUS(tw_poll(w, &ran), TW_ERR_INVALID); /* not a manual wheel */
+    CHECK_STATUS(tw_record_callback_failure(), TW_ERR_INVALID); /* not from a callback */
+    tw_stats stats;
+    CHECK_OK(tw_get_stats(w, &stats));
+    CHECK(stats.callback_panics == 0);
     CHECK(strcmp(tw_status_str((tw_status)42), "unknown status") == 0);
     tw_config cfg;
     tw_config_init(&cfg);

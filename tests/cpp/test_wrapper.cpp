@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -145,12 +146,39 @@ void test_errors_are_exceptions() {
     }
 }
 
-void test_exception_in_callback_is_contained() {
+void test_exception_in_callback_is_counted_and_contained() {
     Wheel wheel(small_config());
     std::atomic<int> runs{0};
     wheel.after(1ms, [] { throw std::runtime_error("billing failed"); });
-    wheel.after(5ms, [&runs] { runs++; });
-    CHECK(eventually([&] { return runs == 1; }));
+    Timer t = wheel.every(2ms, [&runs] {
+        if (++runs == 2) throw 42;  // any type; the periodic timer goes on
+    });
+    CHECK(eventually([&] { return runs >= 4; }));
+    CHECK(t.cancel_sync());
+    CHECK(eventually([&] { return wheel.stats().callback_panics == 2; }));
+    CHECK(tw_record_callback_failure() == TW_ERR_INVALID);  // not from a callback
+    CHECK(wheel.stats().callback_panics == 2);
+}
+
+// Move-only state: counts the runs of its callback, and tells when it is freed.
+struct Owned {
+    std::atomic<int> *runs;
+    std::atomic<int> *freed;
+    ~Owned() { (*freed)++; }
+};
+
+void test_move_only_callables() {
+    Wheel wheel(small_config());
+    std::atomic<int> once{0}, periodic{0}, wall{0}, freed{0};
+    auto callback = [&freed](std::atomic<int> &runs) {
+        return [owned = std::unique_ptr<Owned>(new Owned{&runs, &freed})] { (*owned->runs)++; };
+    };
+    wheel.after(1ms, callback(once));
+    Timer t = wheel.every(2ms, callback(periodic));
+    wheel.at(std::chrono::system_clock::now() + 1ms, callback(wall));
+    CHECK(eventually([&] { return once == 1 && wall == 1 && periodic >= 2; }));
+    CHECK(t.cancel_sync());
+    CHECK(eventually([&] { return freed == 3; }));  // each freed once, by the wheel
 }
 
 void test_moves() {
@@ -211,7 +239,8 @@ int main() {
     RUN(test_cancel_from_own_callback_and_busy);
     RUN(test_at_wall_clock);
     RUN(test_errors_are_exceptions);
-    RUN(test_exception_in_callback_is_contained);
+    RUN(test_exception_in_callback_is_counted_and_contained);
+    RUN(test_move_only_callables);
     RUN(test_moves);
     RUN(test_manual_poll);
     RUN(test_shared_wheel);

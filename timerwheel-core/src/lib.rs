@@ -25,6 +25,6 @@ pub mod runtime;
 pub mod wheel;
 
 pub use runtime::{
-    default_runtime, prefetch, BoxTask, Builder, Config, Error, PeriodMode, Rejected, Runtime,
-    Stats, Task, Timer, TimerId,
+    default_runtime, prefetch, record_callback_failure, BoxTask, Builder, Config, Error,
+    PerProcess, PeriodMode, Rejected, Runtime, Stats, Task, Timer, TimerId,
 };

@@ -16,13 +16,16 @@ mod time;
 mod types;
 
 // The exported functions, in the order the header lists them: the wheel's life cycle,
-// timers, static strings.
+// timers, a callback's report of its failure, static strings.
 pub mod wheel;
 
 pub mod timers;
 
+pub mod callback;
+
 pub mod text;
 
+pub use callback::tw_record_callback_failure;
 pub use text::{tw_status_str, tw_version, tw_version_number};
 pub use timers::{tw_add, tw_add_at, tw_add_periodic, tw_delete, tw_delete_sync, tw_reset};
 pub use types::{

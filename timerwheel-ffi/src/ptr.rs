@@ -11,23 +11,22 @@ use timerwheel_core::{Config, Runtime};
 use crate::sized::{read_sized, write_sized, SizedStruct};
 use crate::task::CTask;
 use crate::types::{tw_config, tw_status, tw_wheel};
+use crate::wheel::{default_handle, default_runtime};
 
-/// The wheel behind `w`; `TW_ERR_INVALID` for NULL.
+/// The runtime behind `w`: the shared wheel's runtime of this process for the handle
+/// tw_default() gives out (`TW_ERR_INTERNAL` if it could not be started in this process,
+/// a fork() child); `TW_ERR_INVALID` for NULL.
 ///
 /// # Safety
-/// `w` is NULL or a live wheel from tw_create / tw_default, not destroyed during `'a`.
-pub unsafe fn wheel<'a>(w: *const tw_wheel) -> Result<&'a tw_wheel, tw_status> {
-    // SAFETY: by this function's contract, a non-NULL `w` points to a live wheel.
-    unsafe { w.as_ref() }.ok_or(tw_status::TW_ERR_INVALID)
-}
-
-/// The runtime behind `w`; `TW_ERR_INVALID` for NULL.
-///
-/// # Safety
-/// As for [`wheel`].
+/// `w` is NULL, the handle of tw_default(), or a live wheel from tw_create, not destroyed
+/// during `'a`.
 pub unsafe fn runtime<'a>(w: *const tw_wheel) -> Result<&'a Runtime<CTask>, tw_status> {
-    // SAFETY: this function's contract is `wheel`'s.
-    unsafe { wheel(w) }.map(tw_wheel::runtime)
+    if w == default_handle().cast_const() {
+        return default_runtime().ok_or(tw_status::TW_ERR_INTERNAL);
+    }
+    // SAFETY: by this function's contract, any other non-NULL `w` points to a live wheel.
+    let wheel = unsafe { w.as_ref() }.ok_or(tw_status::TW_ERR_INVALID)?;
+    Ok(wheel.runtime())
 }
 
 /// The configuration `cfg` describes; the defaults for NULL and for the fields past the

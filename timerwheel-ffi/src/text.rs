@@ -35,7 +35,7 @@ const UNKNOWN: &str = "unknown status\0";
 
 /// The NUL-terminated message of a status.
 fn message(s: RawStatus) -> &'static str {
-    const MESSAGES: [(tw_status, &str); 7] = [
+    const MESSAGES: [(tw_status, &str); 8] = [
         (tw_status::TW_OK, "success\0"),
         (tw_status::TW_ERR_INVALID, "invalid argument\0"),
         (tw_status::TW_ERR_NOT_FOUND, "no such pending timer\0"),
@@ -46,6 +46,10 @@ fn message(s: RawStatus) -> &'static str {
             "would wait for the calling callback itself, or the wheel is shared\0",
         ),
         (tw_status::TW_ERR_INTERNAL, "internal error\0"),
+        (
+            tw_status::TW_ERR_FORKED,
+            "wheel was created before fork(); create a new one in the child\0",
+        ),
     ];
     MESSAGES
         .iter()
@@ -67,13 +71,13 @@ mod tests {
 
     #[test]
     fn every_status_has_its_own_message() {
-        let all: Vec<_> = (0..7).map(text).collect();
+        let all: Vec<_> = (0..8).map(text).collect();
         assert!(all.iter().all(|m| *m != "unknown status"));
         let mut unique = all.clone();
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), all.len());
-        assert_eq!(text(7), "unknown status");
+        assert_eq!(text(8), "unknown status");
         assert_eq!(text(u32::MAX), "unknown status");
     }
 }

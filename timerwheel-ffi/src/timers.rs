@@ -22,6 +22,7 @@ use crate::types::{timer_id, tw_callback, tw_drop_fn, tw_status, tw_timer_id, tw
 /// - TW_ERR_INVALID: `w`, `cb` or `out_id` NULL.
 /// - TW_ERR_FULL: the wheel holds max_timers pending timers.
 /// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+/// - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
 ///
 /// Any `delay_ms` is accepted, UINT64_MAX included (such a timer never fires in practice).
 ///
@@ -61,6 +62,7 @@ pub unsafe extern "C" fn tw_add(
 /// - TW_ERR_INVALID: `w`, `cb` or `out_id` NULL; `period_ms` 0; `mode` not a tw_period_mode.
 /// - TW_ERR_FULL: the wheel holds max_timers pending timers.
 /// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+/// - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
 ///
 /// # Safety
 /// As for tw_add.
@@ -101,6 +103,7 @@ pub unsafe extern "C" fn tw_add_periodic(
 /// - TW_ERR_INVALID: `w`, `cb` or `out_id` NULL.
 /// - TW_ERR_FULL: the wheel holds max_timers pending timers.
 /// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+/// - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
 ///
 /// # Safety
 /// As for tw_add.
@@ -132,6 +135,7 @@ pub unsafe extern "C" fn tw_add_at(
 /// - TW_ERR_INVALID: `w` NULL.
 /// - TW_ERR_NOT_FOUND: `id` is 0, unknown, stale, deleted, or a one-shot that fired.
 /// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+/// - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
 ///
 /// # Safety
 /// `w` is NULL or a live wheel.
@@ -154,6 +158,7 @@ pub unsafe extern "C" fn tw_reset(w: *mut tw_wheel, id: tw_timer_id, delay_ms: u
 /// - TW_ERR_INVALID: `w` NULL.
 /// - TW_ERR_NOT_FOUND: `id` is 0, unknown, stale, already deleted, or a one-shot that fired.
 /// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+/// - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
 ///
 /// # Safety
 /// `w` is NULL or a live wheel.

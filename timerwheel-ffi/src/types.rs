@@ -58,6 +58,10 @@ pub enum tw_status {
     TW_ERR_BUSY = 5,
     /// A bug inside the library was caught at the boundary; nothing crashed.
     TW_ERR_INTERNAL = 6,
+    /// The wheel was created before this process was forked from its parent, and its threads
+    /// are not in this process: create a new wheel in the child (tw_default() gives the child
+    /// a wheel of its own).
+    TW_ERR_FORKED = 7,
 }
 
 impl From<Error> for tw_status {
@@ -68,6 +72,7 @@ impl From<Error> for tw_status {
             Error::Full => tw_status::TW_ERR_FULL,
             Error::Shutdown => tw_status::TW_ERR_SHUTDOWN,
             Error::Busy => tw_status::TW_ERR_BUSY,
+            Error::Forked => tw_status::TW_ERR_FORKED,
         }
     }
 }

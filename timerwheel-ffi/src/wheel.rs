@@ -1,12 +1,12 @@
 //! The exported functions that create, inspect, drive and destroy a wheel.
 
 use std::ptr;
-use std::sync::OnceLock;
 
-use timerwheel_core::{Config, Runtime};
+use timerwheel_core::{Config, PerProcess, Runtime};
 
 use crate::boundary::{guard, guard_or};
 use crate::ptr::{config, runtime, Out};
+use crate::task::CTask;
 use crate::time::ceil_ms;
 use crate::types::{tw_config, tw_stats, tw_status, tw_wheel};
 
@@ -58,32 +58,44 @@ pub unsafe extern "C" fn tw_create(cfg: *const tw_config, out: *mut *mut tw_whee
 /// The process-wide shared wheel (default config), created on the first call; every caller
 /// gets the same one. It lives as long as the process: tw_destroy on it returns TW_ERR_BUSY.
 ///
+/// After fork(), the pointer stays the same and names the child's own shared wheel, started
+/// on its first use in the child (the parent's timers are not in it).
+///
 /// Returns NULL only if the wheel could not be started (no thread could be created); then
-/// every later call returns NULL too.
+/// every later call in this process returns NULL too.
 #[no_mangle]
 pub extern "C" fn tw_default() -> *mut tw_wheel {
-    guard_or(ptr::null_mut(), || match default_wheel() {
-        Some(wheel) => (wheel as *const tw_wheel).cast_mut(),
+    guard_or(ptr::null_mut(), || match default_runtime() {
+        Some(_) => default_handle(),
         None => ptr::null_mut(),
     })
 }
 
-/// The shared wheel, started on first use (its runtime refuses shutdown with `Busy`);
-/// `None` if it could not be started.
-fn default_wheel() -> Option<&'static tw_wheel> {
-    static DEFAULT: OnceLock<Option<tw_wheel>> = OnceLock::new();
+/// The runtime of the shared wheel, one per process: started on first use, and again on
+/// first use in a fork() child. `None` if it could not be started.
+static DEFAULT: PerProcess<Option<Runtime<CTask>>> = PerProcess::new();
+
+/// The shared wheel's runtime in this process (its shutdown returns `Busy`).
+pub(crate) fn default_runtime() -> Option<&'static Runtime<CTask>> {
     DEFAULT
-        .get_or_init(|| {
-            Runtime::new_shared(Config::default())
-                .ok()
-                .map(tw_wheel::new)
-        })
+        .get_or_init(|| Runtime::new_shared(Config::default()).ok())
         .as_ref()
+}
+
+/// What tw_default() returns: the address of [`DEFAULT`], so that it names the shared wheel
+/// of whichever process uses it. It never points to a `tw_wheel`: `ptr::runtime` resolves it.
+pub(crate) fn default_handle() -> *mut tw_wheel {
+    ptr::addr_of!(DEFAULT).cast_mut().cast()
 }
 
 /// Stops the wheel: stops the tick thread, waits for running callbacks, drops every
 /// pending timer (its drop function is called, its callback is not) and frees the wheel,
 /// all before it returns. `w` is invalid afterwards.
+///
+/// In a fork() child, for a wheel created before the fork: frees it without waiting for
+/// the parent's threads, which the child does not have. The drop function of each timer
+/// pending in it runs in the child (it frees the child's copy of the user data); a timer
+/// whose callback was running at the fork is not dropped in the child.
 ///
 /// Returns TW_OK, or (and nothing changes):
 /// - TW_ERR_INVALID: `w` NULL.
@@ -204,6 +216,7 @@ pub unsafe extern "C" fn tw_next_timeout_ms(w: *mut tw_wheel) -> i64 {
 /// Returns TW_OK, or (and nothing runs):
 /// - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is not manual (also during destroy).
 /// - TW_ERR_SHUTDOWN: a manual wheel is being destroyed.
+/// - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
 ///
 /// # Safety
 /// `w` is NULL or a live wheel; `ran` is NULL or valid for writing a `size_t`.

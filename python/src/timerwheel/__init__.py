@@ -19,6 +19,7 @@ from ._errors import (
     TimerwheelBusyError,
     TimerwheelClosedError,
     TimerwheelError,
+    TimerwheelForkedError,
     TimerwheelFullError,
 )
 from ._timerwheel import Timer, __version__
@@ -37,6 +38,7 @@ __all__ = [
     "TimerwheelBusyError",
     "TimerwheelClosedError",
     "TimerwheelError",
+    "TimerwheelForkedError",
     "TimerwheelFullError",
     "Wheel",
     "__version__",

@@ -1,9 +1,11 @@
 """The shared default wheel behind the module-level functions: one tick thread and one
-worker pool for the whole process, created on first use and never closed by callers."""
+worker pool for the whole process, created on first use and never closed by callers. A
+child made by ``os.fork()`` starts a default wheel of its own on first use."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from typing import Any, Callable, Optional, TypeVar
 
@@ -25,9 +27,23 @@ class _SharedWheel(Wheel):
         raise TimerwheelBusyError("the shared default wheel cannot be closed")
 
 
+def _forget_in_child() -> None:
+    """After ``os.fork()``, in the child: the parent's default wheel has no threads there
+    (its pending timers are discarded with it), and the lock may have been held by a thread
+    that the child does not have. The next use starts a new default wheel."""
+    global _lock, _shared
+    _lock = threading.Lock()
+    _shared = None
+
+
+if hasattr(os, "register_at_fork"):  # every POSIX system
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
 def default_wheel() -> Wheel:
     """The process-wide shared wheel (default settings), created on first use. Every
-    caller gets the same one; it cannot be closed (it is shut down at interpreter exit)."""
+    caller gets the same one; it cannot be closed (it is shut down at interpreter exit).
+    In a child made by ``os.fork()``, the first call starts the child's own."""
     global _shared
     shared = _shared
     if shared is None:

@@ -13,6 +13,12 @@ class TimerwheelClosedError(TimerwheelError, RuntimeError):
     """The wheel is closed: it accepts no timers any more."""
 
 
+class TimerwheelForkedError(TimerwheelError, RuntimeError):
+    """The wheel was created before this process was forked from its parent (``os.fork()``),
+    whose threads it needs: create a new wheel in the child. ``close()`` still works, and
+    the module-level functions use a new default wheel in the child by themselves."""
+
+
 class TimerwheelBusyError(TimerwheelError, RuntimeError):
     """The call would wait for the calling thread itself (``close()`` or
     ``Timer.cancel_sync()`` from one of the wheel's own callbacks), or would close the

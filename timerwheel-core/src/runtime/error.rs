@@ -16,6 +16,9 @@ pub enum Error {
     /// The call would wait for the current thread itself (cancel_sync or shutdown from a
     /// callback of this runtime).
     Busy,
+    /// The runtime was started before this process was forked from its parent: its threads
+    /// are not in this process (see the crate's docs on fork()).
+    Forked,
 }
 
 impl Error {
@@ -27,6 +30,7 @@ impl Error {
             Error::Full => "timer capacity reached",
             Error::Shutdown => "the wheel is shut down",
             Error::Busy => "would wait for the calling callback itself",
+            Error::Forked => "the runtime was created before fork(); create a new one in the child",
         }
     }
 }

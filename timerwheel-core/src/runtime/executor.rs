@@ -230,6 +230,16 @@ impl Executor {
         }
     }
 
+    /// Takes the executor's locks (the queue, then the thread handles) until the result is
+    /// dropped: for fork().
+    pub(crate) fn lock_all(&self) -> impl Sized + '_ {
+        let queue = self.lock();
+        (
+            queue,
+            self.handles.lock().unwrap_or_else(|p| p.into_inner()),
+        )
+    }
+
     /// A counted worker could not be started (the OS refused a thread).
     pub(crate) fn worker_failed(&self) {
         let mut queue = self.lock();

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::clock::{Clock, Deadline};
 use super::executor::Executor;
+use super::fork::{self, Held, Lockable};
 use super::shard::{decode, encode, Run, Schedule, Shard, MAX_SHARDS};
 use super::stats::Histogram;
 use super::ticker::{Ticker, WALL_CHECK};
@@ -21,19 +22,49 @@ static NEXT_THREAD_HINT: AtomicUsize = AtomicUsize::new(0);
 thread_local! {
     /// The shard this thread adds to.
     static SHARD_HINT: usize = NEXT_THREAD_HINT.fetch_add(1, Relaxed);
-    /// The runtime and timer whose callback runs on this thread (0, 0 when none).
-    static CURRENT: Cell<(usize, u64)> = const { Cell::new((0, 0)) };
+    /// The callback running on this thread.
+    static CURRENT: Cell<Current> = const { Cell::new(Current::NONE) };
 }
 
-/// Marks the current thread as running a callback of a runtime until dropped.
+/// The runtime and timer whose callback runs on a thread (0, 0 when none), and whether it
+/// reported a failure ([`record_callback_failure`]).
+#[derive(Clone, Copy)]
+struct Current {
+    runtime: usize,
+    timer: u64,
+    failed: bool,
+}
+
+impl Current {
+    const NONE: Current = Current {
+        runtime: 0,
+        timer: 0,
+        failed: false,
+    };
+}
+
+/// Marks the current thread as running a callback of a runtime until it is left (or
+/// dropped).
 struct CallbackScope {
-    previous: (usize, u64),
+    previous: Current,
 }
 
 impl CallbackScope {
     fn enter(runtime: usize, id: TimerId) -> Self {
-        let previous = CURRENT.with(|c| c.replace((runtime, id.as_u64())));
+        let current = Current {
+            runtime,
+            timer: id.as_u64(),
+            failed: false,
+        };
+        let previous = CURRENT.with(|c| c.replace(current));
         CallbackScope { previous }
+    }
+
+    /// Ends the scope; whether the callback reported a failure.
+    fn leave(self) -> bool {
+        let left = CURRENT.with(|c| c.replace(self.previous));
+        std::mem::forget(self);
+        left.failed
     }
 }
 
@@ -41,6 +72,22 @@ impl Drop for CallbackScope {
     fn drop(&mut self) {
         CURRENT.with(|c| c.set(self.previous));
     }
+}
+
+/// Records that the callback running on this thread failed, for an interface whose
+/// callbacks report failure rather than panic (a C++ exception caught by its wrapper): when
+/// the callback returns, it is counted in `callback_panics` of its runtime, once however
+/// often it was recorded. `Invalid`, and nothing is counted, outside a callback.
+pub fn record_callback_failure() -> Result<(), Error> {
+    CURRENT.with(|c| {
+        let mut current = c.get();
+        if current.runtime == 0 {
+            return Err(Error::Invalid);
+        }
+        current.failed = true;
+        c.set(current);
+        Ok(())
+    })
 }
 
 /// The capacity limit across shards; free of atomics when there is none.
@@ -82,6 +129,8 @@ pub(crate) struct Inner<T> {
     wall_offset: AtomicI64,
     /// A process-wide default: never shut down.
     pub(crate) shared: bool,
+    /// The fork generation the runtime started in (see `fork.rs`).
+    born: u64,
 }
 
 /// Drops a task outside every lock; a panicking drop is counted, not propagated.
@@ -125,6 +174,7 @@ impl<T: Task> Inner<T> {
             shutting_down: AtomicBool::new(false),
             wall_offset,
             shared,
+            born: fork::generation(),
         }
     }
 
@@ -132,7 +182,15 @@ impl<T: Task> Inner<T> {
         self as *const Self as usize
     }
 
-    fn check_open(&self) -> Result<(), Error> {
+    /// Whether this process is a fork() child of the one that started the runtime.
+    pub(crate) fn forked(&self) -> bool {
+        self.born != fork::generation()
+    }
+
+    pub(crate) fn check_open(&self) -> Result<(), Error> {
+        if self.forked() {
+            return Err(Error::Forked);
+        }
         match self.shutting_down.load(Relaxed) {
             true => Err(Error::Shutdown),
             false => Ok(()),
@@ -186,7 +244,8 @@ impl<T: Task> Inner<T> {
 
     pub(crate) fn cancel_sync(&self, id: TimerId) -> Result<(), Error> {
         self.check_open()?;
-        if CURRENT.with(|c| c.get()) == (self.id(), id.as_u64()) {
+        let current = CURRENT.with(Cell::get);
+        if (current.runtime, current.timer) == (self.id(), id.as_u64()) {
             return Err(Error::Busy);
         }
         let (shard, key) = self.shard_of(id)?;
@@ -261,10 +320,10 @@ impl<T: Task> Inner<T> {
             .saturating_sub(self.clock.tick_start_ns(run.deadline));
         self.lateness.record(late_ns / 1000);
         let scope = CallbackScope::enter(self.id(), id);
-        if catch_unwind(AssertUnwindSafe(|| run.task.run(id))).is_err() {
+        let panicked = catch_unwind(AssertUnwindSafe(|| run.task.run(id))).is_err();
+        if scope.leave() || panicked {
             self.panics.fetch_add(1, Relaxed);
         }
-        drop(scope);
     }
 
     /// Drops the task of a timer whose run ended, on the thread that ran it and as part of
@@ -335,7 +394,7 @@ impl<T: Task> Inner<T> {
 
     /// Whether the calling thread runs a callback of this runtime.
     pub(crate) fn in_callback(&self) -> bool {
-        CURRENT.with(|c| c.get().0) == self.id()
+        CURRENT.with(Cell::get).runtime == self.id()
     }
 
     /// Marks the runtime as shutting down; false if it already was.
@@ -355,6 +414,14 @@ impl<T: Task> Inner<T> {
             }
         }
         discarded
+    }
+}
+
+impl<T: Task> Lockable for Inner<T> {
+    /// The shards in order, then the executor's locks.
+    fn lock_all(&self) -> Box<dyn Held + '_> {
+        let shards: Vec<_> = self.shards.iter().map(Shard::lock).collect();
+        Box::new((shards, self.executor.lock_all()))
     }
 }
 

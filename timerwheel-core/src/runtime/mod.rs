@@ -10,11 +10,24 @@
 //! | `worker.rs`   | worker threads and the run of a due timer                   |
 //! | `inner.rs`    | the paths of a timer through all of them                    |
 //! | `stats.rs`    | counters and the lateness histogram                         |
+//! | `fork.rs`     | the locks around fork(), and runtimes in a fork() child     |
+//!
+//! # fork()
+//!
+//! The runtime survives a fork() in a multithreaded program: its locks are taken before the
+//! fork and released after it, in the parent and in the child, so no call hangs in the
+//! child. The child has none of the parent's threads, so a runtime started before the fork
+//! refuses there every call that needs them (`add*`, `cancel*`, `reset`, `poll`) with
+//! [`Error::Forked`]; `stats` works, and `shutdown` (or dropping it) drops its pending timers,
+//! in the child, without waiting for threads that are not there. [`default_runtime`] gives
+//! the child a new runtime of its own on first use. A callback that calls fork() must not
+//! return in the child (exec or exit there): its thread belongs to the parent's runtime.
 
 mod clock;
 mod config;
 mod error;
 mod executor;
+mod fork;
 mod inner;
 #[cfg(all(test, loom))]
 mod loom_tests;
@@ -25,11 +38,13 @@ mod ticker;
 mod timer;
 mod worker;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 pub use config::{Builder, Config, MIN_TICK};
 pub use error::{Error, Rejected};
+pub use fork::PerProcess;
+pub use inner::record_callback_failure;
 pub use stats::Stats;
 pub use task::{prefetch, BoxTask, PeriodMode, Task, TimerId};
 pub use timer::Timer;
@@ -100,6 +115,7 @@ impl<T: Task> Runtime<T> {
     fn start(config: Config, shared: bool) -> Result<Self, Error> {
         config.validate()?;
         let inner = Arc::new(Inner::new(config, shared));
+        fork::register(&inner);
         if !inner.config.manual {
             let ticker = Arc::clone(&inner);
             inner.executor.ticker_started();
@@ -201,6 +217,7 @@ impl<T: Task> Runtime<T> {
         if !self.inner.config.manual {
             return Err(Error::Invalid);
         }
+        self.inner.check_open()?;
         // A callback may shut the runtime down without waiting and let its owner free this
         // handle once the poll ends: the poll holds the runtime on its own.
         let inner = Arc::clone(&self.inner);
@@ -216,7 +233,8 @@ impl<T: Task> Runtime<T> {
     /// Stops the tick thread, waits for running callbacks, drops every pending timer
     /// without running it and returns how many were dropped. `Busy` from inside one of
     /// this runtime's callbacks or on a shared runtime (nothing changes); `Shutdown` if
-    /// already shut down.
+    /// already shut down. In a fork() child, for a runtime started before the fork: drops
+    /// the pending timers without waiting for the parent's threads (see the module docs).
     pub fn shutdown(&self) -> Result<usize, Error> {
         let inner = &self.inner;
         if inner.shared || inner.in_callback() {
@@ -226,7 +244,11 @@ impl<T: Task> Runtime<T> {
             return Err(Error::Shutdown);
         }
         inner.ticker.stop();
-        inner.executor.close();
+        if inner.forked() {
+            inner.executor.stop();
+        } else {
+            inner.executor.close();
+        }
         Ok(inner.discard_all())
     }
 
@@ -257,7 +279,11 @@ impl<T: Task> Runtime<T> {
         inner.ticker.stop();
         inner.executor.stop();
         let discarded = inner.discard_all();
-        inner.executor.when_unused(Box::new(release));
+        if inner.forked() {
+            release(); // the threads it counts are the parent's: none will let go here
+        } else {
+            inner.executor.when_unused(Box::new(release));
+        }
         Ok(discarded)
     }
 
@@ -289,9 +315,10 @@ impl<T: Task> std::fmt::Debug for Runtime<T> {
 }
 
 /// The process-wide shared runtime: default config, started on first use, never shut down
-/// (its `shutdown` returns `Busy`). One timer thread per process is the right default.
+/// (its `shutdown` returns `Busy`). One timer thread per process is the right default. A
+/// fork() child gets a new one on its first call; the parent's refuses there with `Forked`.
 pub fn default_runtime() -> &'static Runtime<BoxTask> {
-    static DEFAULT: OnceLock<Runtime<BoxTask>> = OnceLock::new();
+    static DEFAULT: PerProcess<Runtime<BoxTask>> = PerProcess::new();
     DEFAULT.get_or_init(|| {
         Runtime::new_shared(Config::default()).expect("the default config is valid")
     })
