@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::clock::{Clock, Deadline};
 use super::executor::{Executor, GROW_AFTER};
-use super::shard::{decode, encode, Run, Schedule, Shard, ShardState, MAX_SHARDS};
+use super::shard::{Ids, Run, Schedule, Shard, ShardState, MAX_SHARDS};
 use super::stats::Histogram;
 use super::ticker::{tighten_timer_slack, Ticker, WALL_CHECK};
 use super::{Config, Error, Rejected, Stats, Task, TimerId};
@@ -78,6 +78,8 @@ pub(crate) struct Inner<T> {
     pub(crate) config: Config,
     pub(crate) clock: Clock,
     shards: Box<[Shard<T>]>,
+    /// How this runtime's ids are written: unlike another runtime's.
+    ids: Ids,
     pub(crate) executor: Executor,
     pub(crate) ticker: Ticker,
     capacity: Capacity,
@@ -122,6 +124,7 @@ impl<T: Task> Inner<T> {
             config,
             clock,
             shards,
+            ids: Ids::next(),
             ticker: Ticker::default(),
             lateness: Histogram::new(),
             panics: AtomicU64::new(0),
@@ -142,7 +145,7 @@ impl<T: Task> Inner<T> {
     }
 
     fn shard_of(&self, id: TimerId) -> Result<(&Shard<T>, Key), Error> {
-        match decode(id) {
+        match self.ids.decode(id) {
             (shard, Some(key)) if shard < self.shards.len() => Ok((&self.shards[shard], key)),
             _ => Err(Error::NotFound),
         }
@@ -169,7 +172,7 @@ impl<T: Task> Inner<T> {
         match inserted {
             Ok(key) => {
                 self.ticker.notify_if_earlier(deadline.tick);
-                Ok(encode(index, key))
+                Ok(self.ids.encode(index, key))
             }
             Err((error, task)) => {
                 self.capacity.release(1);
@@ -228,7 +231,7 @@ impl<T: Task> Inner<T> {
         let mut ordered = Vec::new();
         for (index, shard) in self.shards.iter().enumerate() {
             shard.lock().expire_due(now, |key, deadline| {
-                ordered.push((deadline, encode(index, key)))
+                ordered.push((deadline, self.ids.encode(index, key)))
             });
         }
         ordered.sort_unstable_by_key(|&(deadline, _)| deadline);
@@ -303,12 +306,13 @@ impl<T: Task> Inner<T> {
         ran
     }
 
-    /// Runs a started timer's task, recording its lateness and catching a panic.
+    /// Runs a started timer's task, recording its lateness (from the exact time it was
+    /// due, not its tick) and catching a panic.
     fn run_task(&self, id: TimerId, run: &mut Run<T>) {
         let late_ns = self
             .clock
             .elapsed_ns()
-            .saturating_sub(self.clock.tick_start_ns(run.deadline));
+            .saturating_sub(self.clock.exact_ns(run.deadline));
         self.lateness.record(late_ns / 1000);
         let scope = CallbackScope::enter(self.id(), id);
         if catch_unwind(AssertUnwindSafe(|| run.task.run(id))).is_err() {

@@ -5,6 +5,7 @@
 //! |---------------|-------------------------------------------------------------|
 //! | `clock.rs`    | ticks on `CLOCK_MONOTONIC`, rounding deadlines up           |
 //! | `shard.rs`    | one wheel + bookkeeping under a lock; a timer's life cycle  |
+//! | `periodic.rs` | where a periodic timer runs next (fixed rate, fixed delay)  |
 //! | `ticker.rs`   | the tick thread's sleep and wake-up                         |
 //! | `executor.rs` | the run queue, workers, and the grow/shrink decision        |
 //! | `inner.rs`    | the paths of a timer through all of them                    |
@@ -17,6 +18,7 @@ mod executor;
 mod inner;
 #[cfg(all(test, loom))]
 mod loom_tests;
+mod periodic;
 mod shard;
 mod stats;
 mod task;
@@ -117,7 +119,9 @@ impl<T: Task> Runtime<T> {
         self.inner.add(deadline, Schedule::Once, task)
     }
 
-    /// Adds a periodic timer: first run after `delay`, then every `period` (not zero).
+    /// Adds a periodic timer: first run after `delay`, then every `period` (not zero),
+    /// in `mode` (see [`PeriodMode`]). The period is kept to the nanosecond: it need not be
+    /// a multiple of the tick.
     pub fn add_periodic(
         &self,
         delay: Duration,
@@ -125,18 +129,22 @@ impl<T: Task> Runtime<T> {
         mode: PeriodMode,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
-        let tick = self.inner.clock.tick_ns();
-        let period_ticks = u64::try_from(period.as_nanos().div_ceil(u128::from(tick)));
-        let period = match period_ticks {
-            Ok(ticks) if ticks > 0 => ticks,
+        let period_ns = match u64::try_from(period.as_nanos()) {
+            Ok(ns) if ns > 0 => ns,
             _ => {
                 let error = Error::Invalid;
                 return Err(Rejected { error, task });
             }
         };
         let deadline = self.inner.clock.deadline_after(delay);
-        self.inner
-            .add(deadline, Schedule::Every { period, mode }, task)
+        self.inner.add(
+            deadline,
+            Schedule::Every {
+                period: period_ns,
+                mode,
+            },
+            task,
+        )
     }
 
     /// Adds a one-shot timer for the wall-clock time `when`; a time in the past runs at

@@ -78,8 +78,14 @@ pub type BoxTask = Box<dyn FnMut(TimerId) + Send + 'static>;
 /// How a periodic timer schedules its next run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PeriodMode {
-    /// Runs at `delay, delay + period, delay + 2 period, ...`; periods missed while the
-    /// process stalled are coalesced into one run.
+    /// Runs at the points `delay, delay + period, delay + 2 period, ...`: each point is
+    /// exact (to the nanosecond, from the add) and rounded up to the tick on its own, so a
+    /// period that is not a multiple of the tick does not drift, and lateness is measured
+    /// from the exact point. When a run returns, the next run is the latest point that has
+    /// come by then, if any: it starts at once, late, and the points before it, which
+    /// passed entirely while the run was under way (or the process stalled), are coalesced
+    /// into it (no burst); otherwise the next run waits for the first point after the one
+    /// that just ran. Either way the schedule stays on its grid.
     FixedRate,
     /// Runs `period` after the previous run returned.
     FixedDelay,
