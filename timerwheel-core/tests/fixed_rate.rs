@@ -1,8 +1,12 @@
 //! Fixed-rate schedules against their exact points `delay + n·period`, and lateness measured
 //! from the exact time a timer was due. Each test records when its runs start and end and
 //! checks them against the points the test computes from an instant taken just before the
-//! add (so a test's point is never later than the runtime's). Bounds on lateness are
-//! generous: the machine may be loaded.
+//! add (so a test's point is never later than the runtime's).
+//!
+//! The machine may be loaded, and a loaded machine loses runs (their points are coalesced)
+//! and starts them late. So the bounds on counts and lateness sit between what the schedule
+//! before exact points could reach at best (a bound that no load improves) and what exact
+//! points give on a quiet machine.
 
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -94,6 +98,9 @@ fn assert_never_early(
     }
 }
 
+/// Tick 300 us, period 1 ms, 2 s: 2000 points. With the period rounded up to 4 ticks, runs
+/// were 1.2 ms apart at best: 1,667 runs at most, whatever the load (a quiet machine gives
+/// about 2000 now; a loaded one coalesces some points).
 #[test]
 fn a_period_off_the_tick_grid_does_not_drift() {
     let (tick, delay, period, span) = (Duration::from_micros(300), ms(1), ms(1), ms(2000));
@@ -102,32 +109,38 @@ fn a_period_off_the_tick_grid_does_not_drift() {
     let runs = stop_after(&rt, id, &runs, origin, span);
     let points = ((span - delay).as_nanos() / period.as_nanos()) as usize + 1;
     assert!(
-        runs.len() + 20 >= points && runs.len() <= points + 1,
+        runs.len() >= 1700 && runs.len() <= points + 1,
         "{} runs in {span:?}, {points} points",
         runs.len()
     );
     assert_never_early(&runs, origin, delay, period);
-    let last = runs.len() - 1;
-    let behind = runs[last].0 - point(origin, delay, period, last);
-    assert!(
-        behind < ms(50),
-        "the last run started {behind:?} after its point"
-    );
 
-    // What the test sees as each run's lateness bounds what the runtime measures from above
-    // (its callback start is earlier, its point later); it must not be far below either.
-    let mut late: Vec<Duration> = (runs.iter().enumerate())
-        .map(|(n, &(start, _))| start - point(origin, delay, period, n))
+    // A run's point is on the grid and not after its start, so its start minus the latest
+    // grid point before it is a lower bound of its lateness: 0.2 ms more for each run of
+    // the drifting schedule (mod 1 ms), what the rounding to the tick adds for exact points.
+    // The runtime's lateness, from the exact point, is not below it.
+    let mut least_late: Vec<Duration> = runs
+        .iter()
+        .map(|&(start, _)| since_grid(start - origin - delay, period))
         .collect();
-    late.sort();
-    let seen_p99 = late[late.len() * 99 / 100];
+    least_late.sort();
+    let least_p99 = least_late[least_late.len() * 99 / 100];
     let reported_p99 = Duration::from_micros(rt.stats().late_p99_us);
     assert!(
-        reported_p99 + ms(20) >= seen_p99,
-        "late_p99 reads {reported_p99:?}, the runs were {seen_p99:?} late"
+        reported_p99 + Duration::from_micros(100) >= least_p99,
+        "late_p99 reads {reported_p99:?}, the runs were at least {least_p99:?} late"
     );
 }
 
+/// How far `offset` lies after the latest multiple of `period` at or before it.
+fn since_grid(offset: Duration, period: Duration) -> Duration {
+    Duration::from_nanos((offset.as_nanos() % period.as_nanos()) as u64)
+}
+
+/// Period 10 ms, each run 10.3 ms: the runs go back to back, about 97 in 1 s. When the
+/// next run waited for the point after the return, runs were 20 ms apart (50 in 1 s): the
+/// timer was busy 10.3 ms of every 20. Busy time rather than a count, as a loaded machine
+/// stretches the runs themselves.
 #[test]
 fn a_run_due_while_the_previous_one_ran_starts_when_it_returns() {
     let (delay, period, span) = (ms(10), ms(10), ms(1000));
@@ -135,20 +148,22 @@ fn a_run_due_while_the_previous_one_ran_starts_when_it_returns() {
     let work = Duration::from_micros(10_300);
     let (origin, id, runs) = record_fixed_rate(&rt, delay, period, move |_| work);
     let runs = stop_after(&rt, id, &runs, origin, span);
+    assert_never_early(&runs, origin, delay, period);
+    let busy: Duration = runs.iter().map(|&(start, end)| end - start).sum();
+    let whole = runs[runs.len() - 1].1 - runs[0].0;
     assert!(
-        runs.len() >= 90,
-        "{} runs of {work:?} in {span:?}",
+        busy.as_secs_f64() >= 0.75 * whole.as_secs_f64(),
+        "{} runs of {work:?} kept the timer busy {busy:?} of {whole:?}",
         runs.len()
     );
-    assert_never_early(&runs, origin, delay, period);
 }
 
+/// Period 100 ms; run 2 (due at 300 ms) takes 3.5 periods and returns at 650 ms. The
+/// points at 400 and 500 ms passed entirely, the one at 600 ms is due: it runs at once, and
+/// the schedule goes on at 700, 800, ...
 #[test]
 fn points_missed_entirely_are_coalesced_and_the_grid_stays() {
-    // Run 2 (due at 150 ms) takes 3.5 periods and returns at 325 ms: the points at 200 and
-    // 250 ms were missed entirely, the one at 300 ms is due; it runs at once, and the
-    // schedule goes on at 350, 400, ...
-    let (delay, period) = (ms(50), ms(50));
+    let (delay, period) = (ms(100), ms(100));
     let rt = runtime(ms(1));
     let stall = period * 7 / 2;
     let (origin, id, runs) = record_fixed_rate(&rt, delay, period, move |n| {
@@ -158,7 +173,7 @@ fn points_missed_entirely_are_coalesced_and_the_grid_stays() {
             Duration::ZERO
         }
     });
-    let runs = stop_after(&rt, id, &runs, origin, ms(520));
+    let runs = stop_after(&rt, id, &runs, origin, ms(850));
     assert!(runs.len() >= 6, "{} runs", runs.len());
     let at = |n| point(origin, delay, period, n);
     let returned = runs[2].1;

@@ -52,6 +52,19 @@ impl Clock {
         }
     }
 
+    /// A clock whose origin lies `ago` in the past, for tests of what happens late.
+    #[cfg(test)]
+    pub(crate) fn started_ago(tick: Duration, ago: Duration) -> Self {
+        let clock = Clock::new(tick);
+        Clock {
+            origin: clock
+                .origin
+                .checked_sub(ago)
+                .expect("the monotonic clock goes back that far"),
+            ..clock
+        }
+    }
+
     pub(crate) fn tick_ns(&self) -> u64 {
         self.tick_ns
     }

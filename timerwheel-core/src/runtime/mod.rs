@@ -121,7 +121,7 @@ impl<T: Task> Runtime<T> {
 
     /// Adds a periodic timer: first run after `delay`, then every `period` (not zero),
     /// in `mode` (see [`PeriodMode`]). The period is kept to the nanosecond: it need not be
-    /// a multiple of the tick.
+    /// a multiple of the tick. `Invalid` for a zero period.
     pub fn add_periodic(
         &self,
         delay: Duration,
@@ -129,13 +129,12 @@ impl<T: Task> Runtime<T> {
         mode: PeriodMode,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
-        let period_ns = match u64::try_from(period.as_nanos()) {
-            Ok(ns) if ns > 0 => ns,
-            _ => {
-                let error = Error::Invalid;
-                return Err(Rejected { error, task });
-            }
-        };
+        // Beyond 584 years a period saturates: such a timer never runs twice anyway.
+        let period_ns = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
+        if period_ns == 0 {
+            let error = Error::Invalid;
+            return Err(Rejected { error, task });
+        }
         let deadline = self.inner.clock.deadline_after(delay);
         self.inner.add(
             deadline,

@@ -411,6 +411,7 @@ fn place<T>(wheel: &mut Wheel<Entry<T>>, key: Key, deadline: Deadline) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn ids_round_trip_through_shards() {
@@ -438,6 +439,55 @@ mod tests {
         }
         let none = TimerId::from_u64(u64::from(u32::MAX)).unwrap();
         assert_eq!(a.decode(none).1, None, "generation 0 names no key");
+    }
+
+    const SECOND: u64 = 1_000_000_000;
+
+    /// A shard with one fixed-rate timer, first due at `first_ns` on `clock`, every second.
+    fn every_second(clock: &Clock, first_ns: u64) -> (ShardState<fn(TimerId)>, Key) {
+        let mut state = ShardState::new(usize::MAX, 0);
+        let every = Schedule::Every {
+            period: SECOND,
+            mode: PeriodMode::FixedRate,
+        };
+        let noop: fn(TimerId) = |_| {};
+        let key = state.insert(clock.deadline_of(first_ns), every, noop);
+        (state, key.ok().unwrap())
+    }
+
+    /// Expires, starts and finishes the timer's next run; the exact time it was due.
+    fn run_next(state: &mut ShardState<fn(TimerId)>, key: Key, clock: &Clock) -> u64 {
+        let due = state.deadline(key).unwrap();
+        state.expire_due(due.tick, |_, _| {});
+        let run = state.start(key).unwrap();
+        assert_eq!(run.deadline, due);
+        assert!(state.finish(key, run.task, clock).is_ok());
+        clock.exact_ns(due)
+    }
+
+    #[test]
+    fn a_fixed_rate_timer_runs_at_exact_points_each_rounded_up_on_its_own() {
+        // 1 s on a 300 ms tick: due at ticks 4, 7, 10, 14, ... (not every 4 ticks). The runs
+        // return at once (the clock has barely moved): no point is missed.
+        let clock = Clock::new(Duration::from_millis(300));
+        let (mut state, key) = every_second(&clock, SECOND);
+        for n in 1..=30u64 {
+            let due = state.deadline(key).unwrap();
+            assert_eq!(due.tick, (10 * n).div_ceil(3), "run {n}");
+            assert_eq!(run_next(&mut state, key, &clock), n * SECOND);
+        }
+    }
+
+    #[test]
+    fn a_run_that_returns_late_is_followed_by_the_latest_point_due() {
+        // The first point (1 s) runs 3.5 s after the origin: 2 s passed entirely, 3 s is due
+        // and runs next (at once), then the grid goes on at 4 s.
+        let clock = Clock::started_ago(Duration::from_millis(300), Duration::from_millis(3500));
+        let (mut state, key) = every_second(&clock, SECOND);
+        assert_eq!(run_next(&mut state, key, &clock), SECOND);
+        assert!(state.deadline(key).unwrap().tick <= clock.now_tick());
+        assert_eq!(run_next(&mut state, key, &clock), 3 * SECOND);
+        assert_eq!(run_next(&mut state, key, &clock), 4 * SECOND);
     }
 
     /// The C task's shape: a callback, its user data and a nullable drop function.
