@@ -405,13 +405,23 @@ static int64_t rate_point(const rate_probe *p, long n) {
     return p->origin_ns + p->delay_ns + n * p->period_ns;
 }
 
-/* Runs a fixed-rate timer (delay = period = period_ms) on w for span_ms, then deletes it;
+/* Adds the probe's timer: whole milliseconds through tw_add_periodic, as most callers do,
+ * anything finer through tw_add_periodic_ns. */
+static tw_status rate_add(tw_wheel *w, rate_probe *p, tw_timer_id *id) {
+    uint64_t period_ns = (uint64_t)p->period_ns;
+    if (period_ns % 1000000 == 0)
+        return tw_add_periodic(w, period_ns / 1000000, period_ns / 1000000, TW_FIXED_RATE,
+                               rate_cb, p, NULL, id);
+    return tw_add_periodic_ns(w, period_ns, period_ns, TW_FIXED_RATE, rate_cb, p, NULL, id);
+}
+
+/* Runs a fixed-rate timer (delay = period = period_ns) on w for span_ms, then deletes it;
  * checks that no run started before its point. */
-static void rate_run(tw_wheel *w, rate_probe *p, uint64_t period_ms, long span_ms) {
+static void rate_run(tw_wheel *w, rate_probe *p, int64_t period_ns, long span_ms) {
     tw_timer_id id;
-    p->delay_ns = p->period_ns = (int64_t)period_ms * 1000000;
+    p->delay_ns = p->period_ns = period_ns;
     p->origin_ns = now_ns();
-    CHECK_OK(tw_add_periodic(w, period_ms, period_ms, TW_FIXED_RATE, rate_cb, p, NULL, &id));
+    CHECK_OK(rate_add(w, p, &id));
     sleep_ms(span_ms - (now_ns() - p->origin_ns) / 1000000);
     CHECK_OK(tw_delete_sync(w, id));
     CHECK(p->runs > 0 && p->runs <= MAX_POINTS);
@@ -437,7 +447,7 @@ static void test_fixed_rate_off_the_tick_grid_does_not_drift(void) {
     static rate_probe p;
     memset(&p, 0, sizeof p);
     p.stall_run = -1;
-    rate_run(w, &p, 1, 2000);
+    rate_run(w, &p, 1000000, 2000);
     CHECK(p.runs >= 1700 && p.runs <= 2001);
     static int64_t least_late[MAX_POINTS];
     for (long n = 0; n < p.runs; n++)
@@ -445,6 +455,18 @@ static void test_fixed_rate_off_the_tick_grid_does_not_drift(void) {
     qsort(least_late, (size_t)p.runs, sizeof least_late[0], compare_i64);
     int64_t least_p99_us = least_late[p.runs * 99 / 100] / 1000;
     CHECK((int64_t)stats_of(w).late_p99_us + 100 >= least_p99_us);
+    CHECK_OK(tw_destroy(w));
+}
+
+/* A period of 1.5 ms on the default 1 ms tick, through tw_add_periodic_ns: 1000 points in
+ * 1.5 s. A period rounded to the millisecond or the tick (2 ms) gives 750 at most. */
+static void test_fixed_rate_period_in_nanoseconds(void) {
+    tw_wheel *w = wheel_with(2, 0, 0);
+    static rate_probe p;
+    memset(&p, 0, sizeof p);
+    p.stall_run = -1;
+    rate_run(w, &p, 1500000, 1500);
+    CHECK(p.runs >= 850 && p.runs <= 1001);
     CHECK_OK(tw_destroy(w));
 }
 
@@ -458,7 +480,7 @@ static void test_fixed_rate_runs_a_point_due_during_a_run_at_once(void) {
     memset(&p, 0, sizeof p);
     p.work_ns = 10300000;
     p.stall_run = -1;
-    rate_run(w, &p, 10, 1000);
+    rate_run(w, &p, 10000000, 1000);
     int64_t busy = 0;
     for (long n = 0; n < p.runs; n++) busy += p.end_ns[n] - p.start_ns[n];
     CHECK(busy >= (p.end_ns[p.runs - 1] - p.start_ns[0]) * 3 / 4);
@@ -474,7 +496,7 @@ static void test_fixed_rate_coalesces_points_missed_entirely(void) {
     memset(&p, 0, sizeof p);
     p.stall_run = 2;
     p.stall_ns = 350 * 1000000;
-    rate_run(w, &p, 100, 850);
+    rate_run(w, &p, 100000000, 850);
     CHECK(p.runs >= 6);
     CHECK(p.end_ns[2] >= rate_point(&p, 5) && p.end_ns[2] < rate_point(&p, 6));
     CHECK(p.start_ns[3] < rate_point(&p, 6)); /* at once, not at the next point */
@@ -897,6 +919,7 @@ int main(void) {
     RUN(test_periodic_fixed_delay);
     RUN(test_periodic_never_overlaps);
     RUN(test_fixed_rate_off_the_tick_grid_does_not_drift);
+    RUN(test_fixed_rate_period_in_nanoseconds);
     RUN(test_fixed_rate_runs_a_point_due_during_a_run_at_once);
     RUN(test_fixed_rate_coalesces_points_missed_entirely);
     RUN(test_delete_from_own_callback);

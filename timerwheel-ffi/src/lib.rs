@@ -23,7 +23,9 @@ pub mod timers;
 pub mod text;
 
 pub use text::{tw_status_str, tw_version};
-pub use timers::{tw_add, tw_add_at, tw_add_periodic, tw_delete, tw_delete_sync, tw_reset};
+pub use timers::{
+    tw_add, tw_add_at, tw_add_periodic, tw_add_periodic_ns, tw_delete, tw_delete_sync, tw_reset,
+};
 pub use types::{
     tw_callback, tw_config, tw_drop_fn, tw_period_mode, tw_stats, tw_status, tw_timer_id, tw_wheel,
 };
