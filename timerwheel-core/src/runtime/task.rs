@@ -4,8 +4,11 @@ use std::any::Any;
 use std::fmt;
 use std::num::NonZeroU64;
 
-/// The id of a timer in a [`Runtime`](crate::Runtime). Never zero; ids are generational, so
-/// an id whose timer has ended never reaches a later timer that reuses its memory.
+/// The id of a timer in a [`Runtime`](crate::Runtime). Never zero. Ids are generational: an
+/// id whose timer has ended reaches a later timer that reuses its memory only after that
+/// memory was reused 2^32 − 1 times. Ids are unique to their runtime: another runtime finds
+/// no timer by it (`Error::NotFound`), unless the two were created a multiple of 256
+/// runtimes apart or one of them has reused that id's memory 2^24 − 1 times.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TimerId(NonZeroU64);
 
