@@ -428,14 +428,24 @@ mod tests {
     }
 
     #[test]
-    fn the_ids_of_two_runtimes_differ_until_a_slot_was_reused_2_pow_24_times() {
-        let (a, b) = (Ids::next(), Ids::next());
+    fn the_ids_of_two_runtimes_meet_only_after_2_pow_24_minus_1_reuses_of_a_slot() {
+        let key = |generation: u64| Key::from_u64((generation << 32) | 7).unwrap();
+        let generation = |k: Option<Key>| k.map_or(0, |k| k.to_u64() >> 32);
         let shard = 3;
-        for generation in [1u64, 2, 1000, (1 << 24) - 2] {
-            let key = Key::from_u64(generation << 32 | 7).unwrap();
-            let id = a.encode(shard, key);
-            assert_ne!(id, b.encode(shard, key));
-            assert_ne!(b.decode(id), (shard, Some(key)));
+        // The closest shifts of two runtimes, both ways round: 255 · 2^24 apart, which is
+        // 2^24 − 1 the other way round the cycle.
+        let (low, high) = (Ids { shift: 0 }, Ids { shift: 255 << 24 });
+        let (_, seen) = high.decode(low.encode(shard, key(1)));
+        assert_eq!(
+            generation(seen),
+            1 << 24,
+            "meets a slot reused 2^24 − 1 times"
+        );
+        let (_, seen) = low.decode(high.encode(shard, key(1 << 24)));
+        assert_eq!(generation(seen), 1, "its own slot reused 2^24 − 1 times");
+        let (a, b) = (Ids::next(), Ids::next());
+        for g in [1, 2, 1000, (1 << 24) - 1] {
+            assert_ne!(a.encode(shard, key(g)), b.encode(shard, key(g)));
         }
         let none = TimerId::from_u64(u64::from(u32::MAX)).unwrap();
         assert_eq!(a.decode(none).1, None, "generation 0 names no key");
