@@ -1,7 +1,8 @@
 /*
  * timerwheel: a hierarchical timing wheel with a tick thread and an adaptive worker pool.
  *
- * Durations are milliseconds (the tick is set in microseconds). A timer never fires
+ * Durations are milliseconds (the tick is set in microseconds; tw_add_periodic_ns takes
+ * nanoseconds for periods that are not whole milliseconds). A timer never fires
  * before its deadline. Every function but tw_destroy is safe from any thread at the same
  * time, including from inside callbacks. NULL arguments give TW_ERR_INVALID, never a
  * crash; each function's comment lists what it returns for each bad input
@@ -190,7 +191,8 @@ typedef struct tw_stats {
    */
   uint64_t queue_depth;
   /**
-   * Median lateness (callback start minus deadline), microseconds.
+   * Median lateness (callback start minus the exact time it was due, not its tick),
+   * microseconds.
    */
   uint64_t late_p50_us;
   /**
@@ -208,8 +210,13 @@ typedef struct tw_stats {
 } tw_stats;
 
 /**
- * The id of a timer. 0 never names a timer; ids are generational, so the id of a timer
- * that has ended never reaches a later timer.
+ * The id of a timer, unique to its wheel. 0 never names a timer.
+ *
+ * Ids are generational: the id of a timer that has ended reaches a later timer in the
+ * same slot only after that slot was reused 2^32 - 1 times. An id of another wheel is
+ * TW_ERR_NOT_FOUND: each wheel writes its ids shifted by its creation number (mod 256), so
+ * the ids of two wheels meet only when the wheels were created a multiple of 256 wheels
+ * apart, or once a slot has been reused 2^24 - 1 (16.7 million) times in one of them.
  */
 typedef uint64_t tw_timer_id;
 
@@ -386,11 +393,19 @@ enum tw_status tw_poll(struct tw_wheel *w, size_t *ran);
 enum tw_status tw_add(struct tw_wheel *w, uint64_t delay_ms, tw_callback cb, void *user_data, tw_drop_fn drop, tw_timer_id *out_id);
 
 /**
- * Adds a periodic timer: first run after `delay_ms`, then every `period_ms`, in `mode`
- * (TW_FIXED_RATE keeps the schedule delay, delay + period, ... and coalesces missed
- * periods into one run; TW_FIXED_DELAY runs `period_ms` after the previous callback
- * returned). Runs of one timer never overlap. `drop(user_data)` is called once, after the
- * timer is deleted (and its running callback, if any, returned) or at destroy.
+ * Adds a periodic timer: first run after `delay_ms`, then every `period_ms`, in `mode`.
+ * Runs of one timer never overlap. `drop(user_data)` is called once, after the timer is
+ * deleted (and its running callback, if any, returned) or at destroy.
+ *
+ * TW_FIXED_RATE keeps the schedule delay, delay + period, delay + 2 period, ...: each point
+ * is exact (from the time of the add) and rounded up to the tick on its own, so a period
+ * that is not a multiple of the tick does not drift; lateness (tw_stats) is measured from
+ * the exact point. When a run returns, the next run is the latest point that has come by
+ * then, if any: it starts at once, late, and the points before it, which passed entirely
+ * while the callback ran or the process stalled, are coalesced into it (no burst).
+ * Otherwise the next run waits for the first point after the one that just ran. Either way
+ * the schedule stays on its grid. TW_FIXED_DELAY runs `period_ms` after the previous
+ * callback returned.
  *
  * Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called and
  * `*out_id` is left untouched:
@@ -403,6 +418,16 @@ enum tw_status tw_add(struct tw_wheel *w, uint64_t delay_ms, tw_callback cb, voi
  * As for tw_add.
  */
 enum tw_status tw_add_periodic(struct tw_wheel *w, uint64_t delay_ms, uint64_t period_ms, tw_period_mode mode, tw_callback cb, void *user_data, tw_drop_fn drop, tw_timer_id *out_id);
+
+/**
+ * Like tw_add_periodic, with the delay and the period in nanoseconds: for periods that are
+ * not whole milliseconds (1.5 ms on a 500 us tick; Go's time.Duration). Same returns, with
+ * `period_ns` 0 for `period_ms` 0.
+ *
+ * # Safety
+ * As for tw_add.
+ */
+enum tw_status tw_add_periodic_ns(struct tw_wheel *w, uint64_t delay_ns, uint64_t period_ns, tw_period_mode mode, tw_callback cb, void *user_data, tw_drop_fn drop, tw_timer_id *out_id);
 
 /**
  * Adds a one-shot timer for a wall-clock time, `unix_ms` milliseconds since the Unix

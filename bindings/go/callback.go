@@ -14,7 +14,7 @@ var timers registry
 func twgoFire(handle C.uintptr_t) {
 	h := uintptr(handle)
 	t := timers.fired(h)
-	if t == nil || (t.periodMs == 0 && !t.expire(h)) {
+	if t == nil || (t.period == 0 && !t.expire(h)) {
 		return
 	}
 	t.run()

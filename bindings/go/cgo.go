@@ -24,17 +24,20 @@ typedef struct twgo_added {
 	tw_timer_id id;
 } twgo_added;
 
-// Adds a one-shot timer (period_ms == 0) or a periodic one. The id comes back by value so
-// that no Go pointer is handed to C on this hot path.
-static twgo_added twgo_add(tw_wheel *w, uint64_t delay_ms, uint64_t period_ms,
+// Adds a one-shot timer. The id comes back by value so that no Go pointer is handed to C
+// on this hot path.
+static twgo_added twgo_add(tw_wheel *w, uint64_t delay_ms, uintptr_t handle) {
+	twgo_added r = {TW_OK, 0};
+	r.status = tw_add(w, delay_ms, twgo_fire, (void *)handle, NULL, &r.id);
+	return r;
+}
+
+// Adds a periodic timer, its delay and period in nanoseconds (a time.Duration, unrounded).
+static twgo_added twgo_add_periodic(tw_wheel *w, uint64_t delay_ns, uint64_t period_ns,
 		tw_period_mode mode, uintptr_t handle) {
 	twgo_added r = {TW_OK, 0};
-	if (period_ms == 0) {
-		r.status = tw_add(w, delay_ms, twgo_fire, (void *)handle, NULL, &r.id);
-	} else {
-		r.status = tw_add_periodic(w, delay_ms, period_ms, mode, twgo_fire, (void *)handle,
-			NULL, &r.id);
-	}
+	r.status = tw_add_periodic_ns(w, delay_ns, period_ns, mode, twgo_fire, (void *)handle,
+		NULL, &r.id);
 	return r;
 }
 
@@ -50,6 +53,8 @@ static twgo_created twgo_create(tw_config cfg) {
 }
 */
 import "C"
+
+import "time"
 
 // cWheel is a libtimerwheel wheel.
 type cWheel = *C.tw_wheel
@@ -80,9 +85,17 @@ func cDefault() cWheel {
 	return C.tw_default()
 }
 
-// cAdd adds a timer that fires the registry entry of handle; periodMs == 0 makes it a one-shot.
-func cAdd(w cWheel, delayMs, periodMs uint64, mode periodMode, handle uintptr) (uint64, error) {
-	r := C.twgo_add(w, C.uint64_t(delayMs), C.uint64_t(periodMs), mode, C.uintptr_t(handle))
+// cAdd adds a timer that fires the registry entry of handle after delay; period 0 makes it
+// a one-shot (its delay rounded up to the millisecond, see deadlines), anything else a
+// periodic timer whose delay and period reach the library to the nanosecond.
+func cAdd(w cWheel, delay, period time.Duration, mode periodMode, handle uintptr) (uint64, error) {
+	var r C.twgo_added
+	if period == 0 {
+		r = C.twgo_add(w, C.uint64_t(millis(delay)), C.uintptr_t(handle))
+	} else {
+		r = C.twgo_add_periodic(w, C.uint64_t(nanos(delay)), C.uint64_t(nanos(period)), mode,
+			C.uintptr_t(handle))
+	}
 	return uint64(r.id), statusErr(r.status)
 }
 

@@ -14,6 +14,11 @@ func ceilDiv(d, unit time.Duration) uint64 {
 	return q
 }
 
+// nanos converts a duration to the C API's nanoseconds; zero or negative means 0.
+func nanos(d time.Duration) uint64 {
+	return ceilDiv(d, time.Nanosecond)
+}
+
 // millis converts a delay to the C API's milliseconds, rounding up so that a timer never
 // fires early; zero or negative means as soon as possible.
 func millis(d time.Duration) uint64 {

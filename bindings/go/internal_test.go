@@ -40,7 +40,7 @@ func TestEveryStatusHasItsError(t *testing.T) {
 func TestRegistryStaleHandleFindsNothing(t *testing.T) {
 	var r registry
 	w := &Wheel{}
-	periodic := &Timer{w: w, periodMs: 1}
+	periodic := &Timer{w: w, period: time.Millisecond}
 	h := r.add(periodic)
 	if r.fired(h) != periodic || r.fired(h) != periodic {
 		t.Fatal("a live periodic entry did not find its timer")

@@ -118,3 +118,20 @@ func TestResetMovesPeriodicTimer(t *testing.T) {
 		t.Fatal("Stop after the moved run = false: the period should keep it active")
 	}
 }
+
+// TestEveryKeepsAPeriodOfAFractionOfAMillisecond runs a 1.5 ms period on the 1 ms tick for
+// 1.5 s: 1000 points. A period rounded to the millisecond (2 ms) gives 750 runs at most.
+func TestEveryKeepsAPeriodOfAFractionOfAMillisecond(t *testing.T) {
+	w := newWheel(t, Config{})
+	const period, span = 1500 * time.Microsecond, 1500 * time.Millisecond
+	var runs atomic.Int32
+	tm, err := w.Every(period, func() { runs.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(span)
+	tm.Stop()
+	if n := runs.Load(); n < 850 || n > 1001 {
+		t.Fatalf("%d runs of a %v period in %v, want about 1000", n, period, span)
+	}
+}

@@ -66,7 +66,7 @@ func (r *registry) fired(h uintptr) *Timer {
 	var t *Timer
 	if e := r.find(h); e != nil {
 		t = e.t
-		if t.periodMs == 0 {
+		if t.period == 0 {
 			r.clear(h & indexMask)
 			r.live--
 		}

@@ -10,10 +10,10 @@ import (
 // Timer is a pending call of a func, made by AfterFunc, Every or EveryFixedDelay. Its
 // methods are safe for concurrent use, also from inside its own func.
 type Timer struct {
-	w        *Wheel
-	f        func()
-	periodMs uint64 // 0 for a one-shot timer
-	mode     periodMode
+	w      *Wheel
+	f      func()
+	period time.Duration // 0 for a one-shot timer
+	mode   periodMode
 
 	mu     sync.Mutex // guards the fields below
 	id     uint64     // the C timer that stands for t now
@@ -48,7 +48,7 @@ func (t *Timer) stopLocked() bool {
 	switch {
 	case err == nil:
 		timers.release(t.handle) // inside the gate: Close then never counts t as live
-	case t.periodMs == 0 && errors.Is(err, ErrNotFound):
+	case t.period == 0 && errors.Is(err, ErrNotFound):
 		// A one-shot whose C timer is firing, its func not yet started: expire finds the
 		// handle gone and does not start it.
 		w.counts.stopped.Add(1)
@@ -76,7 +76,7 @@ func (t *Timer) Reset(d time.Duration) bool {
 		_ = t.arm(d) // fails only when the wheel is closing or full: the timer stays stopped
 		return false
 	}
-	if due, _ := deadlines(now(), d); t.periodMs == 0 && due >= t.armed {
+	if due, _ := deadlines(now(), d); t.period == 0 && due >= t.armed {
 		t.due = due
 		return true
 	}
@@ -108,7 +108,7 @@ func (t *Timer) arm(d time.Duration) error {
 		return w.err
 	}
 	h := timers.add(t)
-	id, err := cAdd(w.c, millis(d), t.periodMs, t.mode, h)
+	id, err := cAdd(w.c, d, t.period, t.mode, h)
 	if err != nil {
 		timers.release(h)
 		w.gate.exit()

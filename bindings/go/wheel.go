@@ -56,8 +56,10 @@ func (w *Wheel) AfterFunc(d time.Duration, f func()) (*Timer, error) {
 }
 
 // Every calls f every period, the first time one period from now, at a fixed rate: the
-// runs keep the schedule period, 2 period, ... and periods missed while the process was
-// stalled are coalesced into one run. Runs of f never overlap. Stop ends the calls.
+// runs keep the schedule period, 2 period, ..., exact to the nanosecond (the period need
+// not be a multiple of the tick). A call that returns after the next point is followed at
+// once by that call; points that passed entirely meanwhile (a slow call, a stalled
+// process) are coalesced into it. Runs of f never overlap. Stop ends the calls.
 func (w *Wheel) Every(period time.Duration, f func()) (*Timer, error) {
 	return w.every(period, fixedRate, f)
 }
@@ -80,7 +82,7 @@ func (w *Wheel) start(delay, period time.Duration, mode periodMode, f func()) (*
 	if f == nil {
 		return nil, errNilFunc
 	}
-	t := &Timer{w: w, f: f, periodMs: millis(period), mode: mode}
+	t := &Timer{w: w, f: f, period: period, mode: mode}
 	t.mu.Lock() // t's C timer may fire before arm returns
 	err := t.arm(delay)
 	t.mu.Unlock()

@@ -109,9 +109,11 @@ impl Wheel {
     }
 
     /// Runs `callback(*args, **kwargs)` every `period` seconds, first after `first`
-    /// seconds (default: one period). Runs never overlap. At a fixed rate by default
-    /// (missed periods coalesce into one run); `fixed_delay=True` waits `period` after each
-    /// run returns.
+    /// seconds (default: one period). Runs never overlap. At a fixed rate by default: the
+    /// points first, first + period, ... are kept to the nanosecond (the period need not be
+    /// a multiple of the tick); a run that returns after the next point is followed at once
+    /// by it, and points that passed entirely meanwhile coalesce into that run.
+    /// `fixed_delay=True` waits `period` after each run returns.
     #[pyo3(signature = (period, callback, /, *args, fixed_delay=false, first=None, **kwargs))]
     #[allow(clippy::too_many_arguments)]
     fn call_every(

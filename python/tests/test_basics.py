@@ -123,6 +123,17 @@ def test_call_every_repeats_until_cancelled(wheel):
     assert len(runs) <= count + 1  # at most a run that had already started
 
 
+def test_call_every_keeps_a_period_off_the_tick_grid():
+    # 1 ms on a 0.3 ms tick, 2 s: 2000 points. With the period rounded up to 4 ticks the
+    # runs were 1.2 ms apart at best: 1,667 at most.
+    runs = []
+    with Wheel(tick=0.0003, max_workers=2) as w:
+        timer = w.call_every(0.001, runs.append, 1)
+        time.sleep(2.0)
+        assert timer.cancel()
+    assert 1750 <= len(runs) <= 2001
+
+
 @pytest.mark.parametrize("fixed_delay", [False, True])
 def test_call_every_first_run_after_first(wheel, fixed_delay):
     runs = []

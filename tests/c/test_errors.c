@@ -52,6 +52,8 @@ static void null_wheel(void) {
     CHECK_STATUS(tw_add(NULL, 1, count_cb, NULL, count_drop, &id), TW_ERR_INVALID);
     CHECK_STATUS(tw_add_periodic(NULL, 1, 1, TW_FIXED_RATE, count_cb, NULL, count_drop, &id),
                  TW_ERR_INVALID);
+    CHECK_STATUS(tw_add_periodic_ns(NULL, 1, 1, TW_FIXED_RATE, count_cb, NULL, count_drop, &id),
+                 TW_ERR_INVALID);
     CHECK_STATUS(tw_add_at(NULL, 0, count_cb, NULL, count_drop, &id), TW_ERR_INVALID);
     CHECK_STATUS(tw_reset(NULL, 1, 1), TW_ERR_INVALID);
     CHECK_STATUS(tw_delete(NULL, 1), TW_ERR_INVALID);
@@ -71,6 +73,8 @@ static void null_callback(void) {
     CHECK_STATUS(tw_add(w, 1, NULL, NULL, count_drop, &id), TW_ERR_INVALID);
     CHECK_STATUS(tw_add_periodic(w, 1, 1, TW_FIXED_RATE, NULL, NULL, count_drop, &id),
                  TW_ERR_INVALID);
+    CHECK_STATUS(tw_add_periodic_ns(w, 1, 1, TW_FIXED_RATE, NULL, NULL, count_drop, &id),
+                 TW_ERR_INVALID);
     CHECK_STATUS(tw_add_at(w, 0, NULL, NULL, count_drop, &id), TW_ERR_INVALID);
     CHECK(id == 0);
     CHECK_OK(tw_add(w, 1, count_cb, NULL, NULL, &id)); /* a NULL drop is fine */
@@ -84,6 +88,8 @@ static void null_out_pointer(void) {
     CHECK_STATUS(tw_create(NULL, NULL), TW_ERR_INVALID);
     CHECK_STATUS(tw_add(w, 1, count_cb, NULL, count_drop, NULL), TW_ERR_INVALID);
     CHECK_STATUS(tw_add_periodic(w, 1, 1, TW_FIXED_RATE, count_cb, NULL, count_drop, NULL),
+                 TW_ERR_INVALID);
+    CHECK_STATUS(tw_add_periodic_ns(w, 1, 1, TW_FIXED_RATE, count_cb, NULL, count_drop, NULL),
                  TW_ERR_INVALID);
     CHECK_STATUS(tw_add_at(w, 0, count_cb, NULL, count_drop, NULL), TW_ERR_INVALID);
     CHECK_STATUS(tw_get_stats(w, NULL), TW_ERR_INVALID);
@@ -105,6 +111,12 @@ static void id_zero_stale_and_double_delete(void) {
     CHECK_STATUS(tw_delete_sync(w, stale), TW_ERR_NOT_FOUND);
     CHECK_STATUS(tw_reset(w, stale, 1), TW_ERR_NOT_FOUND);
     CHECK_STATUS(tw_delete(w, UINT64_MAX), TW_ERR_NOT_FOUND); /* never issued */
+    tw_wheel *other = new_wheel(0);
+    tw_timer_id foreign = add_far(other); /* from the same slot of the other wheel */
+    CHECK_STATUS(tw_reset(w, foreign, 1), TW_ERR_NOT_FOUND);
+    CHECK_STATUS(tw_delete(w, foreign), TW_ERR_NOT_FOUND);
+    CHECK_STATUS(tw_delete_sync(w, foreign), TW_ERR_NOT_FOUND);
+    CHECK_OK(tw_destroy(other));
     CHECK_OK(tw_delete_sync(w, fresh));
     CHECK_STATUS(tw_delete_sync(w, fresh), TW_ERR_NOT_FOUND);
     CHECK_OK(tw_destroy(w));
@@ -112,18 +124,20 @@ static void id_zero_stale_and_double_delete(void) {
 
 static void huge_delays(void) {
     tw_wheel *w = new_wheel(0);
-    tw_timer_id a = 0, b = 0, c = 0, d = 0;
+    tw_timer_id a = 0, b = 0, c = 0, d = 0, e = 0;
     long dropped = drops;
     CHECK_OK(tw_add(w, UINT64_MAX, count_cb, NULL, count_drop, &a));
     CHECK_OK(tw_add_periodic(w, UINT64_MAX, UINT64_MAX, TW_FIXED_RATE, count_cb, NULL,
                              count_drop, &b));
+    CHECK_OK(tw_add_periodic_ns(w, UINT64_MAX, UINT64_MAX, TW_FIXED_RATE, count_cb, NULL,
+                                count_drop, &e));
     CHECK_OK(tw_add_at(w, INT64_MAX, count_cb, NULL, count_drop, &c));
     CHECK_OK(tw_add(w, 3600 * 1000, count_cb, NULL, count_drop, &d));
     CHECK_OK(tw_reset(w, d, UINT64_MAX));
     CHECK(tw_next_timeout_ms(w) >= 0);
     CHECK_OK(tw_delete(w, a));
-    CHECK_OK(tw_destroy(w)); /* b, c and d are discarded */
-    CHECK(drops == dropped + 4);
+    CHECK_OK(tw_destroy(w)); /* b, c, d and e are discarded */
+    CHECK(drops == dropped + 5);
 }
 
 static void bad_values(void) {
@@ -133,6 +147,10 @@ static void bad_values(void) {
     CHECK_STATUS(tw_add_periodic(w, 1, 0, TW_FIXED_RATE, count_cb, NULL, count_drop, &id),
                  TW_ERR_INVALID); /* period 0 */
     CHECK_STATUS(tw_add_periodic(w, 1, 0, TW_FIXED_DELAY, count_cb, NULL, count_drop, &id),
+                 TW_ERR_INVALID);
+    CHECK_STATUS(tw_add_periodic_ns(w, 1, 0, TW_FIXED_RATE, count_cb, NULL, count_drop, &id),
+                 TW_ERR_INVALID);
+    CHECK_STATUS(tw_add_periodic_ns(w, 1, 1, (tw_period_mode)2, count_cb, NULL, count_drop, &id),
                  TW_ERR_INVALID);
     CHECK_STATUS(tw_add_periodic(w, 1, 1, (tw_period_mode)2, count_cb, NULL, count_drop, &id),
                  TW_ERR_INVALID); /* not a tw_period_mode */

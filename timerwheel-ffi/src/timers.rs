@@ -51,11 +51,19 @@ pub unsafe extern "C" fn tw_add(
     })
 }
 
-/// Adds a periodic timer: first run after `delay_ms`, then every `period_ms`, in `mode`
-/// (TW_FIXED_RATE keeps the schedule delay, delay + period, ... and coalesces missed
-/// periods into one run; TW_FIXED_DELAY runs `period_ms` after the previous callback
-/// returned). Runs of one timer never overlap. `drop(user_data)` is called once, after the
-/// timer is deleted (and its running callback, if any, returned) or at destroy.
+/// Adds a periodic timer: first run after `delay_ms`, then every `period_ms`, in `mode`.
+/// Runs of one timer never overlap. `drop(user_data)` is called once, after the timer is
+/// deleted (and its running callback, if any, returned) or at destroy.
+///
+/// TW_FIXED_RATE keeps the schedule delay, delay + period, delay + 2 period, ...: each point
+/// is exact (from the time of the add) and rounded up to the tick on its own, so a period
+/// that is not a multiple of the tick does not drift; lateness (tw_stats) is measured from
+/// the exact point. When a run returns, the next run is the latest point that has come by
+/// then, if any: it starts at once, late, and the points before it, which passed entirely
+/// while the callback ran or the process stalled, are coalesced into it (no burst).
+/// Otherwise the next run waits for the first point after the one that just ran. Either way
+/// the schedule stays on its grid. TW_FIXED_DELAY runs `period_ms` after the previous
+/// callback returned.
 ///
 /// Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called and
 /// `*out_id` is left untouched:
@@ -78,6 +86,55 @@ pub unsafe extern "C" fn tw_add_periodic(
     drop: tw_drop_fn,
     out_id: *mut tw_timer_id,
 ) -> tw_status {
+    let (delay, period) = (
+        Duration::from_millis(delay_ms),
+        Duration::from_millis(period_ms),
+    );
+    // SAFETY: the caller keeps tw_add_periodic's contract, which is add_periodic's.
+    unsafe { add_periodic(w, delay, period, mode, cb, user_data, drop, out_id) }
+}
+
+/// Like tw_add_periodic, with the delay and the period in nanoseconds: for periods that are
+/// not whole milliseconds (1.5 ms on a 500 us tick; Go's time.Duration). Same returns, with
+/// `period_ns` 0 for `period_ms` 0.
+///
+/// # Safety
+/// As for tw_add.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the signature is the C contract
+pub unsafe extern "C" fn tw_add_periodic_ns(
+    w: *mut tw_wheel,
+    delay_ns: u64,
+    period_ns: u64,
+    mode: RawPeriodMode,
+    cb: tw_callback,
+    user_data: *mut c_void,
+    drop: tw_drop_fn,
+    out_id: *mut tw_timer_id,
+) -> tw_status {
+    let (delay, period) = (
+        Duration::from_nanos(delay_ns),
+        Duration::from_nanos(period_ns),
+    );
+    // SAFETY: the caller keeps tw_add_periodic_ns's contract, which is add_periodic's.
+    unsafe { add_periodic(w, delay, period, mode, cb, user_data, drop, out_id) }
+}
+
+/// The one guarded path of tw_add_periodic and tw_add_periodic_ns.
+///
+/// # Safety
+/// As for tw_add.
+#[allow(clippy::too_many_arguments)]
+unsafe fn add_periodic(
+    w: *mut tw_wheel,
+    delay: Duration,
+    period: Duration,
+    mode: RawPeriodMode,
+    cb: tw_callback,
+    user_data: *mut c_void,
+    drop: tw_drop_fn,
+    out_id: *mut tw_timer_id,
+) -> tw_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a writable tw_timer_id.
         let out_id = unsafe { Out::new(out_id) }?;
@@ -85,10 +142,6 @@ pub unsafe extern "C" fn tw_add_periodic(
         let runtime = unsafe { runtime(w) }?;
         let mode = PeriodMode::try_from(mode)?;
         let task = CTask::new(cb, user_data, drop)?;
-        let (delay, period) = (
-            Duration::from_millis(delay_ms),
-            Duration::from_millis(period_ms),
-        );
         out_id.put(accepted(runtime.add_periodic(delay, period, mode, task))?);
         Ok(())
     })

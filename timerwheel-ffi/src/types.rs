@@ -26,8 +26,13 @@ impl tw_wheel {
     }
 }
 
-/// The id of a timer. 0 never names a timer; ids are generational, so the id of a timer
-/// that has ended never reaches a later timer.
+/// The id of a timer, unique to its wheel. 0 never names a timer.
+///
+/// Ids are generational: the id of a timer that has ended reaches a later timer in the
+/// same slot only after that slot was reused 2^32 - 1 times. An id of another wheel is
+/// TW_ERR_NOT_FOUND: each wheel writes its ids shifted by its creation number (mod 256), so
+/// the ids of two wheels meet only when the wheels were created a multiple of 256 wheels
+/// apart, or once a slot has been reused 2^24 - 1 (16.7 million) times in one of them.
 pub type tw_timer_id = u64;
 
 /// A timer's callback: runs with the timer's id and the `user_data` given at add.
@@ -203,7 +208,8 @@ pub struct tw_stats {
     pub workers_retired: u64,
     /// Due callbacks waiting for a worker.
     pub queue_depth: u64,
-    /// Median lateness (callback start minus deadline), microseconds.
+    /// Median lateness (callback start minus the exact time it was due, not its tick),
+    /// microseconds.
     pub late_p50_us: u64,
     /// 99th percentile lateness, microseconds.
     pub late_p99_us: u64,

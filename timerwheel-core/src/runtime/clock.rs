@@ -2,16 +2,18 @@
 //! Every reading comes from the real clock, so a late wake-up never accumulates into drift,
 //! and deadlines round up to the tick, so nothing fires early.
 
+use std::cmp::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
-/// When a timer is due: the tick it fires at, and where in the tick before that one the
-/// exact time asked for fell, from 0 (just after the previous tick) to 255 (at `tick`
-/// itself). Timers of one tick start in phase order, so the one rounded up the most goes
-/// first. Ordered by tick, then phase.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// When a timer is due: the tick it fires at, and how far before that tick's start the
+/// exact time asked for lies, in nanoseconds (`0..tick`: the deadline was rounded up by
+/// that much). The exact time is [`Clock::exact_ns`]; ticks are at most a second, so the
+/// rounding fits a `u32`. Ordered by exact time: by tick, then the one rounded up the most
+/// first, so timers of one tick start in the order of their exact deadlines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Deadline {
     pub(crate) tick: u64,
-    pub(crate) phase: u8,
+    pub(crate) rounded_up_ns: u32,
 }
 
 impl Deadline {
@@ -19,8 +21,21 @@ impl Deadline {
     pub(crate) const fn at_tick(tick: u64) -> Self {
         Deadline {
             tick,
-            phase: u8::MAX,
+            rounded_up_ns: 0,
         }
+    }
+}
+
+impl Ord for Deadline {
+    fn cmp(&self, other: &Self) -> Ordering {
+        let by_tick = self.tick.cmp(&other.tick);
+        by_tick.then(other.rounded_up_ns.cmp(&self.rounded_up_ns))
+    }
+}
+
+impl PartialOrd for Deadline {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -58,6 +73,19 @@ impl Clock {
         now
     }
 
+    /// A clock whose origin lies `ago` in the past, for tests of what happens late.
+    #[cfg(test)]
+    pub(crate) fn started_ago(tick: Duration, ago: Duration) -> Self {
+        let clock = Clock::new(tick);
+        Clock {
+            origin: clock
+                .origin
+                .checked_sub(ago)
+                .expect("the monotonic clock goes back that far"),
+            ..clock
+        }
+    }
+
     pub(crate) fn tick_ns(&self) -> u64 {
         self.tick_ns
     }
@@ -85,19 +113,24 @@ impl Clock {
         }
     }
 
-    fn deadline_of(&self, due_ns: u64) -> Deadline {
+    /// The deadline of the exact time `due_ns` (nanoseconds since the origin): the first
+    /// tick at or after it.
+    pub(crate) fn deadline_of(&self, due_ns: u64) -> Deadline {
         let tick = due_ns.div_ceil(self.tick_ns);
-        let Some(window_start) = tick.checked_sub(1).map(|t| t * self.tick_ns) else {
-            return Deadline::at_tick(0);
-        };
-        // How far into the tick window ending at `tick` the time falls, in [0, tick_ns).
-        let into_window = due_ns - window_start - 1;
-        // Ticks are at most a second, so the product cannot saturate.
-        let phase = into_window.saturating_mul(256) / self.tick_ns;
-        Deadline {
-            tick,
-            phase: phase.min(255) as u8,
+        match tick.checked_mul(self.tick_ns) {
+            // Less than a tick, and a tick is at most a second: it fits.
+            Some(tick_start) => Deadline {
+                tick,
+                rounded_up_ns: (tick_start - due_ns) as u32,
+            },
+            None => Deadline::at_tick(tick),
         }
+    }
+
+    /// The exact time of `deadline` in nanoseconds since the origin (saturating).
+    pub(crate) fn exact_ns(&self, deadline: Deadline) -> u64 {
+        let tick_start = self.tick_start_ns(deadline.tick);
+        tick_start.saturating_sub(u64::from(deadline.rounded_up_ns))
     }
 
     /// The deadline for the wall-clock time `when` as the system clock reads now.
@@ -138,19 +171,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn deadlines_round_up_and_keep_their_place_within_the_tick() {
+    fn deadlines_round_up_and_keep_their_exact_time() {
         let clock = Clock::new(Duration::from_millis(1));
         let at = |ns| {
             let d = clock.deadline_of(ns);
-            (d.tick, d.phase)
+            (d.tick, d.rounded_up_ns)
         };
-        assert_eq!(at(0), (0, 255));
-        assert_eq!(at(1), (1, 0), "just after tick 0: rounded up the most");
-        assert_eq!(at(500_000), (1, 127));
-        assert_eq!(at(1_000_000), (1, 255), "on the tick: not rounded");
-        assert_eq!(at(1_000_001), (2, 0));
+        assert_eq!(at(0), (0, 0));
+        assert_eq!(
+            at(1),
+            (1, 999_999),
+            "just after tick 0: rounded up the most"
+        );
+        assert_eq!(at(500_000), (1, 500_000));
+        assert_eq!(at(1_000_000), (1, 0), "on the tick: not rounded");
+        assert_eq!(at(1_000_001), (2, 999_999));
         assert_eq!(at(u64::MAX).0, u64::MAX.div_ceil(1_000_000));
+        for ns in [0, 1, 499_999, 1_000_000, 1_000_001, 123_456_789_012] {
+            assert_eq!(clock.exact_ns(clock.deadline_of(ns)), ns);
+        }
         assert!(clock.deadline_of(2_100_000) < clock.deadline_of(2_200_000));
         assert!(clock.deadline_of(2_900_000) < clock.deadline_of(3_000_001));
+        assert!(clock.deadline_of(2_900_000) < clock.deadline_of(3_000_000));
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::clock::{Clock, Deadline};
 use super::executor::Executor;
 use super::fork::{self, Held, Lockable};
-use super::shard::{decode, encode, Run, Schedule, Shard, MAX_SHARDS};
+use super::shard::{Ids, Run, Schedule, Shard, MAX_SHARDS};
 use super::stats::Histogram;
 use super::ticker::{Ticker, WALL_CHECK};
 use super::worker::{run_queued, spawn_worker};
@@ -119,6 +119,8 @@ pub(crate) struct Inner<T> {
     pub(crate) config: Config,
     pub(crate) clock: Clock,
     shards: Box<[Shard<T>]>,
+    /// How this runtime's ids are written: unlike another runtime's.
+    ids: Ids,
     pub(crate) executor: Executor,
     pub(crate) ticker: Ticker,
     capacity: Capacity,
@@ -168,6 +170,7 @@ impl<T: Task> Inner<T> {
             config,
             clock,
             shards,
+            ids: Ids::next(),
             ticker: Ticker::default(),
             lateness: Histogram::new(),
             panics: AtomicU64::new(0),
@@ -198,7 +201,7 @@ impl<T: Task> Inner<T> {
     }
 
     pub(crate) fn shard_of(&self, id: TimerId) -> Result<(&Shard<T>, Key), Error> {
-        match decode(id) {
+        match self.ids.decode(id) {
             (shard, Some(key)) if shard < self.shards.len() => Ok((&self.shards[shard], key)),
             _ => Err(Error::NotFound),
         }
@@ -225,7 +228,7 @@ impl<T: Task> Inner<T> {
         match inserted {
             Ok(key) => {
                 self.ticker.notify_if_earlier(deadline.tick);
-                Ok(encode(index, key))
+                Ok(self.ids.encode(index, key))
             }
             Err((error, task)) => {
                 self.capacity.release(1);
@@ -285,7 +288,7 @@ impl<T: Task> Inner<T> {
         let mut ordered = Vec::new();
         for (index, shard) in self.shards.iter().enumerate() {
             shard.lock().expire_due(now, |key, deadline| {
-                ordered.push((deadline, encode(index, key)))
+                ordered.push((deadline, self.ids.encode(index, key)))
             });
         }
         ordered.sort_unstable_by_key(|&(deadline, _)| deadline);
@@ -312,12 +315,13 @@ impl<T: Task> Inner<T> {
             .min()
     }
 
-    /// Runs a started timer's task, recording its lateness and catching a panic.
+    /// Runs a started timer's task, recording its lateness (from the exact time it was
+    /// due, not its tick) and catching a panic.
     pub(crate) fn run_task(&self, id: TimerId, run: &mut Run<T>) {
         let late_ns = self
             .clock
             .elapsed_ns()
-            .saturating_sub(self.clock.tick_start_ns(run.deadline));
+            .saturating_sub(self.clock.exact_ns(run.deadline));
         self.lateness.record(late_ns / 1000);
         let scope = CallbackScope::enter(self.id(), id);
         let panicked = catch_unwind(AssertUnwindSafe(|| run.task.run(id))).is_err();

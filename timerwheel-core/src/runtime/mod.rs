@@ -5,6 +5,7 @@
 //! |---------------|-------------------------------------------------------------|
 //! | `clock.rs`    | ticks on `CLOCK_MONOTONIC`, rounding deadlines up           |
 //! | `shard.rs`    | one wheel + bookkeeping under a lock; a timer's life cycle  |
+//! | `periodic.rs` | where a periodic timer runs next (fixed rate, fixed delay)  |
 //! | `ticker.rs`   | the tick thread: its rounds, sleep and wake-up              |
 //! | `executor.rs` | the run queue, the worker count, the grow/shrink decision   |
 //! | `worker.rs`   | worker threads and the run of a due timer                   |
@@ -31,6 +32,7 @@ mod fork;
 mod inner;
 #[cfg(all(test, loom))]
 mod loom_tests;
+mod periodic;
 mod shard;
 mod stats;
 mod task;
@@ -141,7 +143,9 @@ impl<T: Task> Runtime<T> {
         self.inner.add(deadline, Schedule::Once, task)
     }
 
-    /// Adds a periodic timer: first run after `delay`, then every `period` (not zero).
+    /// Adds a periodic timer: first run after `delay`, then every `period` (not zero),
+    /// in `mode` (see [`PeriodMode`]). The period is kept to the nanosecond: it need not be
+    /// a multiple of the tick. `Invalid` for a zero period.
     pub fn add_periodic(
         &self,
         delay: Duration,
@@ -149,18 +153,21 @@ impl<T: Task> Runtime<T> {
         mode: PeriodMode,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
-        let tick = self.inner.clock.tick_ns();
-        let period_ticks = u64::try_from(period.as_nanos().div_ceil(u128::from(tick)));
-        let period = match period_ticks {
-            Ok(ticks) if ticks > 0 => ticks,
-            _ => {
-                let error = Error::Invalid;
-                return Err(Rejected { error, task });
-            }
-        };
+        // Beyond 584 years a period saturates: such a timer never runs twice anyway.
+        let period_ns = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
+        if period_ns == 0 {
+            let error = Error::Invalid;
+            return Err(Rejected { error, task });
+        }
         let deadline = self.inner.clock.deadline_after(delay);
-        self.inner
-            .add(deadline, Schedule::Every { period, mode }, task)
+        self.inner.add(
+            deadline,
+            Schedule::Every {
+                period: period_ns,
+                mode,
+            },
+            task,
+        )
     }
 
     /// Adds a one-shot timer for the wall-clock time `when`; a time in the past runs at

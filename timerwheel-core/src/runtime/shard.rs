@@ -8,10 +8,12 @@
 //! them after unlocking.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use super::clock::{Clock, Deadline};
+use super::periodic::Periodic;
 use super::stats::Counters;
 use super::{Error, PeriodMode, Task, TimerId};
 use crate::wheel::{Full, Key, Wheel};
@@ -23,27 +25,75 @@ pub(crate) const MAX_SHARDS: usize = 1 << SHARD_BITS;
 /// Most timers one shard holds (the node index shares 32 bits with the shard number).
 pub(crate) const MAX_PER_SHARD: usize = 1 << (32 - SHARD_BITS);
 
-/// A timer id: the wheel key's generation in the high half, then its index, then the shard.
-pub(crate) fn encode(shard: usize, key: Key) -> TimerId {
-    let raw = key.to_u64();
-    let index = raw & u64::from(u32::MAX);
-    let id = (raw & !u64::from(u32::MAX)) | (index << SHARD_BITS) | shard as u64;
-    TimerId::from_u64(id).expect("a key's generation is never 0")
+/// Bits of a runtime's creation number that shift its ids (see [`Ids`]).
+const RUNTIME_BITS: u32 = 8;
+/// How many generations a key cycles through: 1..=u32::MAX (0 is skipped).
+const GENERATIONS: u64 = u32::MAX as u64;
+
+/// Runtimes created in the process so far.
+static RUNTIMES_CREATED: AtomicU32 = AtomicU32::new(0);
+
+/// How one runtime writes its ids: the wheel key's generation in the high half, shifted
+/// around its cycle by the runtime's creation number, then the key's index, then the shard.
+///
+/// Each runtime takes the next number from a process-wide counter and moves its
+/// generations by (number mod 256) · 2^24 places around their cycle of 2^32 − 1 values.
+/// Within a runtime the shift changes nothing: an id whose timer ended reaches a later
+/// timer in its slot only after the slot was reused 2^32 − 1 times. Between two runtimes
+/// whose numbers differ by less than 256 (mod 256), the shifts differ by at least 2^24 − 1
+/// places, so an id of one names a timer of the other only once that slot has been reused
+/// at least 2^24 − 1 (16.7 million) times in one of them; before that, it is not found.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ids {
+    shift: u64,
 }
 
-/// The shard and key an id names (the shard may not exist: callers check).
-pub(crate) fn decode(id: TimerId) -> (usize, Option<Key>) {
-    let raw = id.as_u64();
-    let shard = (raw as usize) & (MAX_SHARDS - 1);
-    let index = (raw & u64::from(u32::MAX)) >> SHARD_BITS;
-    (shard, Key::from_u64((raw & !u64::from(u32::MAX)) | index))
+impl Ids {
+    /// The ids of a runtime created now.
+    pub(crate) fn next() -> Self {
+        let number = RUNTIMES_CREATED.fetch_add(1, Relaxed) % (1 << RUNTIME_BITS);
+        Ids {
+            shift: u64::from(number) << (32 - RUNTIME_BITS),
+        }
+    }
+
+    /// The id of `key` in `shard`.
+    pub(crate) fn encode(self, shard: usize, key: Key) -> TimerId {
+        let raw = key.to_u64();
+        let generation = shifted(raw >> 32, self.shift);
+        let index = raw & u64::from(u32::MAX);
+        let id = (generation << 32) | (index << SHARD_BITS) | shard as u64;
+        TimerId::from_u64(id).expect("a key's generation is never 0, shifted or not")
+    }
+
+    /// The shard and key an id names (the shard may not exist: callers check).
+    pub(crate) fn decode(self, id: TimerId) -> (usize, Option<Key>) {
+        let raw = id.as_u64();
+        let shard = (raw as usize) & (MAX_SHARDS - 1);
+        let index = (raw & u64::from(u32::MAX)) >> SHARD_BITS;
+        let generation = shifted(raw >> 32, GENERATIONS - self.shift);
+        (shard, Key::from_u64((generation << 32) | index))
+    }
+}
+
+/// A generation (1..=u32::MAX) moved `by` places around its cycle; 0, which no key has,
+/// stays 0.
+fn shifted(generation: u64, by: u64) -> u64 {
+    match generation {
+        0 => 0,
+        _ => (generation - 1 + by) % GENERATIONS + 1,
+    }
 }
 
 /// When a timer runs.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Schedule {
     Once,
-    Every { period: u64, mode: PeriodMode },
+    /// `period` in nanoseconds, exact.
+    Every {
+        period: u64,
+        mode: PeriodMode,
+    },
     At(SystemTime),
 }
 
@@ -59,21 +109,14 @@ pub(crate) struct Entry<T> {
     task: Option<T>,
     kind: Kind,
     cancelled: bool,
-    /// The deadline's phase within its tick (see [`Deadline`]).
-    phase: u8,
-}
-
-struct Periodic {
-    period: u64,
-    mode: PeriodMode,
-    /// A reset made while the callback ran: the next deadline.
-    reset_to: Option<Deadline>,
+    /// How far the deadline's exact time lies before its tick (see [`Deadline`]).
+    rounded_up_ns: u32,
 }
 
 /// A run handed to a worker.
 pub(crate) struct Run<T> {
     pub(crate) task: T,
-    pub(crate) deadline: u64,
+    pub(crate) deadline: Deadline,
     /// Whether the timer goes back into the wheel when the run returns (unless cancelled);
     /// any other timer ends with its run.
     pub(crate) periodic: bool,
@@ -180,7 +223,7 @@ impl<T> ShardState<T> {
             task: Some(task),
             kind,
             cancelled: false,
-            phase: deadline.phase,
+            rounded_up_ns: deadline.rounded_up_ns,
         };
         let key = self
             .wheel
@@ -189,12 +232,7 @@ impl<T> ShardState<T> {
         match schedule {
             Schedule::Once => {}
             Schedule::Every { period, mode } => {
-                let periodic = Periodic {
-                    period,
-                    mode,
-                    reset_to: None,
-                };
-                self.periodic.insert(key, periodic);
+                self.periodic.insert(key, Periodic::new(period, mode));
             }
             Schedule::At(when) => {
                 self.wall.insert(key, when);
@@ -261,18 +299,11 @@ impl<T> ShardState<T> {
         let mut keys = std::mem::take(&mut self.expired);
         self.wheel.expire_due(now, |key| keys.push(key));
         for key in keys.drain(..) {
-            let tick = self.wheel.deadline(key).expect("expired keys are live");
             let entry = self.wheel.get(key).expect("expired keys are live");
             if let Some(task) = &entry.task {
                 task.warm();
             }
-            due(
-                key,
-                Deadline {
-                    tick,
-                    phase: entry.phase,
-                },
-            );
+            due(key, self.deadline(key).expect("expired keys are live"));
         }
         self.expired = keys;
     }
@@ -297,7 +328,7 @@ impl<T> ShardState<T> {
         if self.wheel.is_pending(key) {
             return None;
         }
-        let deadline = self.wheel.deadline(key)?;
+        let deadline = self.deadline(key)?;
         let entry = self.wheel.get_mut(key)?;
         let task = entry.task.take()?;
         self.counters.fired += 1;
@@ -326,15 +357,12 @@ impl<T> ShardState<T> {
             return Finished::Ended(task);
         }
         entry.task = Some(task);
-        let previous = self.wheel.deadline(key).expect("live key");
+        let point_ns = clock.exact_ns(self.deadline(key).expect("live key"));
         let periodic = self
             .periodic
             .get_mut(&key)
             .expect("periodic timers have one");
-        let next = periodic
-            .reset_to
-            .take()
-            .unwrap_or_else(|| Deadline::at_tick(next_run(periodic, previous, clock)));
+        let next = periodic.next(point_ns, clock);
         place(&mut self.wheel, key, next);
         Finished::Rearmed(next)
     }
@@ -344,6 +372,14 @@ impl<T> ShardState<T> {
         if self.is_running(key) {
             self.remove(key);
         }
+    }
+
+    /// A live timer's deadline: its tick in the wheel, its exact time in the entry.
+    fn deadline(&self, key: Key) -> Option<Deadline> {
+        Some(Deadline {
+            tick: self.wheel.deadline(key)?,
+            rounded_up_ns: self.wheel.get(key)?.rounded_up_ns,
+        })
     }
 
     /// Removes the node and its side entries; its task if it still holds one.
@@ -392,43 +428,113 @@ impl<T> ShardState<T> {
 /// Moves a live timer to `deadline`.
 fn place<T>(wheel: &mut Wheel<Entry<T>>, key: Key, deadline: Deadline) {
     if let Some(entry) = wheel.get_mut(key) {
-        entry.phase = deadline.phase;
+        entry.rounded_up_ns = deadline.rounded_up_ns;
         wheel.reset(key, deadline.tick);
-    }
-}
-
-/// The next deadline of a periodic timer whose run due at `previous` just returned.
-fn next_run(periodic: &Periodic, previous: u64, clock: &Clock) -> u64 {
-    match periodic.mode {
-        PeriodMode::FixedDelay => clock
-            .deadline_after(std::time::Duration::ZERO)
-            .tick
-            .saturating_add(periodic.period),
-        // The first point of the schedule not yet past: missed periods coalesce.
-        PeriodMode::FixedRate => {
-            let now = clock.now_tick();
-            let next = previous.saturating_add(periodic.period);
-            if next > now {
-                next
-            } else {
-                let missed = (now - previous) / periodic.period;
-                previous.saturating_add((missed + 1).saturating_mul(periodic.period))
-            }
-        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn ids_round_trip_through_shards() {
         let mut wheel = Wheel::new();
         let key = wheel.insert(5, ()).unwrap();
-        for shard in [0, 1, MAX_SHARDS - 1] {
-            let id = encode(shard, key);
-            assert_eq!(decode(id), (shard, Some(key)));
+        let last_generation_and_index = (u64::from(u32::MAX) << 32) | (MAX_PER_SHARD as u64 - 1);
+        let keys = [key, Key::from_u64(last_generation_and_index).unwrap()];
+        for ids in [Ids { shift: 0 }, Ids::next(), Ids { shift: 255 << 24 }] {
+            for (shard, key) in [0, 1, MAX_SHARDS - 1].into_iter().zip(keys) {
+                let id = ids.encode(shard, key);
+                assert_eq!(ids.decode(id), (shard, Some(key)));
+            }
         }
+    }
+
+    #[test]
+    fn the_ids_of_two_runtimes_meet_only_after_2_pow_24_minus_1_reuses_of_a_slot() {
+        let key = |generation: u64| Key::from_u64((generation << 32) | 7).unwrap();
+        let generation = |k: Option<Key>| k.map_or(0, |k| k.to_u64() >> 32);
+        let shard = 3;
+        // The closest shifts of two runtimes, both ways round: 255 · 2^24 apart, which is
+        // 2^24 − 1 the other way round the cycle.
+        let (low, high) = (Ids { shift: 0 }, Ids { shift: 255 << 24 });
+        let (_, seen) = high.decode(low.encode(shard, key(1)));
+        assert_eq!(
+            generation(seen),
+            1 << 24,
+            "meets a slot reused 2^24 − 1 times"
+        );
+        let (_, seen) = low.decode(high.encode(shard, key(1 << 24)));
+        assert_eq!(generation(seen), 1, "its own slot reused 2^24 − 1 times");
+        let (a, b) = (Ids::next(), Ids::next());
+        for g in [1, 2, 1000, (1 << 24) - 1] {
+            assert_ne!(a.encode(shard, key(g)), b.encode(shard, key(g)));
+        }
+        let none = TimerId::from_u64(u64::from(u32::MAX)).unwrap();
+        assert_eq!(a.decode(none).1, None, "generation 0 names no key");
+    }
+
+    const SECOND: u64 = 1_000_000_000;
+
+    /// A shard with one fixed-rate timer, first due at `first_ns` on `clock`, every second.
+    fn every_second(clock: &Clock, first_ns: u64) -> (ShardState<fn(TimerId)>, Key) {
+        let mut state = ShardState::new(usize::MAX, 0);
+        let every = Schedule::Every {
+            period: SECOND,
+            mode: PeriodMode::FixedRate,
+        };
+        let noop: fn(TimerId) = |_| {};
+        let key = state.insert(clock.deadline_of(first_ns), every, noop);
+        (state, key.ok().unwrap())
+    }
+
+    /// Expires, starts and finishes the timer's next run; the exact time it was due.
+    fn run_next(state: &mut ShardState<fn(TimerId)>, key: Key, clock: &Clock) -> u64 {
+        let due = state.deadline(key).unwrap();
+        state.expire_due(due.tick, |_, _| {});
+        let run = state.start(key).unwrap();
+        assert_eq!(run.deadline, due);
+        assert!(matches!(
+            state.finish(key, run.task, clock),
+            Finished::Rearmed(_)
+        ));
+        clock.exact_ns(due)
+    }
+
+    #[test]
+    fn a_fixed_rate_timer_runs_at_exact_points_each_rounded_up_on_its_own() {
+        // 1 s on a 300 ms tick: due at ticks 4, 7, 10, 14, ... (not every 4 ticks). The runs
+        // return at once (the clock has barely moved): no point is missed.
+        let clock = Clock::new(Duration::from_millis(300));
+        let (mut state, key) = every_second(&clock, SECOND);
+        for n in 1..=30u64 {
+            let due = state.deadline(key).unwrap();
+            assert_eq!(due.tick, (10 * n).div_ceil(3), "run {n}");
+            assert_eq!(run_next(&mut state, key, &clock), n * SECOND);
+        }
+    }
+
+    #[test]
+    fn a_run_that_returns_late_is_followed_by_the_latest_point_due() {
+        // The first point (1 s) runs 3.5 s after the origin: 2 s passed entirely, 3 s is due
+        // and runs next (at once), then the grid goes on at 4 s.
+        let clock = Clock::started_ago(Duration::from_millis(300), Duration::from_millis(3500));
+        let (mut state, key) = every_second(&clock, SECOND);
+        assert_eq!(run_next(&mut state, key, &clock), SECOND);
+        assert!(state.deadline(key).unwrap().tick <= clock.now_tick());
+        assert_eq!(run_next(&mut state, key, &clock), 3 * SECOND);
+        assert_eq!(run_next(&mut state, key, &clock), 4 * SECOND);
+    }
+
+    /// The C task's shape: a callback, its user data and a nullable drop function.
+    #[allow(dead_code)]
+    struct ThreeWords(fn(u64), *mut u8, Option<fn()>);
+
+    #[test]
+    fn an_entry_of_the_c_task_stays_four_words() {
+        assert_eq!(std::mem::size_of::<Entry<ThreeWords>>(), 32);
+        assert_eq!(Wheel::<Entry<ThreeWords>>::node_size(), 56);
     }
 }

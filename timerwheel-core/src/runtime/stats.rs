@@ -26,7 +26,8 @@ pub struct Stats {
     pub workers_retired: u64,
     /// Due timers waiting for a worker.
     pub queue_depth: u64,
-    /// Median lateness (callback start minus deadline), microseconds.
+    /// Median lateness (callback start minus the exact time it was due, not its tick),
+    /// microseconds.
     pub late_p50_us: u64,
     /// 99th percentile lateness, microseconds.
     pub late_p99_us: u64,

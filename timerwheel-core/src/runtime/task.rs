@@ -4,8 +4,11 @@ use std::any::Any;
 use std::fmt;
 use std::num::NonZeroU64;
 
-/// The id of a timer in a [`Runtime`](crate::Runtime). Never zero; ids are generational, so
-/// an id whose timer has ended never reaches a later timer that reuses its memory.
+/// The id of a timer in a [`Runtime`](crate::Runtime). Never zero. Ids are generational: an
+/// id whose timer has ended reaches a later timer that reuses its memory only after that
+/// memory was reused 2^32 − 1 times. Ids are unique to their runtime: another runtime finds
+/// no timer by it (`Error::NotFound`), unless the two were created a multiple of 256
+/// runtimes apart or one of them has reused that id's memory 2^24 − 1 times.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TimerId(NonZeroU64);
 
@@ -78,8 +81,14 @@ pub type BoxTask = Box<dyn FnMut(TimerId) + Send + 'static>;
 /// How a periodic timer schedules its next run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PeriodMode {
-    /// Runs at `delay, delay + period, delay + 2 period, ...`; periods missed while the
-    /// process stalled are coalesced into one run.
+    /// Runs at the points `delay, delay + period, delay + 2 period, ...`: each point is
+    /// exact (to the nanosecond, from the add) and rounded up to the tick on its own, so a
+    /// period that is not a multiple of the tick does not drift, and lateness is measured
+    /// from the exact point. When a run returns, the next run is the latest point that has
+    /// come by then, if any: it starts at once, late, and the points before it, which
+    /// passed entirely while the run was under way (or the process stalled), are coalesced
+    /// into it (no burst); otherwise the next run waits for the first point after the one
+    /// that just ran. Either way the schedule stays on its grid.
     FixedRate,
     /// Runs `period` after the previous run returned.
     FixedDelay,

@@ -1,0 +1,116 @@
+//! Where a periodic timer runs next. Times are exact nanoseconds on the runtime's clock;
+//! only the deadline that comes out is rounded up to the tick, each on its own, so a period
+//! that is not a multiple of the tick does not drift.
+
+use std::time::Duration;
+
+use super::clock::{Clock, Deadline};
+use super::PeriodMode;
+
+/// What a periodic timer keeps beside its wheel entry (whose deadline holds the exact time
+/// of the run now pending or under way, the schedule's current point).
+pub(crate) struct Periodic {
+    pub(crate) period_ns: u64,
+    pub(crate) mode: PeriodMode,
+    /// A reset made while the callback ran: the next deadline.
+    pub(crate) reset_to: Option<Deadline>,
+}
+
+impl Periodic {
+    pub(crate) fn new(period_ns: u64, mode: PeriodMode) -> Self {
+        Periodic {
+            period_ns,
+            mode,
+            reset_to: None,
+        }
+    }
+
+    /// The next deadline after the run due at `point_ns` (exact) returned, now.
+    pub(crate) fn next(&mut self, point_ns: u64, clock: &Clock) -> Deadline {
+        if let Some(reset) = self.reset_to.take() {
+            return reset;
+        }
+        match self.mode {
+            PeriodMode::FixedDelay => clock.deadline_after(Duration::from_nanos(self.period_ns)),
+            PeriodMode::FixedRate => {
+                let returned_ns = clock.elapsed_ns();
+                clock.deadline_of(fixed_rate_next(point_ns, self.period_ns, returned_ns))
+            }
+        }
+    }
+}
+
+/// The point of the fixed-rate schedule `point + k·period` (k ≥ 1) that runs next, after
+/// the run due at `point` returned at `returned` (all in ns): the latest point at or before
+/// `returned` if there is one (it is due: it runs at once, late, and the points before it,
+/// which passed entirely while the run was under way, are coalesced into it); otherwise
+/// the first point after `point`. Saturates at `u64::MAX` (584 years).
+pub(crate) fn fixed_rate_next(point: u64, period: u64, returned: u64) -> u64 {
+    let passed = returned.saturating_sub(point) / period;
+    point.saturating_add(passed.max(1).saturating_mul(period))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_that_returns_in_time_waits_for_the_next_point() {
+        assert_eq!(fixed_rate_next(10, 10, 13), 20);
+        assert_eq!(
+            fixed_rate_next(10, 10, 5),
+            20,
+            "returned before its point: clock skew"
+        );
+    }
+
+    #[test]
+    fn a_point_that_passed_during_the_run_runs_at_once() {
+        assert_eq!(fixed_rate_next(10, 10, 20), 20);
+        // A run due at 10 ms that took 10.3 ms: the one due at 20 ms starts at once.
+        assert_eq!(fixed_rate_next(10_000, 10_000, 20_300), 20_000);
+        // A run due at 30 that took 35: 40 and 50 passed entirely, 60 is due.
+        assert_eq!(fixed_rate_next(30, 10, 65), 60);
+    }
+
+    #[test]
+    fn the_schedule_saturates_instead_of_wrapping() {
+        assert_eq!(fixed_rate_next(u64::MAX - 5, 10, u64::MAX), u64::MAX);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The rule, for any tick, period, point and return time (far from saturation):
+        /// the next point is on the grid and after `point`; either it lies after the return
+        /// time and is the first point after `point` (nothing was missed), or it lies at or
+        /// before the return time and the point after it does not (it is the latest point
+        /// due, and runs at once). Its deadline is never before it, and less than a tick
+        /// after it.
+        #[test]
+        fn the_next_point_is_the_latest_due_or_the_first_ahead(
+            tick_ns in 100_000u64..=1_000_000_000,
+            period in 1u64..1 << 40,
+            point in 0u64..1 << 60,
+            ran_for in 0u64..1 << 44,
+        ) {
+            let returned = point + ran_for;
+            let next = fixed_rate_next(point, period, returned);
+            prop_assert!(next > point && (next - point) % period == 0);
+            if next > returned {
+                prop_assert_eq!(next, point + period);
+            } else {
+                prop_assert!(next + period > returned);
+            }
+            let clock = Clock::new(Duration::from_nanos(tick_ns));
+            let deadline = clock.deadline_of(next);
+            prop_assert_eq!(clock.exact_ns(deadline), next);
+            let tick_start = deadline.tick * tick_ns;
+            prop_assert!(tick_start >= next && tick_start - next < tick_ns);
+        }
+    }
+}
