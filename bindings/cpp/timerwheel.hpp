@@ -8,6 +8,7 @@
  *     t.reset(std::chrono::seconds(1));    // false when it is no longer pending
  *     t.cancel();                          // true when it was pending
  *     // ~Wheel destroys the wheel: waits for running callbacks, discards pending ones
+ *     // (from inside one of its own callbacks it stops the wheel without waiting)
  *
  * A callback is any callable taking no arguments, move-only ones included (a lambda that
  * owns a std::unique_ptr): it is moved to the heap at add and freed through the timer's
@@ -167,8 +168,11 @@ public:
         return *this;
     }
 
-    /* Destroys the wheel (tw_destroy). Never from inside one of its own callbacks: there
-     * tw_destroy refuses with TW_ERR_BUSY and the wheel is left running. */
+    /* Destroys the wheel (tw_destroy). From inside one of its own callbacks or drops
+     * (a callback that releases the last reference to the object owning the Wheel), where
+     * tw_destroy would wait for itself, it stops the wheel without waiting
+     * (tw_destroy_nowait): pending timers are discarded now, and the wheel is freed when
+     * the running callbacks have returned. */
     ~Wheel() { reset_handle(); }
 
     /* Destroys the wheel now and reports a failure; the Wheel is empty afterwards. */
@@ -237,7 +241,8 @@ private:
     explicit Wheel(tw_wheel *wheel) noexcept : wheel_(wheel) {}
 
     void reset_handle() noexcept {
-        if (wheel_ != nullptr) tw_destroy(wheel_);  // TW_ERR_BUSY for the shared wheel
+        // TW_ERR_BUSY from inside the wheel (and for the shared wheel, which both refuse).
+        if (wheel_ != nullptr && tw_destroy(wheel_) == TW_ERR_BUSY) tw_destroy_nowait(wheel_);
         wheel_ = nullptr;
     }
 

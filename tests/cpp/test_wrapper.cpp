@@ -229,6 +229,32 @@ void test_shared_wheel() {
     CHECK(eventually([&] { return runs == 1; }));
 }
 
+// A service owns its Wheel, and a timer's callback holds the last reference to the
+// service: the Wheel is destroyed from inside its own callback. The pending timers are
+// discarded (their callables freed) and nothing waits for itself.
+struct Service {
+    Wheel wheel{small_config()};
+};
+
+void test_destroyed_from_its_own_callback() {
+    auto pending_freed = std::make_shared<std::atomic<int>>(0);
+    std::atomic<bool> done{false};
+    {
+        auto service = std::make_shared<Service>();
+        for (int i = 0; i < 10; i++) {
+            auto guard = std::shared_ptr<void>(nullptr, [pending_freed](void *) { ++*pending_freed; });
+            service->wheel.after(1h, [guard] {});
+        }
+        service->wheel.after(1ms, [&done, last = std::move(service)]() mutable {
+            last.reset();  // ~Service, ~Wheel: on the wheel's own worker
+            done = true;
+        });
+    }
+    CHECK(eventually([&] { return done.load(); }));
+    CHECK(eventually([&] { return pending_freed->load() == 10; }));
+    std::this_thread::sleep_for(20ms);  // the wheel is freed as its worker lets go
+}
+
 }  // namespace
 
 int main() {
@@ -244,5 +270,6 @@ int main() {
     RUN(test_moves);
     RUN(test_manual_poll);
     RUN(test_shared_wheel);
+    RUN(test_destroyed_from_its_own_callback);
     return check_summary("test_wrapper");
 }
