@@ -3,7 +3,9 @@
 //! and deadlines round up to the tick, so nothing fires early.
 
 use std::cmp::Ordering;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
+
+use super::sync::time::{system_now, Instant};
 
 /// When a timer is due: the tick it fires at, and how far before that tick's start the
 /// exact time asked for lies, in nanoseconds (`0..tick`: the deadline was rounded up by
@@ -59,7 +61,7 @@ impl Clock {
 
     /// The system clock now.
     pub(crate) fn wall_now(&self) -> SystemTime {
-        let now = SystemTime::now();
+        let now = system_now();
         #[cfg(test)]
         let now = {
             let step = self.wall_step_ns.load(std::sync::atomic::Ordering::Relaxed);

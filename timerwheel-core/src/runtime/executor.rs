@@ -23,10 +23,11 @@
 //! [`Task::enter_batch`]: super::Task::enter_batch
 
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::sync::thread::{self, JoinHandle};
+use super::sync::time::Instant;
+use super::sync::{Condvar, Mutex, MutexGuard};
 use super::TimerId;
 
 /// How long the oldest waiting run may wait, with every worker busy, before the pool grows.
@@ -306,7 +307,7 @@ impl Executor {
     pub(crate) fn close(&self) {
         self.stop();
         let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(|p| p.into_inner()));
-        let me = std::thread::current().id();
+        let me = thread::current().id();
         for handle in handles.into_iter().filter(|h| h.thread().id() != me) {
             let _ = handle.join();
         }

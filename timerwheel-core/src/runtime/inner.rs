@@ -3,7 +3,6 @@
 
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,12 +11,15 @@ use super::executor::Executor;
 use super::fork::{self, Held, Lockable};
 use super::shard::{Ids, Run, Schedule, Shard, MAX_SHARDS};
 use super::stats::Histogram;
+use super::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use super::sync::thread_local;
 use super::ticker::{Ticker, WALL_CHECK};
 use super::worker::{run_queued, spawn_worker};
 use super::{Config, Error, Rejected, Stats, Task, TimerId};
 use crate::wheel::Key;
 
-static NEXT_THREAD_HINT: AtomicUsize = AtomicUsize::new(0);
+/// Process-wide, so std's in every build (loom's atomics live inside one model run).
+static NEXT_THREAD_HINT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 thread_local! {
     /// The shard this thread adds to.
@@ -146,7 +148,9 @@ impl<T: Task> Inner<T> {
     pub(crate) fn new(config: Config, shared: bool) -> Self {
         let clock = Clock::new(config.tick);
         let wall_offset = AtomicI64::new(saturate_i64(clock.wall_offset_ns()));
-        let shard_count = if config.manual {
+        // One shard under loom too: the models follow timers through their shard, and the
+        // shard hints, counted across model runs, would make one run differ from the next.
+        let shard_count = if config.manual || cfg!(loom) {
             1
         } else {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -1,29 +1,33 @@
-//! Model checking (loom) of the races that decide whether a timer is lost, run twice or
-//! dropped twice. The shard's real state machine (`ShardState`: insert, expire, start,
-//! finish, cancel, reset, close) runs behind a loom mutex, driven by loom threads that play
-//! the tick thread, a worker and a caller exactly as `inner.rs` does; loom explores their
-//! interleavings. The tick thread's wake protocol is checked on a replica of `ticker.rs`
-//! (the real one holds std's `OnceLock<Thread>` and parks with std's `park_timeout`, which
-//! loom cannot see).
+//! Model checking (loom) of the runtime's own code: built with `--cfg loom`, its locks,
+//! condition variables, atomics, threads and parking come from loom (`sync.rs`), so the
+//! real shard, executor, tick thread, workers and run path run here, on loom threads that
+//! loom interleaves in every way (up to `LOOM_MAX_PREEMPTIONS` preemptions, 3 when unset).
+//! A lost wake-up leaves a thread parked for good, which loom reports as a deadlock.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" cargo test --release -p timerwheel-core --lib loom`
-//! (`make test-loom`). `LOOM_MAX_PREEMPTIONS` bounds the search (3 when unset).
+//! The roles: a manual runtime's `poll` (the tick thread's step and a run loop on one
+//! thread), or [`Inner::advance_time`] on the model's thread with real workers
+//! ([`spawn_worker`]) taking the runs, or a threaded runtime's own tick thread and workers.
+//! Model time stands still unless a model moves it (`sync::time::advance`): a timer added
+//! with no delay is due at once; any other is not due until time moves.
+//!
+//! Run: `make test-loom` (`RUSTFLAGS="--cfg loom" cargo test --release -p timerwheel-core
+//! --lib loom`).
+//!
+//! [`Inner::advance_time`]: super::inner::Inner::advance_time
 
 use std::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
 use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
-use loom::sync::{Arc, Mutex};
+use loom::sync::Arc;
 use loom::thread;
 
-use super::clock::{Clock, Deadline};
-use super::shard::{Schedule, ShardState};
-use super::PeriodMode;
-use crate::wheel::Key;
+use super::sync::{self, time::advance};
+use super::worker::spawn_worker;
+use super::{Builder, Error, PeriodMode, Rejected, Runtime, Task, TimerId};
 
-/// A tick far enough ahead that every deadline set during a test is due by it, whatever the
-/// real clock read when a periodic timer was re-armed.
-const LATER: u64 = 1 << 40;
+/// The runtime's tick in these models (the default).
+const TICK: Duration = Duration::from_millis(1);
 
 /// Interleavings explored by every test of this file, for the report at the end of each.
 static EXPLORED: StdAtomicUsize = StdAtomicUsize::new(0);
@@ -45,363 +49,425 @@ fn model(name: &str, body: impl Fn() + Sync + Send + 'static) {
     println!("loom {name}: {n} interleavings (all loom tests so far: {total})");
 }
 
-/// Counts a task's runs and its drop.
+/// A count of events one thread waits for: it parks until the count reaches zero (parks
+/// through the runtime's `sync`, whose park token loom does not lose).
+struct Latch {
+    left: AtomicUsize,
+    waiter: sync::thread::Thread,
+}
+
+impl Latch {
+    /// A latch of `count` events, waited for by the calling thread.
+    fn new(count: usize) -> Arc<Self> {
+        Arc::new(Latch {
+            left: AtomicUsize::new(count),
+            waiter: sync::thread::current(),
+        })
+    }
+
+    fn count_down(&self) {
+        self.left.fetch_sub(1, SeqCst);
+        self.waiter.unpark();
+    }
+
+    fn wait(&self) {
+        while self.left.load(SeqCst) > 0 {
+            sync::thread::park();
+        }
+    }
+}
+
+/// What one timer's task went through.
 #[derive(Default)]
 struct Tally {
     runs: AtomicUsize,
+    /// Counted when the drop has returned.
     drops: AtomicUsize,
+    /// Set once the contract allows no more runs or drops (`cancel_sync` returned, the
+    /// release hook ran).
+    stopped: AtomicBool,
+    /// A check of the probe failed.
+    broken: AtomicBool,
 }
 
-struct Probe(Arc<Tally>);
+impl Tally {
+    /// Records a failed check. Not a panic: the runtime would catch it and skip the rest
+    /// of the run or drop.
+    fn check(&self, ok: bool, what: &str) {
+        if !ok {
+            eprintln!("broken guarantee: {what}");
+            self.broken.store(true, SeqCst);
+        }
+    }
+}
 
-impl super::Task for Probe {
-    fn run(&mut self, _: super::TimerId) {}
+type Action = Box<dyn FnOnce() + Send>;
+
+/// A timer's task: counts its runs and its drop and checks that no run comes after the
+/// timer was stopped or dropped, and no drop after it was stopped; every model ends with
+/// [`check_ended`].
+struct Probe {
+    tally: Arc<Tally>,
+    on_run: Option<Action>,
+    on_drop: Option<Action>,
+    /// Counted down when the drop has returned.
+    dropped: Option<Arc<Latch>>,
+}
+
+impl Probe {
+    fn new(tally: &Arc<Tally>) -> Self {
+        Probe {
+            tally: Arc::clone(tally),
+            on_run: None,
+            on_drop: None,
+            dropped: None,
+        }
+    }
+
+    /// Runs `action` at the first run.
+    fn on_run(mut self, action: impl FnOnce() + Send + 'static) -> Self {
+        self.on_run = Some(Box::new(action));
+        self
+    }
+
+    /// Runs `action` at the drop, before the drop counts.
+    fn on_drop(mut self, action: impl FnOnce() + Send + 'static) -> Self {
+        self.on_drop = Some(Box::new(action));
+        self
+    }
+
+    fn count_drop_on(mut self, latch: &Arc<Latch>) -> Self {
+        self.dropped = Some(Arc::clone(latch));
+        self
+    }
+}
+
+impl Task for Probe {
+    fn run(&mut self, _: TimerId) {
+        let tally = &self.tally;
+        tally.check(
+            !tally.stopped.load(SeqCst),
+            "a run after the timer was stopped",
+        );
+        tally.check(tally.drops.load(SeqCst) == 0, "a run after the drop");
+        tally.runs.fetch_add(1, SeqCst);
+        if let Some(action) = self.on_run.take() {
+            action();
+        }
+    }
 }
 
 impl Drop for Probe {
     fn drop(&mut self) {
-        self.0.drops.fetch_add(1, SeqCst);
-    }
-}
-
-/// One shard as the runtime holds it, and the clock its periodic timers re-arm on.
-struct Shard {
-    state: Mutex<ShardState<Probe>>,
-    clock: Clock,
-}
-
-impl Shard {
-    fn new() -> Arc<Self> {
-        Arc::new(Shard {
-            state: Mutex::new(ShardState::new(usize::MAX, 0)),
-            clock: Clock::new(Duration::from_millis(1)),
-        })
-    }
-
-    fn insert(&self, deadline: u64, schedule: Schedule, tally: &Arc<Tally>) -> Key {
-        let probe = Probe(Arc::clone(tally));
-        let deadline = Deadline::at_tick(deadline);
-        let inserted = self.state.lock().unwrap().insert(deadline, schedule, probe);
-        inserted.ok().expect("an open shard takes the timer")
-    }
-
-    /// The tick thread's part: expire what is due by `now`, as `Inner::tick` does (the lock
-    /// is let go between the halves).
-    fn expire(&self, now: u64) -> Vec<Key> {
-        let mut due = Vec::new();
-        self.state
-            .lock()
-            .unwrap()
-            .expire_due(now, |key, _| due.push(key));
-        self.state.lock().unwrap().move_ahead();
-        due
-    }
-
-    /// A worker's part for one queued key, as `Inner::run_one`: start under the lock, run
-    /// and drop outside it. `on_start` sees the state at the moment the run is taken.
-    fn run_one(&self, key: Key, on_start: impl FnOnce(&ShardState<Probe>)) -> bool {
-        let run = {
-            let mut state = self.state.lock().unwrap();
-            let run = state.start(key);
-            if run.is_some() {
-                on_start(&state);
-            }
-            run
-        };
-        let Some(run) = run else { return false };
-        run.task.0.runs.fetch_add(1, SeqCst);
-        let finished = self
-            .state
-            .lock()
-            .unwrap()
-            .finish(key, run.task, &self.clock);
-        drop(finished); // Err(task): the timer ended, its task drops here, unlocked.
-        true
-    }
-
-    /// A caller's cancel, as `Inner::cancel`: the task (if handed back) drops unlocked.
-    fn cancel(&self, key: Key) -> bool {
-        let cancelled = self.state.lock().unwrap().cancel(key);
-        cancelled.is_ok()
-    }
-
-    fn reset(&self, key: Key, tick: u64) -> bool {
-        let reset = self
-            .state
-            .lock()
-            .unwrap()
-            .reset(key, Deadline::at_tick(tick));
-        reset.is_ok()
-    }
-
-    /// Expires what is due by `now` and runs it.
-    fn run_out(&self, now: u64) {
-        for key in self.expire(now) {
-            self.run_one(key, |_| {});
+        let tally = &self.tally;
+        tally.check(
+            !tally.stopped.load(SeqCst),
+            "a drop after the timer was stopped",
+        );
+        if let Some(action) = self.on_drop.take() {
+            action();
+        }
+        self.tally.drops.fetch_add(1, SeqCst);
+        if let Some(latch) = self.dropped.take() {
+            latch.count_down();
         }
     }
+}
 
-    /// Every timer of the test has ended: each counted once as fired, cancelled or
-    /// discarded.
-    fn check_all_ended(&self) {
-        let counters = self.state.lock().unwrap().counters;
-        let ended = counters.fired_one_shot + counters.cancelled + counters.discarded;
-        assert_eq!(counters.added, ended, "{counters:?}");
+/// A runtime that starts no thread: the model plays the tick thread and the workers.
+fn manual() -> Arc<Runtime<Probe>> {
+    Arc::new(Builder::new().manual(true).build().unwrap())
+}
+
+/// A manual runtime with `workers` real worker threads taking its runs (counted by its
+/// executor as the runtime counts its own); they exit at its shutdown.
+fn manual_with_workers(workers: usize) -> Arc<Runtime<Probe>> {
+    let config = Builder::new()
+        .manual(true)
+        .min_workers(workers)
+        .max_workers(workers);
+    let runtime = Arc::new(config.build().unwrap());
+    for _ in 0..runtime.inner.executor.reserve_initial() {
+        spawn_worker(&runtime.inner);
+    }
+    runtime
+}
+
+/// A timer due now (periodic: every tick) running `probe`.
+fn add_now(runtime: &Runtime<Probe>, periodic: bool, probe: Probe) -> TimerId {
+    let added = if periodic {
+        runtime.add_periodic(Duration::ZERO, TICK, PeriodMode::FixedRate, probe)
+    } else {
+        runtime.add(Duration::ZERO, probe)
+    };
+    accepted(added)
+}
+
+/// The id of a timer the runtime took.
+fn accepted(added: Result<TimerId, Rejected<Probe>>) -> TimerId {
+    let Ok(id) = added else {
+        panic!("an open runtime takes the timer");
+    };
+    id
+}
+
+/// Spawns `f` on a loom thread with its own handle to the runtime.
+fn spawn<R: 'static>(
+    runtime: &Arc<Runtime<Probe>>,
+    f: impl FnOnce(&Runtime<Probe>) -> R + 'static,
+) -> thread::JoinHandle<R> {
+    let runtime = Arc::clone(runtime);
+    thread::spawn(move || f(&runtime))
+}
+
+/// After every timer of the model has ended: each was dropped exactly once, no check of a
+/// probe failed, and the counters account for every timer.
+fn check_ended(runtime: &Runtime<Probe>, tallies: &[&Tally]) {
+    for tally in tallies {
+        assert!(
+            !tally.broken.load(SeqCst),
+            "a probe's check failed (see above)"
+        );
+        assert_eq!(
+            tally.drops.load(SeqCst),
+            1,
+            "a task not dropped exactly once"
+        );
+    }
+    let stats = runtime.stats();
+    assert_eq!(stats.callback_panics, 0);
+    assert_eq!(stats.pending, 0, "the counters lost a timer: {stats:?}");
+}
+
+/// A timer due now; one thread polls twice (time moves a tick in between, so a periodic
+/// timer is due again) while another re-arms it to run now and a third stops it with
+/// `cancel_sync`. Whatever the race:
+/// `cancel_sync` returns after the drop has returned and no run starts after it; the timer
+/// runs at most once per due point and is dropped once, after its last run.
+#[test]
+fn loom_cancel_sync_returns_after_the_drop() {
+    for periodic in [false, true] {
+        model("cancel_sync returns after the drop", move || {
+            let runtime = manual();
+            let tally = Arc::new(Tally::default());
+            let id = add_now(&runtime, periodic, Probe::new(&tally));
+            let poller = spawn(&runtime, |runtime| {
+                runtime.poll().unwrap();
+                advance(TICK);
+                runtime.poll().unwrap();
+            });
+            let resetter = spawn(&runtime, move |runtime| runtime.reset(id, Duration::ZERO));
+            let cancelled = runtime.cancel_sync(id);
+            assert_eq!(tally.drops.load(SeqCst), 1, "cancel_sync returned first");
+            tally.stopped.store(true, SeqCst);
+            poller.join().unwrap();
+            let _ = resetter.join().unwrap();
+            let runs = tally.runs.load(SeqCst);
+            if periodic {
+                assert_eq!(cancelled, Ok(()), "a periodic timer stops whenever asked");
+                assert!(runs <= 2, "{runs} runs in two due points");
+            } else {
+                assert_eq!(
+                    cancelled.is_ok(),
+                    runs == 0,
+                    "{cancelled:?} after {runs} runs"
+                );
+                assert!(runs <= 1, "a one-shot ran {runs} times");
+            }
+            check_ended(&runtime, &[&tally]);
+        });
     }
 }
 
-/// Spawns `f` on a loom thread with its own handle to the shard.
-fn spawn<R: Send + 'static>(
-    shard: &Arc<Shard>,
-    f: impl FnOnce(&Shard) -> R + Send + 'static,
-) -> thread::JoinHandle<R> {
-    let shard = Arc::clone(shard);
-    thread::spawn(move || f(&shard))
-}
-
-/// A one-shot due now; the worker expires and runs it while two callers cancel it. Whoever
-/// wins, the callback runs at most once, never after a successful cancel, only one cancel
-/// succeeds, and the task drops exactly once.
+/// A periodic timer due now and two threads polling at once: the one due point is handed
+/// out once, so the timer runs once, whichever thread runs it.
 #[test]
-fn loom_cancel_races_fire() {
-    model("cancel races fire", || {
-        let shard = Shard::new();
+fn loom_two_polls_run_a_due_point_once() {
+    model("two polls run a due point once", || {
+        let runtime = manual();
         let tally = Arc::new(Tally::default());
-        let key = shard.insert(1, Schedule::Once, &tally);
-        let worker = spawn(&shard, |shard| shard.run_out(1));
-        let other = spawn(&shard, move |shard| shard.cancel(key));
-        let cancelled = usize::from(shard.cancel(key));
-        worker.join().unwrap();
-        let cancelled = cancelled + usize::from(other.join().unwrap());
-        let runs = tally.runs.load(SeqCst);
-        assert_eq!(runs + cancelled, 1, "ran {runs}, cancelled {cancelled}");
-        assert_eq!(tally.drops.load(SeqCst), 1);
-        shard.check_all_ended();
+        let id = add_now(&runtime, true, Probe::new(&tally));
+        let poller = spawn(&runtime, |runtime| runtime.poll().unwrap());
+        let ran = runtime.poll().unwrap() + poller.join().unwrap();
+        assert_eq!((ran, tally.runs.load(SeqCst)), (1, 1));
+        assert_eq!(runtime.cancel(id), Ok(()));
+        check_ended(&runtime, &[&tally]);
     });
 }
 
-/// A one-shot due now; the worker expires and runs it while one caller resets it to later
-/// and another cancels it. Reset before the run starts: it runs later. After: the reset
-/// finds nothing. Once everything due has run: one run or one cancel, and one drop.
+/// A one-shot due now; one thread polls twice (a tick apart) while one caller cancels it
+/// and another re-arms it a tick later. It runs once or is cancelled, never both; a reset
+/// before the run moves it (then it runs at the second poll, or later, if not cancelled).
 #[test]
-fn loom_reset_races_fire() {
-    model("reset races fire", || {
-        let shard = Shard::new();
+fn loom_cancel_and_reset_race_a_run() {
+    model("cancel and reset race a run", || {
+        let runtime = manual();
         let tally = Arc::new(Tally::default());
-        let key = shard.insert(1, Schedule::Once, &tally);
-        let worker = spawn(&shard, |shard| shard.run_out(1));
-        let canceller = spawn(&shard, move |shard| shard.cancel(key));
-        let reset = shard.reset(key, 5);
-        worker.join().unwrap();
-        let cancelled = canceller.join().unwrap();
-        if !reset && !cancelled {
-            assert_eq!(
-                tally.runs.load(SeqCst),
-                1,
-                "a reset refused: the run had started"
-            );
-        }
-        shard.run_out(5);
+        let id = add_now(&runtime, false, Probe::new(&tally));
+        let poller = spawn(&runtime, |runtime| {
+            runtime.poll().unwrap();
+            advance(TICK);
+            runtime.poll().unwrap();
+        });
+        let canceller = spawn(&runtime, move |runtime| runtime.cancel(id));
+        let _ = runtime.reset(id, TICK);
+        poller.join().unwrap();
+        let cancelled = canceller.join().unwrap().is_ok();
         let runs = tally.runs.load(SeqCst);
         assert_eq!(
             runs + usize::from(cancelled),
             1,
             "ran {runs}, cancelled {cancelled}"
         );
-        assert_eq!(tally.drops.load(SeqCst), 1);
-        shard.check_all_ended();
+        check_ended(&runtime, &[&tally]);
     });
 }
 
-/// A periodic timer fires and re-arms twice on the worker while one caller cancels it and
-/// another resets it. The cancel succeeds whatever the worker is doing; no run starts after
-/// it; the task drops exactly once, after its last run.
+/// Two one-shots due in the same tick, each of whose drops cancels the other with
+/// `cancel_sync`; one worker runs them. The first to run is dropped before the worker
+/// takes the next run, so its drop stops the other: exactly one runs, and no thread waits
+/// for itself.
 #[test]
-fn loom_periodic_rearm_races_cancel() {
-    for mode in [PeriodMode::FixedRate, PeriodMode::FixedDelay] {
-        model("periodic re-arm races cancel", move || {
-            let shard = Shard::new();
-            let tally = Arc::new(Tally::default());
-            let every = Schedule::Every { period: 1, mode };
-            let key = shard.insert(1, every, &tally);
-            let cancelled_at = Arc::new(AtomicBool::new(false));
-            let flag = Arc::clone(&cancelled_at);
-            let worker = spawn(&shard, move |shard| {
-                for round in 0..2 {
-                    for key in shard.expire(LATER + round) {
-                        shard.run_one(key, |_| {
-                            assert!(!flag.load(SeqCst), "a run started after cancel");
-                        });
-                    }
-                }
-            });
-            let resetter = spawn(&shard, move |shard| {
-                shard.reset(key, LATER);
-            });
-            let cancelled = {
-                let mut state = shard.state.lock().unwrap();
-                let cancelled = state.cancel(key);
-                cancelled_at.store(true, SeqCst);
-                cancelled
-            };
-            let cancelled = cancelled.expect("a live periodic timer is always cancellable");
-            drop(cancelled); // the task if it was not running: dropped unlocked
-            worker.join().unwrap();
-            resetter.join().unwrap();
-            assert!(tally.runs.load(SeqCst) <= 2);
-            assert_eq!(tally.drops.load(SeqCst), 1);
-            assert!(!shard.state.lock().unwrap().is_live(key));
-            shard.check_all_ended();
+fn loom_a_drop_stops_the_next_due_timer() {
+    model("a drop stops the next due timer", || {
+        let runtime = manual_with_workers(1);
+        let dropped = Latch::new(2);
+        let (first, second) = (Arc::new(Tally::default()), Arc::new(Tally::default()));
+        let ids = [Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0))];
+        for (index, tally) in [&first, &second].into_iter().enumerate() {
+            let (other, runtime_of_drop) = (Arc::clone(&ids[1 - index]), Arc::clone(&runtime));
+            let probe = Probe::new(tally)
+                .on_drop(move || {
+                    let other = TimerId::from_u64(other.load(SeqCst)).unwrap();
+                    let _ = runtime_of_drop.cancel_sync(other);
+                })
+                .count_drop_on(&dropped);
+            ids[index].store(add_now(&runtime, false, probe).as_u64(), SeqCst);
+        }
+        runtime.inner.advance_time();
+        dropped.wait();
+        let runs = first.runs.load(SeqCst) + second.runs.load(SeqCst);
+        assert_eq!(runs, 1, "the drop of the first run did not stop the second");
+        check_ended(&runtime, &[&first, &second]);
+    });
+}
+
+/// Two idle workers; the model's thread queues one due run at a time (the tick thread's
+/// step) and waits for it to run. A queued run always wakes a worker: a wake-up lost
+/// between `Executor::push` and `Executor::wait_for_work` leaves every thread waiting.
+#[test]
+fn loom_a_queued_run_wakes_an_idle_worker() {
+    model("a queued run wakes an idle worker", || {
+        let runtime = manual_with_workers(2);
+        let tallies = [Arc::new(Tally::default()), Arc::new(Tally::default())];
+        for tally in &tallies {
+            let ran = Latch::new(1);
+            let done = Arc::clone(&ran);
+            add_now(
+                &runtime,
+                false,
+                Probe::new(tally).on_run(move || done.count_down()),
+            );
+            runtime.inner.advance_time();
+            ran.wait();
+        }
+        assert_eq!(runtime.shutdown(), Ok(0));
+        check_ended(&runtime, &[&tallies[0], &tallies[1]]);
+    });
+}
+
+/// The real tick thread (running callbacks itself: no workers) sleeps until a far
+/// deadline while two threads add timers due now. Every add earlier than its sleep wakes
+/// it, also one racing its scan: both timers run (a lost wake-up leaves it parked).
+#[test]
+fn loom_an_earlier_add_wakes_the_tick_thread() {
+    model("an earlier add wakes the tick thread", || {
+        let runtime = Arc::new(Builder::new().max_workers(0).build().unwrap());
+        let far = Arc::new(Tally::default());
+        accepted(runtime.add(Duration::from_secs(1), Probe::new(&far)));
+        let ran = Latch::new(2);
+        let early = [Arc::new(Tally::default()), Arc::new(Tally::default())];
+        let probes = early.each_ref().map(|tally| {
+            let done = Arc::clone(&ran);
+            Probe::new(tally).on_run(move || done.count_down())
         });
+        let [mine, other] = probes;
+        let adder = spawn(&runtime, move |runtime| add_now(runtime, false, other));
+        add_now(&runtime, false, mine);
+        adder.join().unwrap();
+        ran.wait();
+        assert_eq!(runtime.shutdown(), Ok(1), "the far timer is discarded");
+        check_ended(&runtime, &[&far, &early[0], &early[1]]);
+    });
+}
+
+/// A threaded runtime (its tick thread, and one worker or none: then callbacks run on the
+/// tick thread) with a periodic timer due now is shut down without waiting, from another
+/// thread or from the timer's own callback, and a release hook given. The hook runs
+/// exactly once, after every run and drop and once no thread of the runtime is left; the
+/// timer is dropped once and counted as discarded.
+#[test]
+fn loom_the_release_hook_runs_once_after_the_last_thread() {
+    for (workers, from_callback) in [(0, false), (0, true), (1, false), (1, true)] {
+        model(
+            "the release hook runs once, after the last thread",
+            move || {
+                let runtime = Arc::new(Builder::new().max_workers(workers).build().unwrap());
+                let tally = Arc::new(Tally::default());
+                let released = Latch::new(1);
+                let hooks = Arc::new(AtomicUsize::new(0));
+                let release = {
+                    let (released, hooks, tally) = (released.clone(), hooks.clone(), tally.clone());
+                    move || {
+                        hooks.fetch_add(1, SeqCst);
+                        tally.stopped.store(true, SeqCst);
+                        released.count_down();
+                    }
+                };
+                let probe = Probe::new(&tally);
+                if from_callback {
+                    let runtime_of_run = Arc::clone(&runtime);
+                    let probe = probe.on_run(move || {
+                        assert!(runtime_of_run.shutdown_nowait_then(release).is_ok());
+                    });
+                    add_now(&runtime, true, probe);
+                } else {
+                    add_now(&runtime, true, probe);
+                    assert!(runtime.shutdown_nowait_then(release).is_ok());
+                }
+                released.wait();
+                assert_eq!(hooks.load(SeqCst), 1, "the hook ran more than once");
+                check_ended(&runtime, &[&tally]);
+            },
+        );
     }
 }
 
-/// Shutdown closes the shard while a caller adds: the add is either refused (the task comes
-/// back undropped) or accepted and then discarded by the close. Nothing is lost or dropped
-/// twice, and the shard takes nothing after the close.
+/// A shutdown races an add: the add is refused (its task comes back, not dropped) or the
+/// timer is taken and then discarded. Nothing runs, and every task drops once.
 #[test]
-fn loom_close_races_add() {
-    model("close races add", || {
-        let shard = Shard::new();
+fn loom_shutdown_races_add() {
+    model("shutdown races add", || {
+        let runtime = manual();
         let (pending, adding) = (Arc::new(Tally::default()), Arc::new(Tally::default()));
-        shard.insert(1_000, Schedule::Once, &pending);
-        let closer = {
-            let shard = Arc::clone(&shard);
-            thread::spawn(move || {
-                let tasks = shard.state.lock().unwrap().close();
-                let discarded = tasks.len();
-                drop(tasks);
-                discarded
-            })
-        };
-        let probe = Probe(Arc::clone(&adding));
-        let added = shard
-            .state
-            .lock()
-            .unwrap()
-            .insert(Deadline::at_tick(1), Schedule::Once, probe);
+        accepted(runtime.add(TICK, Probe::new(&pending)));
+        let closer = spawn(&runtime, |runtime| runtime.shutdown());
+        let added = runtime.add(Duration::ZERO, Probe::new(&adding));
         let refused = match added {
             Ok(_) => 0,
-            Err((error, task)) => {
-                assert_eq!(error, super::Error::Shutdown);
+            Err(rejected) => {
+                assert_eq!(rejected.error, Error::Shutdown);
                 assert_eq!(adding.drops.load(SeqCst), 0, "a refused task was dropped");
-                drop(task);
                 1
             }
         };
-        let discarded = closer.join().unwrap();
+        let discarded = closer.join().unwrap().unwrap();
         assert_eq!(
             discarded + refused,
             2,
             "discarded {discarded}, refused {refused}"
         );
-        assert_eq!(pending.drops.load(SeqCst), 1);
-        assert_eq!(adding.drops.load(SeqCst), 1);
         assert_eq!(pending.runs.load(SeqCst) + adding.runs.load(SeqCst), 0);
-        shard.check_all_ended();
-    });
-}
-
-/// Shutdown closes the shard while a worker runs a periodic timer (a runtime dropped from
-/// a callback does not wait for the runs): the run ends the timer when it returns, the task
-/// drops exactly once, and the timer counts as discarded.
-#[test]
-fn loom_close_races_a_periodic_run() {
-    model("close races a periodic run", || {
-        let shard = Shard::new();
-        let tally = Arc::new(Tally::default());
-        let every = Schedule::Every {
-            period: 1,
-            mode: PeriodMode::FixedRate,
-        };
-        shard.insert(1, every, &tally);
-        let worker = spawn(&shard, |shard| {
-            for round in 0..2 {
-                for key in shard.expire(LATER + round) {
-                    shard.run_one(key, |_| {});
-                }
-            }
-        });
-        let tasks = shard.state.lock().unwrap().close();
-        drop(tasks);
-        worker.join().unwrap();
-        assert_eq!(tally.drops.load(SeqCst), 1);
-        shard.check_all_ended();
-    });
-}
-
-/// The deadline the tick thread first sleeps until, later than every deadline added.
-const FAR: u64 = 100;
-
-/// A replica of `ticker.rs`: `wake_at` is the tick the thread sleeps until (`u64::MAX` while
-/// it scans); an add earlier than that unparks it. Kept line for line with the original
-/// except for the loom types and the sleep (see `sleep`).
-struct Ticker {
-    wake_at: AtomicU64,
-    thread: Mutex<Option<thread::Thread>>,
-}
-
-impl Ticker {
-    fn notify_if_earlier(&self, deadline: u64) {
-        if deadline < self.wake_at.load(SeqCst) {
-            if let Some(thread) = self.thread.lock().unwrap().as_ref() {
-                thread.unpark();
-            }
-        }
-    }
-
-    fn begin_scan(&self) {
-        self.wake_at.store(u64::MAX, SeqCst);
-    }
-
-    /// Sleeps until `tick`. A sleep to [`FAR`] parks until unparked: woken only by its
-    /// timeout it would be too late for the deadlines added meanwhile. A shorter one ends
-    /// in time on its own (its timeout comes before any deadline it could miss).
-    fn sleep(&self, tick: Option<u64>) {
-        let tick = tick.unwrap_or(u64::MAX - 1);
-        self.wake_at.store(tick, SeqCst);
-        if tick >= FAR {
-            thread::park();
-        } else {
-            thread::yield_now();
-        }
-    }
-}
-
-/// The tick thread sleeps until a far deadline; two other threads add earlier timers. In
-/// every interleaving the tick thread wakes until a scan has seen both (a lost wake-up
-/// leaves it parked forever, which loom reports as a deadlock).
-#[test]
-fn loom_an_add_racing_the_scan_wakes_the_tick_thread() {
-    model("add races the tick thread's scan", || {
-        // The wheel, reduced to what the tick thread reads: the deadlines it holds.
-        let wheel = Arc::new(Mutex::new(vec![FAR]));
-        let ticker = Arc::new(Ticker {
-            wake_at: AtomicU64::new(0),
-            thread: Mutex::new(None),
-        });
-        let tick_thread = {
-            let (wheel, ticker) = (Arc::clone(&wheel), Arc::clone(&ticker));
-            thread::spawn(move || loop {
-                ticker.begin_scan();
-                let deadlines = wheel.lock().unwrap().clone();
-                if deadlines.len() == 3 {
-                    return;
-                }
-                ticker.sleep(deadlines.into_iter().min());
-            })
-        };
-        *ticker.thread.lock().unwrap() = Some(tick_thread.thread().clone());
-        let add = |deadline| {
-            let (wheel, ticker) = (Arc::clone(&wheel), Arc::clone(&ticker));
-            move || {
-                wheel.lock().unwrap().push(deadline);
-                ticker.notify_if_earlier(deadline);
-            }
-        };
-        let other = thread::spawn(add(7));
-        add(5)();
-        other.join().unwrap();
-        tick_thread.join().unwrap();
+        check_ended(&runtime, &[&pending, &adding]);
     });
 }

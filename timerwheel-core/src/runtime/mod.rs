@@ -12,6 +12,7 @@
 //! | `inner.rs`    | the paths of a timer through all of them                    |
 //! | `stats.rs`    | counters and the lateness histogram                         |
 //! | `fork.rs`     | the locks around fork(), and runtimes in a fork() child     |
+//! | `sync.rs`     | locks, atomics, threads, time: std's, or loom's under loom  |
 //!
 //! # fork()
 //!
@@ -35,6 +36,7 @@ mod loom_tests;
 mod periodic;
 mod shard;
 mod stats;
+mod sync;
 mod task;
 mod ticker;
 mod timer;
@@ -121,7 +123,7 @@ impl<T: Task> Runtime<T> {
         if !inner.config.manual {
             let ticker = Arc::clone(&inner);
             inner.executor.ticker_started();
-            let handle = std::thread::Builder::new()
+            let handle = sync::thread::Builder::new()
                 .name("timerwheel-tick".into())
                 .spawn(move || ticker_main(ticker))
                 .map_err(|_| {

@@ -9,12 +9,12 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
-use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use super::clock::{Clock, Deadline};
 use super::periodic::Periodic;
 use super::stats::Counters;
+use super::sync::{Condvar, Mutex, MutexGuard};
 use super::{Error, PeriodMode, Task, TimerId};
 use crate::wheel::{Full, Key, Wheel};
 

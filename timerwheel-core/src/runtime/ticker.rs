@@ -6,12 +6,12 @@
 //! with the scan unparks it too; an unpark before `park` makes `park` return at once, so no
 //! wake-up is lost.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, OnceLock};
-use std::thread::Thread;
 use std::time::Duration;
 
 use super::inner::Inner;
+use super::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use super::sync::thread::{self, Thread};
 use super::Task;
 
 /// How often the thread looks at the clocks while wall-clock timers are pending, to catch
@@ -54,8 +54,8 @@ impl Ticker {
         self.wake_at.store(tick.unwrap_or(u64::MAX - 1), SeqCst);
         match timeout {
             Some(timeout) if timeout.is_zero() => {}
-            Some(timeout) => std::thread::park_timeout(timeout),
-            None => std::thread::park(),
+            Some(timeout) => thread::park_timeout(timeout),
+            None => thread::park(),
         }
     }
 

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use super::inner::Inner;
 use super::shard::{Finished, Run, Shard};
+use super::sync::thread;
 use super::{Task, TimerId};
 use crate::wheel::Key;
 
@@ -23,7 +24,7 @@ const MAX_BATCH: usize = 32;
 /// Starts a worker thread (already counted by the executor).
 pub(crate) fn spawn_worker<T: Task>(inner: &Arc<Inner<T>>) {
     let worker = Arc::clone(inner);
-    let spawned = std::thread::Builder::new()
+    let spawned = thread::Builder::new()
         .name("timerwheel-worker".into())
         .spawn(move || worker_main(worker));
     match spawned {
