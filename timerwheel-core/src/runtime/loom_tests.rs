@@ -241,9 +241,9 @@ fn check_ended(runtime: &Runtime<Probe>, tallies: &[&Tally]) {
 
 /// A timer due now; one thread polls twice (time moves a tick in between, so a periodic
 /// timer is due again) while another re-arms it to run now and a third stops it with
-/// `cancel_sync`. Whatever the race:
-/// `cancel_sync` returns after the drop has returned and no run starts after it; the timer
-/// runs at most once per due point and is dropped once, after its last run.
+/// `cancel_sync`. Whatever the race, `cancel_sync` returns after the drop has returned and
+/// no run starts after it; the timer runs at most once per due point and is dropped once,
+/// after its last run.
 #[test]
 fn loom_cancel_sync_returns_after_the_drop() {
     for periodic in [false, true] {
@@ -296,8 +296,8 @@ fn loom_two_polls_run_a_due_point_once() {
 }
 
 /// A one-shot due now; one thread polls twice (a tick apart) while one caller cancels it
-/// and another re-arms it a tick later. It runs once or is cancelled, never both; a reset
-/// before the run moves it (then it runs at the second poll, or later, if not cancelled).
+/// and another re-arms it a tick later. Wherever the reset moved it, it runs once or is
+/// cancelled: never both, never neither.
 #[test]
 fn loom_cancel_and_reset_race_a_run() {
     model("cancel and reset race a run", || {
@@ -412,35 +412,39 @@ fn loom_the_release_hook_runs_once_after_the_last_thread() {
         model(
             "the release hook runs once, after the last thread",
             move || {
-                let runtime = Arc::new(Builder::new().max_workers(workers).build().unwrap());
-                let tally = Arc::new(Tally::default());
-                let released = Latch::new(1);
-                let hooks = Arc::new(AtomicUsize::new(0));
-                let release = {
-                    let (released, hooks, tally) = (released.clone(), hooks.clone(), tally.clone());
-                    move || {
-                        hooks.fetch_add(1, SeqCst);
-                        tally.stopped.store(true, SeqCst);
-                        released.count_down();
-                    }
-                };
-                let probe = Probe::new(&tally);
-                if from_callback {
-                    let runtime_of_run = Arc::clone(&runtime);
-                    let probe = probe.on_run(move || {
-                        assert!(runtime_of_run.shutdown_nowait_then(release).is_ok());
-                    });
-                    add_now(&runtime, true, probe);
-                } else {
-                    add_now(&runtime, true, probe);
-                    assert!(runtime.shutdown_nowait_then(release).is_ok());
-                }
-                released.wait();
-                assert_eq!(hooks.load(SeqCst), 1, "the hook ran more than once");
-                check_ended(&runtime, &[&tally]);
+                shut_down_without_waiting(workers, from_callback);
             },
         );
     }
+}
+
+fn shut_down_without_waiting(workers: usize, from_callback: bool) {
+    let runtime = Arc::new(Builder::new().max_workers(workers).build().unwrap());
+    let tally = Arc::new(Tally::default());
+    let released = Latch::new(1);
+    let hooks = Arc::new(AtomicUsize::new(0));
+    let release = {
+        let (released, hooks, tally) = (released.clone(), hooks.clone(), tally.clone());
+        move || {
+            hooks.fetch_add(1, SeqCst);
+            tally.stopped.store(true, SeqCst);
+            released.count_down();
+        }
+    };
+    let probe = Probe::new(&tally);
+    if from_callback {
+        let runtime_of_run = Arc::clone(&runtime);
+        let probe = probe.on_run(move || {
+            assert!(runtime_of_run.shutdown_nowait_then(release).is_ok());
+        });
+        add_now(&runtime, true, probe);
+    } else {
+        add_now(&runtime, true, probe);
+        assert!(runtime.shutdown_nowait_then(release).is_ok());
+    }
+    released.wait();
+    assert_eq!(hooks.load(SeqCst), 1, "the hook ran more than once");
+    check_ended(&runtime, &[&tally]);
 }
 
 /// A shutdown races an add: the add is refused (its task comes back, not dropped) or the
