@@ -10,7 +10,7 @@
 //! are kept until joined (no `is_finished`); `thread_local!` takes std's `const` form.
 //! Std's stay: `OnceLock` (the tick thread's handle, set before anyone can read it), the
 //! runtime's `Arc` (timer handles hold a `Weak`, which loom's lacks), the statistics
-//! counters and the process-wide shard-hint counter.
+//! counters and the process-wide ones in statics (shard hints, runtime numbers in ids).
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
@@ -210,6 +210,12 @@ pub(crate) mod time {
 
             pub(crate) fn elapsed(&self) -> Duration {
                 Duration::from_nanos(NOW_NS.load(Relaxed) - self.0)
+            }
+
+            #[cfg(test)]
+            pub(crate) fn checked_sub(&self, by: Duration) -> Option<Self> {
+                let by = u64::try_from(by.as_nanos()).ok()?;
+                self.0.checked_sub(by).map(Instant)
             }
         }
 
