@@ -13,7 +13,8 @@ all: build
 include mk/rust.mk
 include $(filter-out mk/rust.mk,$(sort $(wildcard mk/*.mk)))
 
-test: $(TEST_TARGETS)
+# The full tier, what CI runs (.ci/run): the system packages (mk/deps.mk), then every suite.
+test: deps $(TEST_TARGETS)
 	@echo "make test: all suites passed ($(TEST_TARGETS))"
 
 # Every bench of BENCH_TARGETS, through bench/report.py (mk/bench.mk), which runs each one and

@@ -12,9 +12,9 @@ GO_PLATFORM = $(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)
 GO_FRESH_PREFIX := $(CURDIR)/build/go-fresh
 GO_FRESH_ENV := PKG_CONFIG_PATH=$(GO_FRESH_PREFIX)/lib/pkgconfig LD_LIBRARY_PATH=$(GO_FRESH_PREFIX)/lib
 
-# Go comes with the machine; a bare Debian gets its package.
+# Fails, naming `make deps`, when there is no Go.
 go-toolchain:
-	@command -v $(GO) >/dev/null || (apt-get update -qq && apt-get install -y -qq golang-go)
+	$(call need,go)
 
 # Rebuilds the module's prebuilt library for this platform from the sources (profile dist:
 # LTO, no debug info) and prints its size. It is committed: run this when the C ABI changes
@@ -31,6 +31,7 @@ check-go-lib:
 	mk/go-lib.sh check
 
 go-fresh: lib
+	$(call need,pkg-config)
 	$(MAKE) -s --no-print-directory install PREFIX=$(GO_FRESH_PREFIX)
 
 # The tests against the committed library, then against a fresh build of the sources.
