@@ -43,6 +43,9 @@ $(C_BUILD):
 
 # Each tests/c/test_*.c is one program; it prints "N passed, M failed" and exits non-zero
 # on failure. Run natively, then under ASan + UBSan, then under valgrind memcheck.
+# C_TESTS=test_contract builds and runs that program alone; TW_TEST=part runs only the tests
+# whose name contains part (tests/c/check.h; test-cpp takes it too), e.g.
+#   make test-c-plain C_TESTS=test_contract TW_TEST=delete_sync
 test-c: check-header test-c-plain test-c-asan test-c-valgrind
 
 test-c-plain: lib | $(C_BUILD)
@@ -130,5 +133,6 @@ bench-c: lib | $(C_BUILD)
 	$(CARGO) run --release -q -p timerwheel-ffi --example w1_rust -- $(BENCH_ARGS) | tee $(C_BUILD)/w1_rust.json
 	$(C_BUILD)/bench --rust $(C_BUILD)/w1_rust.json $(BENCH_ARGS)
 
+CHECK_TARGETS += check-header test-c-plain test-cpp
 TEST_TARGETS += test-c test-cpp test-install
 BENCH_TARGETS += bench-c

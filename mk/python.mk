@@ -35,5 +35,6 @@ sdist: venv
 test-python-dist: wheel sdist
 	tests/python-dist/run.sh
 
+CHECK_TARGETS += test-python
 TEST_TARGETS += test-python test-python-dist
 BENCH_TARGETS += bench-python
