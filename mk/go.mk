@@ -54,8 +54,9 @@ go_test_fresh = cd $(GO_DIR) && $(GO_FRESH_ENV) $(GO) vet -tags timerwheel_syste
   $(GO_FRESH_ENV) $(GO) test -tags timerwheel_system -count=1 $(1) ./...
 
 # The fast tier (make check): the tests against this build, without the race detector.
+# GO_TEST_FLAGS picks tests, e.g. make check-go GO_TEST_FLAGS="-run TestUseAfterClose -v".
 check-go: go-toolchain go-fresh
-	$(call go_test_fresh,)
+	$(call go_test_fresh,$(GO_TEST_FLAGS))
 
 # The tests with the race detector against the committed library, then against a fresh
 # build of the sources.
