@@ -1,20 +1,38 @@
 # timerwheel — top-level entry points. Each interface adds its targets in mk/<name>.mk,
-# appending to TEST_TARGETS / BENCH_TARGETS.
+# appending to TEST_TARGETS (make test), CHECK_TARGETS (make check), FMT_TARGETS (make fmt),
+# LINT_TARGETS (make lint) and BENCH_TARGETS (make bench).
 SHELL := /bin/bash
 CARGO ?= cargo
 PYTHON ?= python3
 VENV := $(CURDIR)/.venv
 TEST_TARGETS :=
+CHECK_TARGETS :=
+FMT_TARGETS :=
+LINT_TARGETS :=
 BENCH_TARGETS :=
 
-.PHONY: all test bench demo fmt lint
+.PHONY: all test check fmt lint bench demo
 all: build
 
 include mk/rust.mk
 include $(filter-out mk/rust.mk,$(sort $(wildcard mk/*.mk)))
 
-test: $(TEST_TARGETS)
+# The full tier, what CI runs (.ci/run): the system packages (mk/deps.mk), then every suite
+# with sanitizers, valgrind, loom, fuzzing, the soak and the install routes.
+test: deps $(TEST_TARGETS)
 	@echo "make test: all suites passed ($(TEST_TARGETS))"
+
+# The fast tier, before every commit (a few minutes): formatting, lint, the Rust docs and
+# tests, the header check, the C tests (plain), the C++ test, pytest and go test (no race
+# detector) against this build.
+check: $(CHECK_TARGETS)
+	@echo "make check: passed ($(CHECK_TARGETS))"
+
+# Formats the sources in place (Rust and Go; C, C++ and Python have no formatter here).
+fmt: $(FMT_TARGETS)
+
+# clippy and go vet, warnings as errors.
+lint: $(LINT_TARGETS)
 
 # Every bench of BENCH_TARGETS, through bench/report.py (mk/bench.mk), which runs each one and
 # writes bench/report.md; `make <target>` still runs one alone.

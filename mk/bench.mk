@@ -26,8 +26,8 @@ bench-billing:
 	$(MAKE) --no-print-directory demo BILLING_ARGS="$(BILLING_SLOW_ARGS) $(BILLING_ARGS)"
 
 $(BENCH_VENV)/.ready:
-	@$(PYTHON) -m venv $(BENCH_VENV) 2>/dev/null || \
-	  (apt-get update -qq && apt-get install -y -qq python3-venv && $(PYTHON) -m venv --clear $(BENCH_VENV))
+	$(call need,venv)
+	$(PYTHON) -m venv --clear $(BENCH_VENV)
 	$(BENCH_VENV)/bin/pip install -q matplotlib
 	touch $@
 

@@ -43,6 +43,9 @@ $(C_BUILD):
 
 # Each tests/c/test_*.c is one program; it prints "N passed, M failed" and exits non-zero
 # on failure. Run natively, then under ASan + UBSan, then under valgrind memcheck.
+# C_TESTS=test_contract builds and runs that program alone; TW_TEST=part runs only the tests
+# whose name contains part (tests/c/check.h; test-cpp takes it too), e.g.
+#   make test-c-plain C_TESTS=test_contract TW_TEST=delete_sync
 test-c: check-header test-c-plain test-c-asan test-c-valgrind
 
 test-c-plain: lib | $(C_BUILD)
@@ -58,7 +61,7 @@ test-c-asan: lib | $(C_BUILD)
 	    $(C_BUILD)/$$t.asan; done
 
 test-c-valgrind: test-c-plain
-	@command -v valgrind >/dev/null || (apt-get update -qq && apt-get install -y -qq valgrind)
+	$(call need,valgrind)
 	@set -e; for t in $(C_TESTS); do \
 	  echo "== $$t (valgrind)"; TW_STRESS_OPS=300 $(VALGRIND) $(C_BUILD)/$$t; done
 
@@ -118,18 +121,18 @@ uninstall:
 # static) and with CMake's find_package (C shared and static, C++ through the wrapper)
 # against a temporary prefix, runs them, and checks DESTDIR, LIBDIR and uninstall.
 test-install: lib
-	@command -v pkg-config >/dev/null || (apt-get update -qq && apt-get install -y -qq pkg-config)
-	@command -v cmake >/dev/null || (apt-get update -qq && apt-get install -y -qq cmake)
+	$(call need,pkg-config cmake)
 	tests/install/run.sh
 
-# W1-W3 through the C ABI against libuv (installed here if missing), and W1 through the
+# W1-W3 through the C ABI against libuv (make deps installs it), and W1 through the
 # Rust API with the same input for the cost of the ABI. BENCH_ARGS=--quick for a short run.
 bench-c: lib | $(C_BUILD)
-	@pkg-config --exists libuv || (apt-get update -qq && apt-get install -y -qq libuv1-dev)
+	$(call need,pkg-config libuv)
 	$(CC) -std=c99 $(C_WARN) -pthread -O2 -Iinclude bench/c/bench.c -o $(C_BUILD)/bench \
 	  $(C_LINK) $$(pkg-config --cflags --libs libuv)
 	$(CARGO) run --release -q -p timerwheel-ffi --example w1_rust -- $(BENCH_ARGS) | tee $(C_BUILD)/w1_rust.json
 	$(C_BUILD)/bench --rust $(C_BUILD)/w1_rust.json $(BENCH_ARGS)
 
+CHECK_TARGETS += check-header test-c-plain test-cpp
 TEST_TARGETS += test-c test-cpp test-install
 BENCH_TARGETS += bench-c

@@ -2,19 +2,34 @@
 # timers. By default the package links the prebuilt library inside the module
 # (bindings/go/internal/lib, written by `make go-lib`); with -tags timerwheel_system it links
 # an installed one through pkg-config, which the targets here use for a fresh build.
-.PHONY: go-toolchain go-lib check-go-lib go-fresh test-go test-go-module bench-go
+.PHONY: go-toolchain fmt-go check-fmt-go lint-go go-lib check-go-lib go-fresh check-go test-go \
+        test-go-module bench-go
 
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
+GOFMT ?= gofmt
 GO_DIR := bindings/go
+# Every Go source of the repository: the binding, its example and the module test's program.
+GO_SOURCES := $(GO_DIR) examples/go tests/go-module
 GO_PLATFORM = $(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)
 # The library built from the sources, installed where -tags timerwheel_system finds it.
 GO_FRESH_PREFIX := $(CURDIR)/build/go-fresh
 GO_FRESH_ENV := PKG_CONFIG_PATH=$(GO_FRESH_PREFIX)/lib/pkgconfig LD_LIBRARY_PATH=$(GO_FRESH_PREFIX)/lib
 
-# Go comes with the machine; a bare Debian gets its package.
+# Fails, naming `make deps`, when there is no Go.
 go-toolchain:
-	@command -v $(GO) >/dev/null || (apt-get update -qq && apt-get install -y -qq golang-go)
+	$(call need,go)
+
+fmt-go: go-toolchain
+	$(GOFMT) -w $(GO_SOURCES)
+
+check-fmt-go: go-toolchain
+	@unformatted=$$($(GOFMT) -l $(GO_SOURCES)) && if [ -n "$$unformatted" ]; then \
+	  echo "check-fmt-go: not gofmt-formatted (run 'make fmt'):" $$unformatted >&2; exit 1; fi
+
+# go vet of the package as users build it (the prebuilt library's header).
+lint-go: go-toolchain
+	cd $(GO_DIR) && $(GO) vet ./...
 
 # Rebuilds the module's prebuilt library for this platform from the sources (profile dist:
 # LTO, no debug info) and prints its size. It is committed: run this when the C ABI changes
@@ -31,13 +46,23 @@ check-go-lib:
 	mk/go-lib.sh check
 
 go-fresh: lib
+	$(call need,pkg-config)
 	$(MAKE) -s --no-print-directory install PREFIX=$(GO_FRESH_PREFIX)
 
-# The tests against the committed library, then against a fresh build of the sources.
-test-go: go-toolchain check-go-lib go-fresh
-	cd $(GO_DIR) && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	cd $(GO_DIR) && $(GO_FRESH_ENV) $(GO) vet -tags timerwheel_system ./... && \
-	  $(GO_FRESH_ENV) $(GO) test -tags timerwheel_system -race -count=1 ./...
+# vet and test against the fresh build of the sources; $(1): more go test flags.
+go_test_fresh = cd $(GO_DIR) && $(GO_FRESH_ENV) $(GO) vet -tags timerwheel_system ./... && \
+  $(GO_FRESH_ENV) $(GO) test -tags timerwheel_system -count=1 $(1) ./...
+
+# The fast tier (make check): the tests against this build, without the race detector.
+# GO_TEST_FLAGS picks tests, e.g. make check-go GO_TEST_FLAGS="-run TestUseAfterClose -v".
+check-go: go-toolchain go-fresh
+	$(call go_test_fresh,$(GO_TEST_FLAGS))
+
+# The tests with the race detector against the committed library, then against a fresh
+# build of the sources.
+test-go: check-fmt-go lint-go check-go-lib go-fresh
+	cd $(GO_DIR) && $(GO) test -race -count=1 ./...
+	$(call go_test_fresh,-race)
 
 # As `go get` would: the module served from a local proxy, used by a program of its own
 # module, with no Rust toolchain on PATH (tests/go-module/run.sh).
@@ -49,5 +74,8 @@ test-go-module: go-toolchain check-go-lib
 bench-go: go-toolchain go-fresh
 	cd $(GO_DIR) && $(GO_FRESH_ENV) $(GO) run -tags timerwheel_system ./cmd/bench $(GO_BENCH_ARGS)
 
+FMT_TARGETS += fmt-go
+LINT_TARGETS += lint-go
+CHECK_TARGETS += check-fmt-go lint-go check-go-lib check-go
 TEST_TARGETS += test-go test-go-module
 BENCH_TARGETS += bench-go

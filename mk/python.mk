@@ -14,8 +14,9 @@ venv:
 python-install: venv
 	PATH="$(VENV)/bin:$$PATH" $(PIP_INSTALL) --no-build-isolation ./python
 
+# PYTEST_ARGS picks tests, e.g. make test-python PYTEST_ARGS="-k never_early".
 test-python: python-install
-	$(VENV_PY) -m pytest python/tests -q
+	$(VENV_PY) -m pytest python/tests -q $(PYTEST_ARGS)
 
 bench-python: python-install
 	$(VENV_PY) python/bench/bench.py $(if $(filter --quick,$(BENCH_ARGS)),--n 100000 --asyncio-n 20000 --touches 200000)
@@ -35,5 +36,6 @@ sdist: venv
 test-python-dist: wheel sdist
 	tests/python-dist/run.sh
 
+CHECK_TARGETS += test-python
 TEST_TARGETS += test-python test-python-dist
 BENCH_TARGETS += bench-python

@@ -1,17 +1,29 @@
 # The Rust workspace: build, format, lint, test, bench.
-.PHONY: build test-rust bench-rust
+.PHONY: build fmt-rust check-fmt-rust lint-rust test-rust bench-rust
 
 build:
 	$(CARGO) build --release --workspace
 
-test-rust:
+fmt-rust:
+	$(CARGO) fmt --all
+
+check-fmt-rust:
 	$(CARGO) fmt --all -- --check
+
+lint-rust:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# The docs without warnings, then the workspace's unit, integration, property and doc tests
+# (a few seconds once built; loom, fuzzing and the soak are in mk/reliability.mk).
+test-rust: check-fmt-rust lint-rust
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps -q
 	$(CARGO) test --workspace --release
 
 bench-rust:
 	$(CARGO) run --release -q -p timerwheel-core --example bench_wheel -- $(BENCH_ARGS)
 
+FMT_TARGETS += fmt-rust
+LINT_TARGETS += lint-rust
+CHECK_TARGETS += test-rust
 TEST_TARGETS += test-rust
 BENCH_TARGETS += bench-rust

@@ -86,12 +86,19 @@ static int cmp_i64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The p-th percentile (1 <= p <= 100) of the n > 0 values of `sorted`, by nearest rank: the
+ * value of rank ceil(p/100 * n), counting from 1 (docs/benchmarks.md). */
+static int64_t percentile(const int64_t *sorted, size_t n, unsigned p) {
+    size_t rank = (n * p + 99) / 100;
+    return sorted[rank > 0 ? rank - 1 : 0];
+}
+
 /* Lateness percentiles in microseconds (sorts `late`). */
 static void lateness(result *r, int64_t *late, size_t n) {
     qsort(late, n, sizeof *late, cmp_i64);
-    r->late_p50_us = (double)late[n / 2] / 1000.0;
-    r->late_p99_us = (double)late[n * 99 / 100] / 1000.0;
-    r->late_max_us = (double)late[n - 1] / 1000.0;
+    r->late_p50_us = (double)percentile(late, n, 50) / 1000.0;
+    r->late_p99_us = (double)percentile(late, n, 99) / 1000.0;
+    r->late_max_us = (double)percentile(late, n, 100) / 1000.0;
 }
 
 /* Writes $TW_BENCH_DIR/w3-<impl>.csv when that variable is set: `bucket_us,count` lines,

@@ -40,8 +40,11 @@ def emit(impl, workload, n, **figures):
     return row
 
 
-def percentile(sorted_values, q):
-    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+def percentile(sorted_values, p):
+    """The p-th percentile (1 <= p <= 100) of a non-empty sorted list, by nearest rank: the
+    value of rank ceil(p/100 * n), counting from 1 (docs/benchmarks.md)."""
+    rank = (p * len(sorted_values) + 99) // 100
+    return sorted_values[max(rank, 1) - 1]
 
 
 # ---- W1: add N one-shot timers with delays in [1 s, 3600 s), then cancel all in random order.
@@ -136,9 +139,9 @@ def w3_report(impl, n, lateness, start, end, **extra):
         impl, "W3", n,
         fired=len(lateness),
         total_s=end - start,
-        late_p50_us=percentile(lateness, 0.50) * 1e6,
-        late_p99_us=percentile(lateness, 0.99) * 1e6,
-        late_max_us=lateness[-1] * 1e6,
+        late_p50_us=percentile(lateness, 50) * 1e6,
+        late_p99_us=percentile(lateness, 99) * 1e6,
+        late_max_us=percentile(lateness, 100) * 1e6,
         **extra,
     )
 

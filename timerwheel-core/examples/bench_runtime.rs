@@ -385,8 +385,8 @@ fn w3_row(
     Row::new(name, baseline, "W3", n)
         .with("fired", lateness.count() as f64)
         .with("total_s", total.as_secs_f64())
-        .with("late_p50_us", lateness.quantile(0.50) as f64)
-        .with("late_p99_us", lateness.quantile(0.99) as f64)
+        .with("late_p50_us", lateness.percentile(50) as f64)
+        .with("late_p99_us", lateness.percentile(99) as f64)
         .with("late_max_us", lateness.max() as f64)
 }
 
@@ -590,7 +590,7 @@ fn w6(count: usize, max_workers: usize, name: &'static str) -> Row {
     let stats = rt.stats();
     Row::new(name, max_workers == 1, "W6", count)
         .with("drain_s", drained.as_secs_f64())
-        .with("late_p99_us", lateness.quantile(0.99) as f64)
+        .with("late_p99_us", lateness.percentile(99) as f64)
         .with("workers_peak", stats.workers_peak as f64)
         .with("workers_after_idle", stats.workers as f64)
 }
@@ -700,8 +700,8 @@ fn w8(slow: usize, name: &'static str) -> Row {
     }
     wait_for_count(&lateness, W8_INSTANT);
     Row::new(name, slow == 0, "W8", W8_INSTANT)
-        .with("late_p50_us", lateness.quantile(0.50) as f64)
-        .with("late_p99_us", lateness.quantile(0.99) as f64)
+        .with("late_p50_us", lateness.percentile(50) as f64)
+        .with("late_p99_us", lateness.percentile(99) as f64)
         .with("late_max_us", lateness.max() as f64)
         .with("workers_peak", rt.stats().workers_peak as f64)
 }

@@ -106,10 +106,12 @@ impl Lateness {
         self.count.load(Relaxed)
     }
 
-    /// The value at quantile `q`, microseconds (10 us resolution).
-    pub fn quantile(&self, q: f64) -> u64 {
+    /// The `p`-th percentile (1 <= p <= 100), microseconds, by nearest rank: the sample of
+    /// rank ceil(p/100 * n), counting from 1 (docs/benchmarks.md), to 10 us: the upper end
+    /// of its bucket, or the maximum if lower.
+    pub fn percentile(&self, p: u64) -> u64 {
         let total = self.count();
-        let rank = ((total as f64 * q).ceil() as u64).max(1);
+        let rank = (total * p).div_ceil(100).max(1);
         let mut seen = 0;
         for (i, b) in self.buckets.iter().enumerate() {
             seen += b.load(Relaxed);

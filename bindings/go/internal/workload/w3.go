@@ -55,15 +55,23 @@ func W3(impl Impl, n int, seed int64) W3Result {
 		LateMaxus: max, Complete: complete}
 }
 
-// percentiles returns the median, 99th percentile and maximum, in microseconds.
+// percentiles returns the median, 99th percentile and maximum of ns, in microseconds.
 func percentiles(ns []int64) (p50, p99, max float64) {
 	if len(ns) == 0 {
 		return 0, 0, 0
 	}
 	sorted := append([]int64(nil), ns...)
 	sort.Slice(sorted, func(a, b int) bool { return sorted[a] < sorted[b] })
-	at := func(q float64) float64 {
-		return float64(sorted[int(q*float64(len(sorted)-1))]) / 1e3
+	us := func(p int) float64 { return float64(percentile(sorted, p)) / 1e3 }
+	return us(50), us(99), us(100)
+}
+
+// percentile returns the p-th percentile (1 <= p <= 100) of the non-empty sorted, by nearest
+// rank: the value of rank ceil(p/100 * n), counting from 1 (docs/benchmarks.md).
+func percentile(sorted []int64, p int) int64 {
+	rank := (len(sorted)*p + 99) / 100
+	if rank < 1 {
+		rank = 1
 	}
-	return at(0.50), at(0.99), at(1)
+	return sorted[rank-1]
 }
