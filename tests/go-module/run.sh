@@ -11,14 +11,7 @@ cd "$(dirname "$0")/../.."
 
 module=github.com/timerwheel/timerwheel/bindings/go
 version=v$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
-work=$(mktemp -d)
-trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT # the module cache is read-only
-passed=0
-
-pass() {
-    echo "ok   $1"
-    passed=$((passed + 1))
-}
+. tests/route-lib.sh
 
 # Fails unless running "$@" fails with a message containing $1.
 expect_failure() {
@@ -51,15 +44,7 @@ with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
 ' "$module@$version/" "$proxy/$version.zip"
 
 # PATH without cargo and rustc.
-path=""
-while IFS= read -r -d: dir; do
-    if [ -n "$dir" ] && [ ! -x "$dir/cargo" ] && [ ! -x "$dir/rustc" ]; then path+="$dir:"; fi
-done <<<"$PATH:"
-export PATH=${path%:}
-if command -v cargo >/dev/null || command -v rustc >/dev/null; then
-    echo "test-go-module: cargo or rustc is still on PATH" >&2
-    exit 1
-fi
+drop_rust_from_path test-go-module
 export GOPROXY=file://$work/proxy GOSUMDB=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 export GOMODCACHE=$work/modcache
 

@@ -7,14 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0
-
-pass() {
-    echo "ok   $1"
-    passed=$((passed + 1))
-}
+. tests/route-lib.sh
 
 # make with CARGO=false: install and uninstall must not need cargo.
 run_make() {

@@ -9,14 +9,7 @@ cd "$(dirname "$0")/../.."
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 python=${PYTHON:-python3}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0
-
-pass() {
-    echo "ok   $1"
-    passed=$((passed + 1))
-}
+. tests/route-lib.sh
 
 fail() {
     echo "test-python-dist: $1" >&2
@@ -51,14 +44,7 @@ expect_names "$listing" "timerwheel-$version/LICENSE-MIT" "timerwheel-$version/L
 pass "$(basename "$sdist"): licences, pyproject and the Rust sources"
 
 # PATH without cargo and rustc: pip can only install the wheel as built.
-path=""
-while IFS= read -r -d: dir; do
-    if [ -n "$dir" ] && [ ! -x "$dir/cargo" ] && [ ! -x "$dir/rustc" ]; then path+="$dir:"; fi
-done <<<"$PATH:"
-export PATH=${path%:}
-if command -v cargo >/dev/null || command -v rustc >/dev/null; then
-    fail "cargo or rustc is still on PATH"
-fi
+drop_rust_from_path test-python-dist
 
 "$python" -m venv "$work/venv"
 venv_python=$work/venv/bin/python
