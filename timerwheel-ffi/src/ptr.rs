@@ -8,9 +8,10 @@ use std::ptr::NonNull;
 
 use timerwheel_core::{Config, Runtime};
 
+use crate::handle::tw_wheel;
 use crate::sized::{read_sized, write_sized, SizedStruct};
 use crate::task::CTask;
-use crate::types::{tw_config, tw_status, tw_wheel};
+use crate::types::{tw_config, tw_status};
 use crate::wheel::{default_handle, default_runtime};
 
 /// The runtime behind `w`: the shared wheel's runtime of this process for the handle

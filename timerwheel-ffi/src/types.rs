@@ -4,27 +4,7 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use timerwheel_core::{Config, Error, PeriodMode, Runtime, Stats, TimerId};
-
-use crate::task::CTask;
-
-/// A timer wheel: its tick thread, its workers and its timers. Opaque; create it with
-/// tw_create (or share tw_default) and free it with tw_destroy.
-pub struct tw_wheel {
-    runtime: Runtime<CTask>,
-}
-
-impl tw_wheel {
-    /// Wraps a started runtime.
-    pub fn new(runtime: Runtime<CTask>) -> Self {
-        tw_wheel { runtime }
-    }
-
-    /// The runtime inside.
-    pub fn runtime(&self) -> &Runtime<CTask> {
-        &self.runtime
-    }
-}
+use timerwheel_core::{Config, Error, PeriodMode, Stats, TimerId};
 
 /// The id of a timer, unique to its wheel. 0 never names a timer.
 ///

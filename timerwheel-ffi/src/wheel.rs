@@ -5,10 +5,11 @@ use std::ptr;
 use timerwheel_core::{Config, PerProcess, Runtime};
 
 use crate::boundary::{guard, guard_or};
+use crate::handle::tw_wheel;
 use crate::ptr::{config, runtime, Out};
 use crate::task::CTask;
 use crate::time::ceil_ms;
-use crate::types::{tw_config, tw_stats, tw_status, tw_wheel};
+use crate::types::{tw_config, tw_stats, tw_status};
 
 /// Fills `*cfg` with the defaults: tick_us 1000, min_workers 1, max_workers = number of
 /// CPUs, worker_keepalive_ms 1000, max_timers 0 (unlimited), manual 0; and size =
