@@ -129,6 +129,11 @@ func cDestroyNowait(w cWheel) error {
 	return statusErr(C.tw_destroy_nowait(w))
 }
 
+// cStatusText is the library's text of a tw_status.
+func cStatusText(status C.tw_status) string {
+	return C.GoString(C.tw_status_str(status))
+}
+
 // cVersion is the library's version string.
 func cVersion() string {
 	return C.GoString(C.tw_version())
