@@ -36,5 +36,6 @@ pub use types::{
     tw_callback, tw_config, tw_drop_fn, tw_period_mode, tw_stats, tw_status, tw_timer_id,
 };
 pub use wheel::{
-    tw_config_init, tw_create, tw_default, tw_destroy, tw_get_stats, tw_next_timeout_ms, tw_poll,
+    tw_config_check, tw_config_init, tw_create, tw_default, tw_destroy, tw_get_stats,
+    tw_next_timeout_ms, tw_poll,
 };

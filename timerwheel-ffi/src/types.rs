@@ -112,9 +112,10 @@ pub struct tw_config {
     pub size: usize,
     /// Granularity of the wheel in microseconds: default 1000, at least 100, at most 1000000.
     pub tick_us: u64,
-    /// Worker threads kept even when idle: default 1.
+    /// Worker threads kept even when idle: default 1, at most a nonzero max_workers.
     pub min_workers: u32,
-    /// Most worker threads: default the number of CPUs; 0 runs callbacks on the tick thread.
+    /// Most worker threads: default the number of CPUs, at most 1024; 0 runs callbacks on
+    /// the tick thread.
     pub max_workers: u32,
     /// An idle worker retires after this many milliseconds (down to min_workers): default 1000.
     pub worker_keepalive_ms: u64,

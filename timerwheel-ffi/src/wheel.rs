@@ -1,5 +1,7 @@
 //! The exported functions that create, inspect, drive and destroy a wheel.
 
+use std::cell::RefCell;
+use std::ffi::{c_char, CString};
 use std::ptr;
 
 use timerwheel_core::{Config, PerProcess, Runtime};
@@ -29,6 +31,40 @@ pub unsafe extern "C" fn tw_config_init(cfg: *mut tw_config) {
     })
 }
 
+/// Whether tw_create accepts `*cfg`: NULL when it does (for `cfg` NULL too), otherwise a
+/// message that names the field out of range, its value and its range, e.g. "tick 50µs is
+/// out of range: 100µs..=1s". The message is valid until the next call of tw_config_check
+/// on the same thread. (tw_create also fails when its tick thread cannot start: no check
+/// foresees that.)
+///
+/// # Safety
+/// As for tw_create's `cfg`.
+#[no_mangle]
+pub unsafe extern "C" fn tw_config_check(cfg: *const tw_config) -> *const c_char {
+    guard_or(c"internal error".as_ptr(), || {
+        // SAFETY: the caller passes NULL or a readable tw_config.
+        match unsafe { config(cfg) } {
+            Ok(_) => ptr::null(),
+            Err(fault) => keep_message(fault.0),
+        }
+    })
+}
+
+thread_local! {
+    /// The last message tw_config_check gave on this thread.
+    static CHECK_MESSAGE: RefCell<CString> = RefCell::default();
+}
+
+/// `message` as a C string that lives until the next call on this thread.
+fn keep_message(message: String) -> *const c_char {
+    let message = CString::new(message).expect("the messages hold no NUL");
+    CHECK_MESSAGE.with(|kept| {
+        let mut kept = kept.borrow_mut();
+        *kept = message;
+        kept.as_ptr()
+    })
+}
+
 /// Creates a wheel and starts its threads (none when `cfg->manual`); `*out` receives it.
 /// `cfg` NULL means every default. Free the wheel with tw_destroy.
 ///
@@ -36,10 +72,10 @@ pub unsafe extern "C" fn tw_config_init(cfg: *mut tw_config) {
 /// take their defaults.
 ///
 /// Returns TW_OK, or (and `*out` is left untouched):
-/// - TW_ERR_INVALID: `out` NULL; a config out of range (tick_us below 100 or above
-///   1000000, min_workers above a nonzero max_workers, max_workers above 1024); `size`
-///   from 1 to sizeof(size_t) - 1; `reserved` or bytes past this version's struct not 0; or
-///   the tick thread could not be started.
+/// - TW_ERR_INVALID: `out` NULL; a config that tw_config_check refuses (a field out of
+///   its range, given at each field of tw_config; `size` from 1 to sizeof(size_t) - 1;
+///   `reserved` or bytes past this version's struct not 0); or the tick thread could not be
+///   started.
 ///
 /// # Safety
 /// `cfg` is NULL or points to a `tw_config` readable for `cfg->size` bytes; `out` is NULL or

@@ -43,7 +43,7 @@ mod worker;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-pub use config::{Builder, Config, MIN_TICK};
+pub use config::{Builder, Config, ConfigError, MAX_TICK, MAX_WORKERS, MIN_TICK};
 pub use error::{Error, Rejected};
 pub use fork::PerProcess;
 pub use inner::record_callback_failure;
