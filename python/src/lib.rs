@@ -20,6 +20,7 @@ fn _timerwheel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<wheel::Wheel>()?;
     m.add_class::<timer::Timer>()?;
     m.add_function(wrap_pyfunction!(wheel::_exiting, m)?)?;
+    m.add_function(wrap_pyfunction!(wheel::defaults, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use timerwheel_core::{Error, PeriodMode, Rejected, Runtime, TimerId};
+use timerwheel_core::{Config, Error, PeriodMode, Rejected, Runtime, TimerId};
 
-use crate::convert::{period, seconds, unix_time, WheelArgs};
+use crate::convert::{config_dict, period, seconds, unix_time, WheelArgs};
 use crate::errors::{add_refused, to_py, wrong_mode};
 use crate::stats::stats_dict;
 use crate::task::PyTask;
@@ -55,14 +55,14 @@ impl Wheel {
 #[pymethods]
 impl Wheel {
     #[new]
-    #[pyo3(signature = (tick=0.001, min_workers=1, max_workers=None, worker_keepalive=1.0, max_timers=None, manual=false))]
+    #[pyo3(signature = (tick=None, min_workers=None, max_workers=None, worker_keepalive=None, max_timers=None, manual=None))]
     fn new(
-        tick: f64,
-        min_workers: i64,
+        tick: Option<f64>,
+        min_workers: Option<i64>,
         max_workers: Option<i64>,
-        worker_keepalive: f64,
+        worker_keepalive: Option<f64>,
         max_timers: Option<i64>,
-        manual: bool,
+        manual: Option<bool>,
     ) -> PyResult<Self> {
         let args = WheelArgs {
             tick,
@@ -177,6 +177,13 @@ impl Wheel {
     fn next_timeout(&self) -> Option<f64> {
         self.rt.next_timeout().map(|d| d.as_secs_f64())
     }
+}
+
+/// The settings of `Wheel()` without arguments, as its keyword arguments: the runtime's
+/// defaults, in seconds.
+#[pyfunction]
+pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    config_dict(py, &Config::default())
 }
 
 /// Set once the interpreter runs its exit handlers (see `_timerwheel._exiting`).

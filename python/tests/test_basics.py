@@ -1,5 +1,6 @@
 """Adding, firing, cancelling and resetting timers; stats; closing."""
 
+import inspect
 import threading
 import time
 
@@ -210,6 +211,17 @@ def test_module_level_functions_share_one_wheel():
     at = threading.Event()
     timerwheel.call_at(time.time(), at.set)
     assert at.wait(10)
+
+
+def test_defaults_are_the_keyword_arguments_of_wheel():
+    settings = timerwheel.defaults()
+    assert list(settings) == list(inspect.signature(Wheel).parameters)
+    assert settings["max_timers"] is None and settings["manual"] is False
+    assert 0 < settings["tick"] < 1 and settings["min_workers"] <= settings["max_workers"]
+    with Wheel(**settings) as w:
+        done = threading.Event()
+        w.call_later(0, done.set)
+        assert done.wait(10)
 
 
 def test_default_wheel_cannot_be_closed():

@@ -8,18 +8,23 @@ def _exiting() -> None:
     """Tells the module that the interpreter is exiting: wheels garbage collected from now
     on are not waited for."""
 
+def defaults() -> Dict[str, Any]:
+    """The settings of ``Wheel()`` without arguments, as its keyword arguments: tick,
+    min_workers, max_workers, worker_keepalive, max_timers, manual (seconds for times;
+    max_timers None for no limit)."""
+
 class _Wheel:
     """The native wheel: a timerwheel runtime running Python callbacks. Use
     ``timerwheel.Wheel``."""
 
     def __new__(
         cls,
-        tick: float = 0.001,
-        min_workers: int = 1,
+        tick: Optional[float] = None,
+        min_workers: Optional[int] = None,
         max_workers: Optional[int] = None,
-        worker_keepalive: float = 1.0,
+        worker_keepalive: Optional[float] = None,
         max_timers: Optional[int] = None,
-        manual: bool = False,
+        manual: Optional[bool] = None,
     ) -> "_Wheel": ...
     def call_later(
         self, delay: float, callback: Callable[..., object], /, *args: Any, **kwargs: Any
