@@ -222,3 +222,31 @@ impl From<Stats> for tw_stats {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fields of the struct `name` in the header generated for this build.
+    fn header_fields(name: &str) -> Vec<&'static str> {
+        let header = include_str!(concat!(env!("OUT_DIR"), "/timerwheel.h"));
+        let body = header
+            .split(&format!("typedef struct {name} {{"))
+            .nth(1)
+            .and_then(|rest| rest.split(&format!("}} {name};")).next())
+            .expect("the header defines the struct");
+        body.lines()
+            .filter_map(|line| line.trim().strip_suffix(';'))
+            .filter_map(|declaration| declaration.split_whitespace().last())
+            .collect()
+    }
+
+    #[test]
+    fn tw_stats_has_the_runtimes_counters_in_their_order() {
+        let counters = Stats::default().fields().map(|(name, _)| name);
+        assert_eq!(
+            header_fields("tw_stats"),
+            [&["size"][..], &counters].concat()
+        );
+    }
+}
