@@ -2,6 +2,8 @@
 
 import inspect
 import re
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -231,6 +233,24 @@ def test_default_wheel_cannot_be_closed():
     with pytest.raises(RuntimeError, match="shared default wheel"):
         timerwheel.default_wheel().close()
     assert not timerwheel.default_wheel().closed
+
+
+AT_EXIT = """
+import atexit
+wheels = []
+# Registered before timerwheel's own exit handler, so it runs after it.
+atexit.register(lambda: print(wheels[0].closed, wheels[0].stats()["discarded"]))
+import timerwheel
+timerwheel.call_later(3600, print)
+wheels.append(timerwheel.default_wheel())
+"""
+
+
+def test_the_default_wheel_is_closed_at_interpreter_exit():
+    done = subprocess.run(
+        [sys.executable, "-c", AT_EXIT], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "True 1\n", "")
 
 
 def test_callbacks_on_the_tick_thread_when_max_workers_is_zero():

@@ -26,5 +26,5 @@ pub mod wheel;
 
 pub use runtime::{
     default_runtime, prefetch, record_callback_failure, BoxTask, Builder, Config, ConfigError,
-    Error, PerProcess, PeriodMode, Rejected, Runtime, Stats, Task, Timer, TimerId,
+    Error, PerProcess, PeriodMode, Rejected, Runtime, SharedRuntime, Stats, Task, Timer, TimerId,
 };

@@ -8,11 +8,10 @@ use std::ptr::NonNull;
 
 use timerwheel_core::{Config, Runtime};
 
-use crate::handle::tw_wheel;
+use crate::handle::{default_handle, default_runtime, tw_wheel};
 use crate::sized::{read_sized, write_sized, SizedStruct};
 use crate::task::CTask;
 use crate::types::{tw_config, tw_status};
-use crate::wheel::{default_handle, default_runtime};
 
 /// The runtime behind `w`: the shared wheel's runtime of this process for the handle
 /// tw_default() gives out (`TW_ERR_INTERNAL` if it could not be started in this process,

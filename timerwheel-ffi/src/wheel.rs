@@ -4,12 +4,11 @@ use std::cell::RefCell;
 use std::ffi::{c_char, CString};
 use std::ptr;
 
-use timerwheel_core::{Config, PerProcess, Runtime};
+use timerwheel_core::{Config, Runtime};
 
 use crate::boundary::{guard, guard_or};
-use crate::handle::tw_wheel;
+use crate::handle::{default_handle, default_runtime, tw_wheel};
 use crate::ptr::{config, runtime, Out};
-use crate::task::CTask;
 use crate::time::ceil_ms;
 use crate::types::{tw_config, tw_stats, tw_status};
 
@@ -106,23 +105,6 @@ pub extern "C" fn tw_default() -> *mut tw_wheel {
         Some(_) => default_handle(),
         None => ptr::null_mut(),
     })
-}
-
-/// The runtime of the shared wheel, one per process: started on first use, and again on
-/// first use in a fork() child. `None` if it could not be started.
-static DEFAULT: PerProcess<Option<Runtime<CTask>>> = PerProcess::new();
-
-/// The shared wheel's runtime in this process (its shutdown returns `Busy`).
-pub(crate) fn default_runtime() -> Option<&'static Runtime<CTask>> {
-    DEFAULT
-        .get_or_init(|| Runtime::new_shared(Config::default()).ok())
-        .as_ref()
-}
-
-/// What tw_default() returns: the address of [`DEFAULT`], so that it names the shared wheel
-/// of whichever process uses it. It never points to a `tw_wheel`: `ptr::runtime` resolves it.
-pub(crate) fn default_handle() -> *mut tw_wheel {
-    ptr::addr_of!(DEFAULT).cast_mut().cast()
 }
 
 /// Stops the wheel: stops the tick thread, waits for running callbacks, drops every

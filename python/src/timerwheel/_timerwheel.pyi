@@ -1,12 +1,16 @@
 """Type stubs of the native module ``timerwheel._timerwheel``."""
 
-from typing import Any, Callable, Dict, Optional, final
+from typing import Any, Callable, Dict, Optional, Type, final
 
 __version__: str
 
 def _exiting() -> None:
     """Tells the module that the interpreter is exiting: wheels garbage collected from now
     on are not waited for."""
+
+def _default_wheel(cls: Type[_Wheel]) -> Any:
+    """The shared default wheel of this process, an instance of ``cls`` made on the first
+    call in the process (again in an ``os.fork()`` child)."""
 
 def defaults() -> Dict[str, Any]:
     """The settings of ``Wheel()`` without arguments, as its keyword arguments: tick,
@@ -57,7 +61,8 @@ class _Wheel:
         late_p99_us, late_max_us, callback_panics."""
     def close(self) -> None:
         """Shuts the wheel down: waits for running callbacks, discards pending timers;
-        no callback starts after it returns. Idempotent."""
+        no callback starts after it returns. Idempotent. TimerwheelBusyError from one of
+        the wheel's own callbacks, and for the shared default wheel."""
     @property
     def closed(self) -> bool:
         """True once ``close()`` has returned."""
