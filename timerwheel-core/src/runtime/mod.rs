@@ -5,6 +5,7 @@
 //! |---------------|-------------------------------------------------------------|
 //! | `clock.rs`    | ticks on `CLOCK_MONOTONIC`, rounding deadlines up           |
 //! | `shard.rs`    | one wheel + bookkeeping under a lock; a timer's life cycle  |
+//! | `side.rs`     | what periodic and wall-clock timers keep beside the wheel   |
 //! | `periodic.rs` | where a periodic timer runs next (fixed rate, fixed delay)  |
 //! | `ticker.rs`   | the tick thread: its rounds, sleep and wake-up              |
 //! | `executor.rs` | the run queue, the worker count, the grow/shrink decision   |
@@ -36,6 +37,7 @@ mod loom_tests;
 mod periodic;
 mod shard;
 mod shared;
+mod side;
 mod stats;
 mod task;
 mod ticker;
