@@ -130,16 +130,11 @@ unsafe fn add_periodic(
     out_id: *mut tw_timer_id,
 ) -> tw_status {
     let callback = (cb, user_data, drop);
+    let mode = || PeriodMode::try_from(mode);
+    let add =
+        |runtime: &Runtime<CTask>, mode, task| runtime.add_periodic(delay, period, mode, task);
     // SAFETY: the caller keeps tw_add's contract, which is add_timer's.
-    unsafe {
-        add_timer(
-            w,
-            out_id,
-            callback,
-            || PeriodMode::try_from(mode),
-            |runtime, mode, task| runtime.add_periodic(delay, period, mode, task),
-        )
-    }
+    unsafe { add_timer(w, out_id, callback, mode, add) }
 }
 
 /// Adds a one-shot timer for a wall-clock time, `unix_ms` milliseconds since the Unix
@@ -165,16 +160,9 @@ pub unsafe extern "C" fn tw_add_at(
     out_id: *mut tw_timer_id,
 ) -> tw_status {
     let callback = (cb, user_data, drop);
+    let when = || unix_time(unix_ms);
     // SAFETY: the caller keeps tw_add_at's contract, which is add_timer's.
-    unsafe {
-        add_timer(
-            w,
-            out_id,
-            callback,
-            || unix_time(unix_ms),
-            |runtime, when, task| runtime.add_at(when, task),
-        )
-    }
+    unsafe { add_timer(w, out_id, callback, when, Runtime::add_at) }
 }
 
 /// The guarded path of every add: checks `out_id` and `w`, reads the schedule, makes the
