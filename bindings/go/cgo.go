@@ -8,6 +8,7 @@ package timerwheel
 /*
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "timerwheel.h"
 
 // Exported from callback.go.
@@ -51,10 +52,20 @@ static twgo_created twgo_create(tw_config cfg) {
 	r.status = tw_create(&cfg, &r.wheel);
 	return r;
 }
+
+// A copy of tw_config_check's message (malloc'd: free it), made in the same call, before
+// another call on this thread can replace it; NULL when tw_create accepts cfg.
+static char *twgo_config_check(tw_config cfg) {
+	const char *why = tw_config_check(&cfg);
+	return why == NULL ? NULL : strdup(why);
+}
 */
 import "C"
 
-import "time"
+import (
+	"time"
+	"unsafe"
+)
 
 // cWheel is a libtimerwheel wheel.
 type cWheel = *C.tw_wheel
@@ -72,6 +83,17 @@ func cDefaultConfig() C.tw_config {
 	var cfg C.tw_config
 	C.tw_config_init(&cfg)
 	return cfg
+}
+
+// cConfigCheck is the library's objection to cfg, naming the field out of range and its
+// range; "" when tw_create accepts cfg.
+func cConfigCheck(cfg C.tw_config) string {
+	why := C.twgo_config_check(cfg)
+	if why == nil {
+		return ""
+	}
+	defer C.free(unsafe.Pointer(why))
+	return C.GoString(why)
 }
 
 // cCreate starts a wheel with cfg.
@@ -127,6 +149,11 @@ func cDestroy(w cWheel) error {
 // own included); the library frees it when the last of them has returned.
 func cDestroyNowait(w cWheel) error {
 	return statusErr(C.tw_destroy_nowait(w))
+}
+
+// cStatusText is the library's text of a tw_status.
+func cStatusText(status C.tw_status) string {
+	return C.GoString(C.tw_status_str(status))
 }
 
 // cVersion is the library's version string.

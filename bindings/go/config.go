@@ -4,6 +4,7 @@ package timerwheel
 import "C"
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -11,8 +12,8 @@ import (
 // Config sets up a Wheel. The zero Config means every default; a field left zero takes its
 // default, and a negative MinWorkers or MaxWorkers asks for zero.
 type Config struct {
-	// Tick is the granularity of the wheel: deadlines round up to it. Default 1ms; at
-	// least 100µs and at most 1s.
+	// Tick is the granularity of the wheel: deadlines round up to it. Default 1ms; the
+	// library's range is in the error New returns for a Tick out of it.
 	Tick time.Duration
 	// MinWorkers is how many worker threads are kept when idle. Default 1; negative: 0.
 	MinWorkers int
@@ -32,11 +33,18 @@ type Config struct {
 	OnPanic func(v any)
 }
 
-// toC fills the library's defaults and overrides the fields that are set.
+// toC fills the library's defaults and overrides the fields that are set. The error, which
+// wraps ErrInvalid, names a field out of range: with the library's words and range for
+// what the library checks.
 func (c Config) toC() (C.tw_config, error) {
 	cfg := cDefaultConfig()
-	if c.Tick < 0 || c.WorkerKeepalive < 0 || c.MaxTimers < 0 {
-		return cfg, ErrInvalid
+	switch {
+	case c.Tick < 0:
+		return cfg, negative("Tick", c.Tick)
+	case c.WorkerKeepalive < 0:
+		return cfg, negative("WorkerKeepalive", c.WorkerKeepalive)
+	case c.MaxTimers < 0:
+		return cfg, negative("MaxTimers", c.MaxTimers)
 	}
 	if c.Tick > 0 {
 		cfg.tick_us = C.uint64_t(ceilDiv(c.Tick, time.Microsecond))
@@ -51,7 +59,15 @@ func (c Config) toC() (C.tw_config, error) {
 		cfg.worker_keepalive_ms = C.uint64_t(ceilDiv(c.WorkerKeepalive, time.Millisecond))
 	}
 	cfg.max_timers = C.uint64_t(c.MaxTimers)
+	if why := cConfigCheck(cfg); why != "" {
+		return cfg, fmt.Errorf("%w: %s", ErrInvalid, why)
+	}
 	return cfg, nil
+}
+
+// negative is the error of a Config field that must not be negative.
+func negative(field string, value any) error {
+	return fmt.Errorf("%w: %s %v is negative", ErrInvalid, field, value)
 }
 
 // workerCount maps a non-zero Config worker count to the C value: negative means 0, and

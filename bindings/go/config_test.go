@@ -2,6 +2,7 @@ package timerwheel
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -21,6 +22,23 @@ func TestInvalidConfigs(t *testing.T) {
 			if err == nil {
 				w.Close()
 			}
+		}
+	}
+}
+
+func TestInvalidConfigNamesTheField(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Tick: 50 * time.Microsecond}, "tick 50µs is out of range: "},
+		{Config{MinWorkers: 4, MaxWorkers: 2}, "min_workers 4 is out of range: "},
+		{Config{MaxWorkers: 5000}, "max_workers 5000 is out of range: "},
+		{Config{MaxTimers: -1}, "MaxTimers -1 is negative"},
+	} {
+		_, err := New(c.cfg)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New(%+v) = %v, want ErrInvalid saying %q", c.cfg, err, c.want)
 		}
 	}
 }

@@ -1,31 +1,39 @@
 package timerwheel
 
+// #include "timerwheel.h"
+import "C"
+
 import (
 	"errors"
 	"fmt"
 )
 
 // The errors of the package. Every status of the C library maps to one of them, and errors
-// returned by the package match them with errors.Is.
+// returned by the package match them with errors.Is. Their texts are the library's
+// (tw_status_str).
 var (
 	// ErrInvalid reports a bad argument: a nil func, a non-positive period, or a Config
-	// out of range (Tick below 100µs or above 1s, MinWorkers above MaxWorkers, MaxWorkers
-	// above 1024).
-	ErrInvalid = errors.New("timerwheel: invalid argument")
+	// out of range (the error New returns then names the field and its range).
+	ErrInvalid = statusError(C.TW_ERR_INVALID)
 	// ErrNotFound reports a timer that is not pending.
-	ErrNotFound = errors.New("timerwheel: timer not found")
+	ErrNotFound = statusError(C.TW_ERR_NOT_FOUND)
 	// ErrFull reports that the wheel holds Config.MaxTimers pending timers already.
-	ErrFull = errors.New("timerwheel: too many timers")
+	ErrFull = statusError(C.TW_ERR_FULL)
 	// ErrClosed reports a call on a wheel that is closed or closing.
-	ErrClosed = errors.New("timerwheel: wheel closed")
+	ErrClosed = statusError(C.TW_ERR_SHUTDOWN)
 	// ErrBusy reports a call that cannot be made from inside one of the wheel's callbacks.
-	ErrBusy = errors.New("timerwheel: busy")
+	ErrBusy = statusError(C.TW_ERR_BUSY)
 	// ErrInternal reports a failure inside the library; the wheel may be unusable.
-	ErrInternal = errors.New("timerwheel: internal error")
+	ErrInternal = statusError(C.TW_ERR_INTERNAL)
 	// ErrForked reports a wheel created before the process was forked (the C library's
 	// TW_ERR_FORKED). A Go program forks only to exec, so it never sees it in practice.
-	ErrForked = errors.New("timerwheel: wheel was created before fork()")
+	ErrForked = statusError(C.TW_ERR_FORKED)
 )
+
+// statusError is the package's error of a tw_status: the library's text of it.
+func statusError(status C.tw_status) error {
+	return errors.New("timerwheel: " + cStatusText(status))
+}
 
 // errNilFunc is returned for a nil callback.
 var errNilFunc = fmt.Errorf("nil func: %w", ErrInvalid)
@@ -33,16 +41,16 @@ var errNilFunc = fmt.Errorf("nil func: %w", ErrInvalid)
 // errNonPositivePeriod is returned by Every for a period of zero or less.
 var errNonPositivePeriod = fmt.Errorf("non-positive period: %w", ErrInvalid)
 
-// statusErrors maps tw_status codes (their values are fixed by the C ABI) to errors.
+// statusErrors maps tw_status codes to errors.
 var statusErrors = [...]error{
-	0: nil,
-	1: ErrInvalid,
-	2: ErrNotFound,
-	3: ErrFull,
-	4: ErrClosed,
-	5: ErrBusy,
-	6: ErrInternal,
-	7: ErrForked,
+	C.TW_OK:            nil,
+	C.TW_ERR_INVALID:   ErrInvalid,
+	C.TW_ERR_NOT_FOUND: ErrNotFound,
+	C.TW_ERR_FULL:      ErrFull,
+	C.TW_ERR_SHUTDOWN:  ErrClosed,
+	C.TW_ERR_BUSY:      ErrBusy,
+	C.TW_ERR_INTERNAL:  ErrInternal,
+	C.TW_ERR_FORKED:    ErrForked,
 }
 
 // errFromCode returns the error of a tw_status code; unknown codes wrap ErrInternal.

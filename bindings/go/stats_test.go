@@ -1,10 +1,40 @@
 package timerwheel
 
 import (
+	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 )
+
+// Stats has the fields of the library's tw_stats but size, in their order, in CamelCase;
+// the lateness fields, microseconds there, are time.Duration here, without the _us.
+func TestStatsHasTheFieldsOfTheLibrary(t *testing.T) {
+	library := reflect.TypeOf(statsFromC).In(0).Elem() // C.tw_stats
+	var want []string
+	for i := 0; i < library.NumField(); i++ {
+		if name := library.Field(i).Name; name != "size" {
+			want = append(want, camelCase(strings.TrimSuffix(name, "_us")))
+		}
+	}
+	var got []string
+	for i := 0; i < reflect.TypeOf(Stats{}).NumField(); i++ {
+		got = append(got, reflect.TypeOf(Stats{}).Field(i).Name)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Stats fields %v, want those of tw_stats: %v", got, want)
+	}
+}
+
+// camelCase turns late_p50 into LateP50.
+func camelCase(name string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(name, "_") {
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String()
+}
 
 func TestStatsCountEveryTimer(t *testing.T) {
 	w := newWheel(t, Config{})

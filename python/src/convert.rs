@@ -3,8 +3,8 @@
 
 use std::time::{Duration, SystemTime};
 
-use pyo3::PyResult;
-use timerwheel_core::runtime::MIN_TICK;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use timerwheel_core::Config;
 
 use crate::errors::invalid;
@@ -48,62 +48,56 @@ pub fn unix_time(value: f64) -> PyResult<SystemTime> {
     when.ok_or_else(|| invalid(format!("when is out of range: {value}")))
 }
 
-/// The arguments of `Wheel(...)`, as Python passes them.
+/// The arguments of `Wheel(...)`, as Python passes them; `None` takes the default.
 pub struct WheelArgs {
-    pub tick: f64,
-    pub min_workers: i64,
+    pub tick: Option<f64>,
+    pub min_workers: Option<i64>,
     pub max_workers: Option<i64>,
-    pub worker_keepalive: f64,
+    pub worker_keepalive: Option<f64>,
     pub max_timers: Option<i64>,
-    pub manual: bool,
+    pub manual: Option<bool>,
 }
 
 impl WheelArgs {
-    /// The runtime configuration, or a `ValueError` naming the argument that is wrong.
+    /// The runtime configuration: `Config::default()` with the arguments given, checked by
+    /// the runtime; a `ValueError` naming the argument that is wrong.
     pub fn config(&self) -> PyResult<Config> {
-        let defaults = Config::default();
-        let config = Config {
-            tick: tick(self.tick)?,
-            min_workers: count("min_workers", self.min_workers)?,
-            max_workers: match self.max_workers {
-                Some(n) => count("max_workers", n)?,
-                None => defaults.max_workers,
-            },
-            worker_keepalive: seconds("worker_keepalive", self.worker_keepalive)?,
-            max_timers: count("max_timers", self.max_timers.unwrap_or(0))?,
-            manual: self.manual,
-        };
-        check_workers(&config)?;
+        let mut config = Config::default();
+        if let Some(tick) = self.tick {
+            config.tick = seconds("tick", tick)?;
+        }
+        if let Some(n) = self.min_workers {
+            config.min_workers = count("min_workers", n)?;
+        }
+        if let Some(n) = self.max_workers {
+            config.max_workers = count("max_workers", n)?;
+        }
+        if let Some(keepalive) = self.worker_keepalive {
+            config.worker_keepalive = seconds("worker_keepalive", keepalive)?;
+        }
+        if let Some(n) = self.max_timers {
+            config.max_timers = count("max_timers", n)?;
+        }
+        config.manual = self.manual.unwrap_or(config.manual);
+        config.validate().map_err(|err| invalid(err.to_string()))?;
         Ok(config)
     }
 }
 
-fn tick(value: f64) -> PyResult<Duration> {
-    let tick = seconds("tick", value)?;
-    if tick < MIN_TICK || tick > Duration::from_secs(1) {
-        return Err(invalid(format!(
-            "tick must be between 0.0001 and 1 second, got {value}"
-        )));
-    }
-    Ok(tick)
+/// A configuration as the keyword arguments of `Wheel(...)` that give it (no `max_timers`
+/// limit is None).
+pub fn config_dict<'py>(py: Python<'py>, config: &Config) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("tick", config.tick.as_secs_f64())?;
+    dict.set_item("min_workers", config.min_workers)?;
+    dict.set_item("max_workers", config.max_workers)?;
+    dict.set_item("worker_keepalive", config.worker_keepalive.as_secs_f64())?;
+    let max_timers = (config.max_timers != 0).then_some(config.max_timers);
+    dict.set_item("max_timers", max_timers)?;
+    dict.set_item("manual", config.manual)?;
+    Ok(dict)
 }
 
 fn count(name: &str, value: i64) -> PyResult<usize> {
     usize::try_from(value).map_err(|_| invalid(format!("{name} must be >= 0, got {value}")))
-}
-
-fn check_workers(config: &Config) -> PyResult<()> {
-    if config.max_workers > 1024 {
-        return Err(invalid(format!(
-            "max_workers must be at most 1024, got {}",
-            config.max_workers
-        )));
-    }
-    if config.max_workers != 0 && config.min_workers > config.max_workers {
-        return Err(invalid(format!(
-            "min_workers ({}) must not exceed max_workers ({})",
-            config.min_workers, config.max_workers
-        )));
-    }
-    Ok(())
 }

@@ -12,31 +12,29 @@ pyo3::import_exception!(timerwheel._errors, TimerwheelClosedError);
 pyo3::import_exception!(timerwheel._errors, TimerwheelBusyError);
 pyo3::import_exception!(timerwheel._errors, TimerwheelForkedError);
 
-/// The exception for `err`, raised by the operation `what` (e.g. "call_later").
+/// The exception for `err`, raised by the operation `what` (e.g. "call_later"): the
+/// runtime's message after the operation's name.
 pub fn to_py(err: Error, what: &str) -> PyErr {
-    match err {
-        Error::Invalid => PyValueError::new_err(format!("{what}: argument out of range")),
-        Error::NotFound => TimerwheelError::new_err(format!("{what}: no such pending timer")),
-        Error::Full => TimerwheelFullError::new_err(format!("{what}: timer capacity reached")),
-        Error::Shutdown => TimerwheelClosedError::new_err(format!("{what}: the wheel is closed")),
-        Error::Busy => TimerwheelBusyError::new_err(format!(
-            "{what}: called from one of this wheel's own callbacks, it would wait for itself"
-        )),
-        Error::Forked => TimerwheelForkedError::new_err(format!(
-            "{what}: the wheel was created before fork(); create a new one in the child \
-             (the module-level functions use a new default wheel there)"
-        )),
-    }
+    exception(err, format!("{what}: {err}"))
 }
 
 /// The exception for a refused add; `max_timers` is the wheel's capacity, for the message.
 pub fn add_refused(err: Error, what: &str, max_timers: usize) -> PyErr {
     match err {
-        Error::Full => TimerwheelFullError::new_err(format!(
-            "{what}: timer capacity reached, the wheel already holds max_timers={max_timers} pending timers"
-        )),
-        Error::Invalid => PyValueError::new_err(format!("{what}: delay or period out of range")),
+        Error::Full => exception(err, format!("{what}: {err} (max_timers={max_timers})")),
         other => to_py(other, what),
+    }
+}
+
+/// The exception of the class that stands for `err`, with `message`.
+fn exception(err: Error, message: String) -> PyErr {
+    match err {
+        Error::Invalid => PyValueError::new_err(message),
+        Error::NotFound => TimerwheelError::new_err(message),
+        Error::Full => TimerwheelFullError::new_err(message),
+        Error::Shutdown => TimerwheelClosedError::new_err(message),
+        Error::Busy => TimerwheelBusyError::new_err(message),
+        Error::Forked => TimerwheelForkedError::new_err(message),
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! A thin layer over `timerwheel_core::Runtime<PyTask>`: the runtime's tick thread and
 //! worker pool run the Python callbacks, taking the GIL once per batch of due timers. The
-//! Python package (`src/timerwheel/`) adds the shared default wheel, the context manager,
+//! Python package (`src/timerwheel/`) adds the module-level functions, the context manager,
 //! the asyncio helpers and the exception classes.
 
 mod convert;
@@ -20,6 +20,8 @@ fn _timerwheel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<wheel::Wheel>()?;
     m.add_class::<timer::Timer>()?;
     m.add_function(wrap_pyfunction!(wheel::_exiting, m)?)?;
+    m.add_function(wrap_pyfunction!(wheel::defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(wheel::_default_wheel, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

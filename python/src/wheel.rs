@@ -4,11 +4,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use pyo3::exceptions::PyTypeError;
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
-use timerwheel_core::{Error, PeriodMode, Rejected, Runtime, TimerId};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
+use timerwheel_core::{
+    Config, Error, PerProcess, PeriodMode, Rejected, Runtime, SharedRuntime, TimerId,
+};
 
-use crate::convert::{period, seconds, unix_time, WheelArgs};
+use crate::convert::{config_dict, period, seconds, unix_time, WheelArgs};
 use crate::errors::{add_refused, to_py, wrong_mode};
 use crate::stats::stats_dict;
 use crate::task::PyTask;
@@ -54,27 +58,36 @@ impl Wheel {
 
 #[pymethods]
 impl Wheel {
+    /// A wheel with a runtime of its own, or, for the package's `_SharedWheel` (which
+    /// has the attribute `_shared_default`), the shared runtime of this process.
     #[new]
-    #[pyo3(signature = (tick=0.001, min_workers=1, max_workers=None, worker_keepalive=1.0, max_timers=None, manual=false))]
+    #[classmethod]
+    #[pyo3(signature = (tick=None, min_workers=None, max_workers=None, worker_keepalive=None, max_timers=None, manual=None))]
     fn new(
-        tick: f64,
-        min_workers: i64,
+        cls: &Bound<'_, PyType>,
+        tick: Option<f64>,
+        min_workers: Option<i64>,
         max_workers: Option<i64>,
-        worker_keepalive: f64,
+        worker_keepalive: Option<f64>,
         max_timers: Option<i64>,
-        manual: bool,
+        manual: Option<bool>,
     ) -> PyResult<Self> {
-        let args = WheelArgs {
-            tick,
-            min_workers,
-            max_workers,
-            worker_keepalive,
-            max_timers,
-            manual,
+        let rt = if cls.hasattr(intern!(cls.py(), "_shared_default"))? {
+            let shared = SHARED.get().ok_or(Error::Invalid);
+            Arc::clone(shared.map_err(|err| to_py(err, "default_wheel"))?)
+        } else {
+            let args = WheelArgs {
+                tick,
+                min_workers,
+                max_workers,
+                worker_keepalive,
+                max_timers,
+                manual,
+            };
+            Arc::new(Runtime::new(args.config()?).map_err(|err| to_py(err, "Wheel"))?)
         };
-        let rt = Runtime::new(args.config()?).map_err(|err| to_py(err, "Wheel"))?;
         Ok(Wheel {
-            rt: Arc::new(rt),
+            rt,
             closed: AtomicBool::new(false),
         })
     }
@@ -147,9 +160,17 @@ impl Wheel {
     /// Shuts the wheel down: waits for callbacks already running (without holding the
     /// GIL, so they can finish), discards pending timers, and returns once no callback
     /// can start any more. Idempotent. Raises TimerwheelBusyError from one of this
-    /// wheel's own callbacks.
+    /// wheel's own callbacks, and for the shared default wheel until the interpreter exits.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        match py.detach(|| self.rt.shutdown()) {
+        let at_exit = EXITING.load(Ordering::Acquire);
+        let shutdown = || {
+            if at_exit {
+                self.rt.shutdown_at_exit()
+            } else {
+                self.rt.shutdown()
+            }
+        };
+        match py.detach(shutdown) {
             Ok(_) | Err(Error::Shutdown) => {
                 self.closed.store(true, Ordering::Release);
                 Ok(())
@@ -179,11 +200,33 @@ impl Wheel {
     }
 }
 
+/// The settings of `Wheel()` without arguments, as its keyword arguments: the runtime's
+/// defaults, in seconds.
+#[pyfunction]
+pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    config_dict(py, &Config::default())
+}
+
+/// The shared default wheel of this process: an instance of `cls` (the package's
+/// `_SharedWheel`), made by the first call in the process (again in a fork() child).
+#[pyfunction]
+pub fn _default_wheel(py: Python<'_>, cls: &Bound<'_, PyType>) -> PyResult<Py<PyAny>> {
+    static WHEEL: PerProcess<PyOnceLock<Py<PyAny>>> = PerProcess::new();
+    let wheel = WHEEL
+        .get_or_init(PyOnceLock::new)
+        .get_or_try_init(py, || cls.call0().map(Bound::unbind))?;
+    Ok(wheel.clone_ref(py))
+}
+
+/// The runtime of the shared default wheel, one per process.
+static SHARED: SharedRuntime<PyTask> = SharedRuntime::new();
+
 /// Set once the interpreter runs its exit handlers (see `_timerwheel._exiting`).
 static EXITING: AtomicBool = AtomicBool::new(false);
 
 /// Called by the package's exit handler, before it closes the open wheels: from then on
-/// a garbage-collected wheel is not waited for (below).
+/// `close()` closes the shared default wheel too, and a garbage-collected wheel is not
+/// waited for (below).
 #[pyfunction]
 pub fn _exiting() {
     EXITING.store(true, Ordering::Release);

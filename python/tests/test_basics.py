@@ -1,7 +1,12 @@
 """Adding, firing, cancelling and resetting timers; stats; closing."""
 
+import inspect
+import re
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -10,11 +15,12 @@ from timerwheel import Timer, TimerwheelClosedError, Wheel
 
 from conftest import quiet_invariant, wait_until
 
-STATS_KEYS = [
-    "pending", "added", "fired", "fired_one_shot", "cancelled", "discarded", "workers",
-    "workers_peak", "workers_spawned", "workers_retired", "queue_depth", "late_p50_us",
-    "late_p99_us", "late_max_us", "callback_panics",
-]
+
+def stub_stats_keys():
+    """The keys the type stub's docstring of ``stats()`` lists ("The counters: a, b, ...")."""
+    stub = (Path(timerwheel.__file__).parent / "_timerwheel.pyi").read_text()
+    docstring = re.search(r'def stats\(self\).*?"""(.*?)"""', stub, re.S).group(1)
+    return re.findall(r"\w+", docstring.split(":", 1)[1])
 
 
 def test_call_later_passes_args_and_kwargs(wheel):
@@ -144,9 +150,9 @@ def test_call_every_first_run_after_first(wheel, fixed_delay):
     assert timer.cancel()
 
 
-def test_stats_has_every_key(wheel):
+def test_stats_has_the_keys_the_stub_lists(wheel):
     stats = wheel.stats()
-    assert list(stats) == STATS_KEYS
+    assert list(stats) == stub_stats_keys()
     assert all(isinstance(v, int) for v in stats.values())
 
 
@@ -212,10 +218,39 @@ def test_module_level_functions_share_one_wheel():
     assert at.wait(10)
 
 
+def test_defaults_are_the_keyword_arguments_of_wheel():
+    settings = timerwheel.defaults()
+    assert list(settings) == list(inspect.signature(Wheel).parameters)
+    assert settings["max_timers"] is None and settings["manual"] is False
+    assert 0 < settings["tick"] < 1 and settings["min_workers"] <= settings["max_workers"]
+    with Wheel(**settings) as w:
+        done = threading.Event()
+        w.call_later(0, done.set)
+        assert done.wait(10)
+
+
 def test_default_wheel_cannot_be_closed():
     with pytest.raises(RuntimeError, match="shared default wheel"):
         timerwheel.default_wheel().close()
     assert not timerwheel.default_wheel().closed
+
+
+AT_EXIT = """
+import atexit
+wheels = []
+# Registered before timerwheel's own exit handler, so it runs after it.
+atexit.register(lambda: print(wheels[0].closed, wheels[0].stats()["discarded"]))
+import timerwheel
+timerwheel.call_later(3600, print)
+wheels.append(timerwheel.default_wheel())
+"""
+
+
+def test_the_default_wheel_is_closed_at_interpreter_exit():
+    done = subprocess.run(
+        [sys.executable, "-c", AT_EXIT], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "True 1\n", "")
 
 
 def test_callbacks_on_the_tick_thread_when_max_workers_is_zero():

@@ -74,6 +74,13 @@ def test_bad_config_is_a_value_error(kwargs, name):
         Wheel(**kwargs)
 
 
+def test_bad_config_names_the_range_the_library_checks():
+    with pytest.raises(ValueError, match=r"^tick 50µs is out of range: "):
+        Wheel(tick=0.00005)
+    with pytest.raises(ValueError, match=r"^min_workers 4 is out of range: "):
+        Wheel(min_workers=4, max_workers=2)
+
+
 def test_capacity_gives_a_timerwheel_error():
     with Wheel(max_timers=3) as w:
         timers = [w.call_later(60, print) for _ in range(3)]

@@ -162,6 +162,29 @@ static void test_create_and_destroy(void) {
     CHECK_OK(tw_destroy(w));
 }
 
+/* tw_config_check says why tw_create refuses a config: the field, its value, its range. */
+static void test_config_check_names_the_field(void) {
+    tw_config cfg;
+    CHECK(tw_config_check(NULL) == NULL);
+    tw_config_init(&cfg);
+    CHECK(tw_config_check(&cfg) == NULL);
+    cfg.tick_us = 50;
+    const char *message = tw_config_check(&cfg);
+    CHECK(message != NULL && strstr(message, "tick 50\u00b5s is out of range: ") == message);
+    tw_config_init(&cfg);
+    cfg.min_workers = 4;
+    cfg.max_workers = 2;
+    message = tw_config_check(&cfg);
+    CHECK(message != NULL && strstr(message, "min_workers 4") == message);
+    tw_config_init(&cfg);
+    cfg.max_workers = 5000;
+    message = tw_config_check(&cfg);
+    CHECK(message != NULL && strstr(message, "max_workers 5000") == message);
+    cfg.reserved = 1;
+    message = tw_config_check(&cfg);
+    CHECK(message != NULL && strstr(message, "reserved 1") == message);
+}
+
 /* ---- firing ------------------------------------------------------------------------ */
 
 static void test_fires_once_never_early(void) {
@@ -919,6 +942,7 @@ int main(void) {
     RUN(test_version_and_status_str);
     RUN(test_config_defaults);
     RUN(test_create_and_destroy);
+    RUN(test_config_check_names_the_field);
     RUN(test_fires_once_never_early);
     RUN(test_callbacks_on_the_tick_thread);
     RUN(test_add_at_wall_clock);

@@ -25,6 +25,6 @@ pub mod runtime;
 pub mod wheel;
 
 pub use runtime::{
-    default_runtime, prefetch, record_callback_failure, BoxTask, Builder, Config, Error,
-    PerProcess, PeriodMode, Rejected, Runtime, Stats, Task, Timer, TimerId,
+    default_runtime, prefetch, record_callback_failure, BoxTask, Builder, Config, ConfigError,
+    Error, PerProcess, PeriodMode, Rejected, Runtime, SharedRuntime, Stats, Task, Timer, TimerId,
 };

@@ -665,6 +665,22 @@ fn the_default_runtime_is_shared_and_not_shut_down() {
 }
 
 #[test]
+fn a_shared_runtime_shuts_down_only_at_exit() {
+    let rt: Runtime<Probe> = Runtime::new_shared(Config::default()).unwrap();
+    let tally = Tally::default();
+    rt.add(Duration::from_secs(3600), tally.probe()).unwrap();
+    assert_eq!(rt.shutdown(), Err(Error::Busy));
+    assert_eq!(rt.shutdown_nowait(), Err(Error::Busy));
+    assert_eq!(rt.shutdown_at_exit(), Ok(1));
+    assert_eq!(tally.drops(), 1);
+    let refused = rt
+        .add(ms(1), tally.probe())
+        .map(|_| ())
+        .map_err(|r| r.error);
+    assert_eq!(refused, Err(Error::Shutdown));
+}
+
+#[test]
 fn huge_delays_are_accepted() {
     let rt: Runtime<Probe> = runtime(1);
     let tally = Tally::default();

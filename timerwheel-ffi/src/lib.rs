@@ -9,6 +9,7 @@
 #![warn(clippy::undocumented_unsafe_blocks, missing_docs)]
 
 mod boundary;
+mod handle;
 mod ptr;
 mod sized;
 mod task;
@@ -26,13 +27,15 @@ pub mod callback;
 pub mod text;
 
 pub use callback::tw_record_callback_failure;
+pub use handle::tw_wheel;
 pub use text::{tw_status_str, tw_version, tw_version_number};
 pub use timers::{
     tw_add, tw_add_at, tw_add_periodic, tw_add_periodic_ns, tw_delete, tw_delete_sync, tw_reset,
 };
 pub use types::{
-    tw_callback, tw_config, tw_drop_fn, tw_period_mode, tw_stats, tw_status, tw_timer_id, tw_wheel,
+    tw_callback, tw_config, tw_drop_fn, tw_period_mode, tw_stats, tw_status, tw_timer_id,
 };
 pub use wheel::{
-    tw_config_init, tw_create, tw_default, tw_destroy, tw_get_stats, tw_next_timeout_ms, tw_poll,
+    tw_config_check, tw_config_init, tw_create, tw_default, tw_destroy, tw_get_stats,
+    tw_next_timeout_ms, tw_poll,
 };

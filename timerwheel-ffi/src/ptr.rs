@@ -8,10 +8,10 @@ use std::ptr::NonNull;
 
 use timerwheel_core::{Config, Runtime};
 
+use crate::handle::{default_handle, default_runtime, tw_wheel};
 use crate::sized::{read_sized, write_sized, SizedStruct};
 use crate::task::CTask;
-use crate::types::{tw_config, tw_status, tw_wheel};
-use crate::wheel::{default_handle, default_runtime};
+use crate::types::{tw_config, tw_status};
 
 /// The runtime behind `w`: the shared wheel's runtime of this process for the handle
 /// tw_default() gives out (`TW_ERR_INTERNAL` if it could not be started in this process,
@@ -29,22 +29,43 @@ pub unsafe fn runtime<'a>(w: *const tw_wheel) -> Result<&'a Runtime<CTask>, tw_s
     Ok(wheel.runtime())
 }
 
-/// The configuration `cfg` describes; the defaults for NULL and for the fields past the
-/// caller's size (sized.rs). `TW_ERR_INVALID` for a bad size or a nonzero `reserved`.
+/// The configuration `cfg` describes, checked; the defaults for NULL and for the fields past
+/// the caller's size (sized.rs).
 ///
 /// # Safety
 /// `cfg` is NULL or points to a `tw_config` readable for as many bytes as its size says.
-pub unsafe fn config(cfg: *const tw_config) -> Result<Config, tw_status> {
+pub unsafe fn config(cfg: *const tw_config) -> Result<Config, ConfigFault> {
     let Some(cfg) = NonNull::new(cfg.cast_mut()) else {
         return Ok(Config::default());
     };
     let defaults = tw_config::from(&Config::default());
     // SAFETY: by this function's contract.
-    let cfg = unsafe { read_sized(cfg, defaults) }?;
+    let cfg = unsafe { read_sized(cfg, defaults) }.map_err(|_| {
+        ConfigFault(
+            "size, or a field past this library's tw_config, is not valid: fill the \
+                     struct with tw_config_init"
+                .to_owned(),
+        )
+    })?;
     if cfg.reserved != 0 {
-        return Err(tw_status::TW_ERR_INVALID);
+        let reserved = cfg.reserved;
+        return Err(ConfigFault(format!(
+            "reserved {reserved} is out of range: 0..=0"
+        )));
     }
-    Ok(Config::from(&cfg))
+    let config = Config::from(&cfg);
+    config.validate().map_err(|e| ConfigFault(e.to_string()))?;
+    Ok(config)
+}
+
+/// Why a `tw_config` is refused (`TW_ERR_INVALID`): its layout, or a field out of range.
+#[derive(Debug)]
+pub struct ConfigFault(pub String);
+
+impl From<ConfigFault> for tw_status {
+    fn from(_: ConfigFault) -> Self {
+        tw_status::TW_ERR_INVALID
+    }
 }
 
 /// An out pointer checked for NULL before anything else happens, written once at the end.

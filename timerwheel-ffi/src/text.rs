@@ -1,6 +1,8 @@
 //! The exported functions that return static strings.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, CStr};
+
+use timerwheel_core::Error;
 
 use crate::boundary::guard_or;
 use crate::types::{tw_status, RawStatus};
@@ -9,7 +11,7 @@ use crate::types::{tw_status, RawStatus};
 /// tw_status gives "unknown status".
 #[no_mangle]
 pub extern "C" fn tw_status_str(s: RawStatus) -> *const c_char {
-    guard_or(UNKNOWN.as_ptr(), || message(s).as_ptr()).cast()
+    guard_or(UNKNOWN.as_ptr(), || message(s).as_ptr())
 }
 
 /// The library's version, e.g. "0.2.0" (static, never NULL).
@@ -31,30 +33,18 @@ pub extern "C" fn tw_version_number() -> u32 {
 // VERSION_NUMBER, from the package version (build.rs).
 include!(concat!(env!("OUT_DIR"), "/version_number.rs"));
 
-const UNKNOWN: &str = "unknown status\0";
+const UNKNOWN: &CStr = c"unknown status";
 
-/// The NUL-terminated message of a status.
-fn message(s: RawStatus) -> &'static str {
-    const MESSAGES: [(tw_status, &str); 8] = [
-        (tw_status::TW_OK, "success\0"),
-        (tw_status::TW_ERR_INVALID, "invalid argument\0"),
-        (tw_status::TW_ERR_NOT_FOUND, "no such pending timer\0"),
-        (tw_status::TW_ERR_FULL, "timer capacity reached\0"),
-        (tw_status::TW_ERR_SHUTDOWN, "the wheel is shutting down\0"),
-        (
-            tw_status::TW_ERR_BUSY,
-            "would wait for the calling callback itself, or the wheel is shared\0",
-        ),
-        (tw_status::TW_ERR_INTERNAL, "internal error\0"),
-        (
-            tw_status::TW_ERR_FORKED,
-            "wheel was created before fork(); create a new one in the child\0",
-        ),
-    ];
-    MESSAGES
-        .iter()
-        .find(|(status, _)| *status as u32 == s.0)
-        .map_or(UNKNOWN, |(_, message)| message)
+/// The message of a status: the runtime's own for its errors ([`Error::c_message`]).
+fn message(s: RawStatus) -> &'static CStr {
+    match s.0 {
+        status if status == tw_status::TW_OK as u32 => c"success",
+        status if status == tw_status::TW_ERR_INTERNAL as u32 => c"internal error",
+        status => Error::ALL
+            .into_iter()
+            .find(|&error| tw_status::from(error) as u32 == status)
+            .map_or(UNKNOWN, Error::c_message),
+    }
 }
 
 #[cfg(test)]
@@ -77,6 +67,9 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), all.len());
+        for error in Error::ALL {
+            assert_eq!(text(tw_status::from(error) as u32), error.message());
+        }
         assert_eq!(text(8), "unknown status");
         assert_eq!(text(u32::MAX), "unknown status");
     }

@@ -3,14 +3,15 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use timerwheel_core::{Error, PeriodMode, Runtime, TimerId};
+use timerwheel_core::{Error, PeriodMode, Rejected, Runtime, TimerId};
 
 use crate::boundary::guard;
+use crate::handle::tw_wheel;
 use crate::ptr::{runtime, Out};
 use crate::task::{accepted, CTask};
 use crate::time::unix_time;
 use crate::types::RawPeriodMode;
-use crate::types::{timer_id, tw_callback, tw_drop_fn, tw_status, tw_timer_id, tw_wheel};
+use crate::types::{timer_id, tw_callback, tw_drop_fn, tw_status, tw_timer_id};
 
 /// Adds a one-shot timer: `cb(id, user_data)` runs once, not before `delay_ms` has passed
 /// (within about a tick after), on a worker thread (the tick thread when max_workers is 0,
@@ -38,17 +39,10 @@ pub unsafe extern "C" fn tw_add(
     drop: tw_drop_fn,
     out_id: *mut tw_timer_id,
 ) -> tw_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a writable tw_timer_id.
-        let out_id = unsafe { Out::new(out_id) }?;
-        // SAFETY: the caller passes NULL or a live wheel.
-        let runtime = unsafe { runtime(w) }?;
-        let task = CTask::new(cb, user_data, drop)?;
-        out_id.put(accepted(
-            runtime.add(Duration::from_millis(delay_ms), task),
-        )?);
-        Ok(())
-    })
+    let callback = (cb, user_data, drop);
+    let delay = || Ok(Duration::from_millis(delay_ms));
+    // SAFETY: the caller keeps tw_add's contract, which is add_timer's.
+    unsafe { add_timer(w, out_id, callback, delay, Runtime::add) }
 }
 
 /// Adds a periodic timer: first run after `delay_ms`, then every `period_ms`, in `mode`.
@@ -120,7 +114,7 @@ pub unsafe extern "C" fn tw_add_periodic_ns(
     unsafe { add_periodic(w, delay, period, mode, cb, user_data, drop, out_id) }
 }
 
-/// The one guarded path of tw_add_periodic and tw_add_periodic_ns.
+/// The one path of tw_add_periodic and tw_add_periodic_ns.
 ///
 /// # Safety
 /// As for tw_add.
@@ -135,16 +129,12 @@ unsafe fn add_periodic(
     drop: tw_drop_fn,
     out_id: *mut tw_timer_id,
 ) -> tw_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a writable tw_timer_id.
-        let out_id = unsafe { Out::new(out_id) }?;
-        // SAFETY: the caller passes NULL or a live wheel.
-        let runtime = unsafe { runtime(w) }?;
-        let mode = PeriodMode::try_from(mode)?;
-        let task = CTask::new(cb, user_data, drop)?;
-        out_id.put(accepted(runtime.add_periodic(delay, period, mode, task))?);
-        Ok(())
-    })
+    let callback = (cb, user_data, drop);
+    let mode = || PeriodMode::try_from(mode);
+    let add =
+        |runtime: &Runtime<CTask>, mode, task| runtime.add_periodic(delay, period, mode, task);
+    // SAFETY: the caller keeps tw_add's contract, which is add_timer's.
+    unsafe { add_timer(w, out_id, callback, mode, add) }
 }
 
 /// Adds a one-shot timer for a wall-clock time, `unix_ms` milliseconds since the Unix
@@ -169,14 +159,34 @@ pub unsafe extern "C" fn tw_add_at(
     drop: tw_drop_fn,
     out_id: *mut tw_timer_id,
 ) -> tw_status {
+    let callback = (cb, user_data, drop);
+    let when = || unix_time(unix_ms);
+    // SAFETY: the caller keeps tw_add_at's contract, which is add_timer's.
+    unsafe { add_timer(w, out_id, callback, when, Runtime::add_at) }
+}
+
+/// The guarded path of every add: checks `out_id` and `w`, reads the schedule, makes the
+/// task of `cb`, `user_data` and `drop` (a NULL `cb` is refused), adds it with `add` and
+/// writes the new id. Nothing is called of a task that is refused at any step: the caller
+/// still owns `user_data`.
+///
+/// # Safety
+/// As for tw_add.
+unsafe fn add_timer<S>(
+    w: *mut tw_wheel,
+    out_id: *mut tw_timer_id,
+    (cb, user_data, drop): (tw_callback, *mut c_void, tw_drop_fn),
+    schedule: impl FnOnce() -> Result<S, tw_status>,
+    add: impl FnOnce(&Runtime<CTask>, S, CTask) -> Result<TimerId, Rejected<CTask>>,
+) -> tw_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a writable tw_timer_id.
         let out_id = unsafe { Out::new(out_id) }?;
         // SAFETY: the caller passes NULL or a live wheel.
         let runtime = unsafe { runtime(w) }?;
-        let when = unix_time(unix_ms)?;
+        let schedule = schedule()?;
         let task = CTask::new(cb, user_data, drop)?;
-        out_id.put(accepted(runtime.add_at(when, task))?);
+        out_id.put(accepted(add(runtime, schedule, task))?);
         Ok(())
     })
 }

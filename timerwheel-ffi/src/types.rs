@@ -4,27 +4,7 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use timerwheel_core::{Config, Error, PeriodMode, Runtime, Stats, TimerId};
-
-use crate::task::CTask;
-
-/// A timer wheel: its tick thread, its workers and its timers. Opaque; create it with
-/// tw_create (or share tw_default) and free it with tw_destroy.
-pub struct tw_wheel {
-    runtime: Runtime<CTask>,
-}
-
-impl tw_wheel {
-    /// Wraps a started runtime.
-    pub fn new(runtime: Runtime<CTask>) -> Self {
-        tw_wheel { runtime }
-    }
-
-    /// The runtime inside.
-    pub fn runtime(&self) -> &Runtime<CTask> {
-        &self.runtime
-    }
-}
+use timerwheel_core::{Config, Error, PeriodMode, Stats, TimerId};
 
 /// The id of a timer, unique to its wheel. 0 never names a timer.
 ///
@@ -132,9 +112,10 @@ pub struct tw_config {
     pub size: usize,
     /// Granularity of the wheel in microseconds: default 1000, at least 100, at most 1000000.
     pub tick_us: u64,
-    /// Worker threads kept even when idle: default 1.
+    /// Worker threads kept even when idle: default 1, at most a nonzero max_workers.
     pub min_workers: u32,
-    /// Most worker threads: default the number of CPUs; 0 runs callbacks on the tick thread.
+    /// Most worker threads: default the number of CPUs, at most 1024; 0 runs callbacks on
+    /// the tick thread.
     pub max_workers: u32,
     /// An idle worker retires after this many milliseconds (down to min_workers): default 1000.
     pub worker_keepalive_ms: u64,
@@ -239,5 +220,33 @@ impl From<Stats> for tw_stats {
             late_max_us: s.late_max_us,
             callback_panics: s.callback_panics,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fields of the struct `name` in the header generated for this build.
+    fn header_fields(name: &str) -> Vec<&'static str> {
+        let header = include_str!(concat!(env!("OUT_DIR"), "/timerwheel.h"));
+        let body = header
+            .split(&format!("typedef struct {name} {{"))
+            .nth(1)
+            .and_then(|rest| rest.split(&format!("}} {name};")).next())
+            .expect("the header defines the struct");
+        body.lines()
+            .filter_map(|line| line.trim().strip_suffix(';'))
+            .filter_map(|declaration| declaration.split_whitespace().last())
+            .collect()
+    }
+
+    #[test]
+    fn tw_stats_has_the_runtimes_counters_in_their_order() {
+        let counters = Stats::default().fields().map(|(name, _)| name);
+        assert_eq!(
+            header_fields("tw_stats"),
+            [&["size"][..], &counters].concat()
+        );
     }
 }

@@ -1,14 +1,16 @@
 //! The exported functions that create, inspect, drive and destroy a wheel.
 
+use std::cell::RefCell;
+use std::ffi::{c_char, CString};
 use std::ptr;
 
-use timerwheel_core::{Config, PerProcess, Runtime};
+use timerwheel_core::{Config, Runtime};
 
 use crate::boundary::{guard, guard_or};
+use crate::handle::{default_handle, default_runtime, tw_wheel};
 use crate::ptr::{config, runtime, Out};
-use crate::task::CTask;
 use crate::time::ceil_ms;
-use crate::types::{tw_config, tw_stats, tw_status, tw_wheel};
+use crate::types::{tw_config, tw_stats, tw_status};
 
 /// Fills `*cfg` with the defaults: tick_us 1000, min_workers 1, max_workers = number of
 /// CPUs, worker_keepalive_ms 1000, max_timers 0 (unlimited), manual 0; and size =
@@ -28,6 +30,40 @@ pub unsafe extern "C" fn tw_config_init(cfg: *mut tw_config) {
     })
 }
 
+/// Whether tw_create accepts `*cfg`: NULL when it does (for `cfg` NULL too), otherwise a
+/// message that names the field out of range, its value and its range, e.g. "tick 50µs is
+/// out of range: 100µs..=1s". The message is valid until the next call of tw_config_check
+/// on the same thread. (tw_create also fails when its tick thread cannot start: no check
+/// foresees that.)
+///
+/// # Safety
+/// As for tw_create's `cfg`.
+#[no_mangle]
+pub unsafe extern "C" fn tw_config_check(cfg: *const tw_config) -> *const c_char {
+    guard_or(c"internal error".as_ptr(), || {
+        // SAFETY: the caller passes NULL or a readable tw_config.
+        match unsafe { config(cfg) } {
+            Ok(_) => ptr::null(),
+            Err(fault) => keep_message(fault.0),
+        }
+    })
+}
+
+thread_local! {
+    /// The last message tw_config_check gave on this thread.
+    static CHECK_MESSAGE: RefCell<CString> = RefCell::default();
+}
+
+/// `message` as a C string that lives until the next call on this thread.
+fn keep_message(message: String) -> *const c_char {
+    let message = CString::new(message).expect("the messages hold no NUL");
+    CHECK_MESSAGE.with(|kept| {
+        let mut kept = kept.borrow_mut();
+        *kept = message;
+        kept.as_ptr()
+    })
+}
+
 /// Creates a wheel and starts its threads (none when `cfg->manual`); `*out` receives it.
 /// `cfg` NULL means every default. Free the wheel with tw_destroy.
 ///
@@ -35,10 +71,10 @@ pub unsafe extern "C" fn tw_config_init(cfg: *mut tw_config) {
 /// take their defaults.
 ///
 /// Returns TW_OK, or (and `*out` is left untouched):
-/// - TW_ERR_INVALID: `out` NULL; a config out of range (tick_us below 100 or above
-///   1000000, min_workers above a nonzero max_workers, max_workers above 1024); `size`
-///   from 1 to sizeof(size_t) - 1; `reserved` or bytes past this version's struct not 0; or
-///   the tick thread could not be started.
+/// - TW_ERR_INVALID: `out` NULL; a config that tw_config_check refuses (a field out of
+///   its range, given at each field of tw_config; `size` from 1 to sizeof(size_t) - 1;
+///   `reserved` or bytes past this version's struct not 0); or the tick thread could not be
+///   started.
 ///
 /// # Safety
 /// `cfg` is NULL or points to a `tw_config` readable for `cfg->size` bytes; `out` is NULL or
@@ -69,23 +105,6 @@ pub extern "C" fn tw_default() -> *mut tw_wheel {
         Some(_) => default_handle(),
         None => ptr::null_mut(),
     })
-}
-
-/// The runtime of the shared wheel, one per process: started on first use, and again on
-/// first use in a fork() child. `None` if it could not be started.
-static DEFAULT: PerProcess<Option<Runtime<CTask>>> = PerProcess::new();
-
-/// The shared wheel's runtime in this process (its shutdown returns `Busy`).
-pub(crate) fn default_runtime() -> Option<&'static Runtime<CTask>> {
-    DEFAULT
-        .get_or_init(|| Runtime::new_shared(Config::default()).ok())
-        .as_ref()
-}
-
-/// What tw_default() returns: the address of [`DEFAULT`], so that it names the shared wheel
-/// of whichever process uses it. It never points to a `tw_wheel`: `ptr::runtime` resolves it.
-pub(crate) fn default_handle() -> *mut tw_wheel {
-    ptr::addr_of!(DEFAULT).cast_mut().cast()
 }
 
 /// Stops the wheel: stops the tick thread, waits for running callbacks, drops every

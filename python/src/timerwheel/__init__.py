@@ -22,7 +22,7 @@ from ._errors import (
     TimerwheelForkedError,
     TimerwheelFullError,
 )
-from ._timerwheel import Timer, __version__
+from ._timerwheel import Timer, __version__, defaults
 from ._wheel import Wheel
 from ._default import (
     call_at,
@@ -46,6 +46,7 @@ __all__ = [
     "call_every",
     "call_later",
     "default_wheel",
+    "defaults",
     "future_later",
     "sleep",
 ]

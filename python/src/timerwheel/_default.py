@@ -1,57 +1,32 @@
 """The shared default wheel behind the module-level functions: one tick thread and one
-worker pool for the whole process, created on first use and never closed by callers. A
-child made by ``os.fork()`` starts a default wheel of its own on first use."""
+worker pool for the whole process, created on first use and never closed by callers. Its
+runtime is the library's shared runtime of the process, which a child made by
+``os.fork()`` starts afresh on first use."""
 
 from __future__ import annotations
 
 import asyncio
-import os
-import threading
 from typing import Any, Callable, Optional, TypeVar
 
-from ._errors import TimerwheelBusyError
-from ._timerwheel import Timer
+from ._timerwheel import Timer, _default_wheel
 from ._wheel import Wheel
 
 T = TypeVar("T")
 
-_lock = threading.Lock()
-_shared: Optional[Wheel] = None
-
 
 class _SharedWheel(Wheel):
-    """The process-wide wheel: ``close()`` refuses, as the wheel is shared."""
+    """The process-wide wheel: the native constructor gives it the library's shared
+    runtime of this process, whose ``close()`` raises ``TimerwheelBusyError``."""
 
-    def close(self) -> None:
-        """Refuses: the shared default wheel lives as long as the process."""
-        raise TimerwheelBusyError("the shared default wheel cannot be closed")
-
-
-def _forget_in_child() -> None:
-    """After ``os.fork()``, in the child: the parent's default wheel has no threads there
-    (its pending timers are discarded with it), and the lock may have been held by a thread
-    that the child does not have. The next use starts a new default wheel."""
-    global _lock, _shared
-    _lock = threading.Lock()
-    _shared = None
-
-
-if hasattr(os, "register_at_fork"):  # every POSIX system
-    os.register_at_fork(after_in_child=_forget_in_child)
+    _shared_default = True
 
 
 def default_wheel() -> Wheel:
     """The process-wide shared wheel (default settings), created on first use. Every
     caller gets the same one; it cannot be closed (it is shut down at interpreter exit).
     In a child made by ``os.fork()``, the first call starts the child's own."""
-    global _shared
-    shared = _shared
-    if shared is None:
-        with _lock:
-            if _shared is None:
-                _shared = _SharedWheel()
-            shared = _shared
-    return shared
+    wheel: Wheel = _default_wheel(_SharedWheel)
+    return wheel
 
 
 def call_later(delay: float, callback: Callable[..., object], /, *args: Any, **kwargs: Any) -> Timer:

@@ -1,6 +1,6 @@
 """Type stubs of the native module ``timerwheel._timerwheel``."""
 
-from typing import Any, Callable, Dict, Optional, final
+from typing import Any, Callable, Dict, Optional, Type, final
 
 __version__: str
 
@@ -8,18 +8,27 @@ def _exiting() -> None:
     """Tells the module that the interpreter is exiting: wheels garbage collected from now
     on are not waited for."""
 
+def _default_wheel(cls: Type[_Wheel]) -> Any:
+    """The shared default wheel of this process, an instance of ``cls`` made on the first
+    call in the process (again in an ``os.fork()`` child)."""
+
+def defaults() -> Dict[str, Any]:
+    """The settings of ``Wheel()`` without arguments, as its keyword arguments: tick,
+    min_workers, max_workers, worker_keepalive, max_timers, manual (seconds for times;
+    max_timers None for no limit)."""
+
 class _Wheel:
     """The native wheel: a timerwheel runtime running Python callbacks. Use
     ``timerwheel.Wheel``."""
 
     def __new__(
         cls,
-        tick: float = 0.001,
-        min_workers: int = 1,
+        tick: Optional[float] = None,
+        min_workers: Optional[int] = None,
         max_workers: Optional[int] = None,
-        worker_keepalive: float = 1.0,
+        worker_keepalive: Optional[float] = None,
         max_timers: Optional[int] = None,
-        manual: bool = False,
+        manual: Optional[bool] = None,
     ) -> "_Wheel": ...
     def call_later(
         self, delay: float, callback: Callable[..., object], /, *args: Any, **kwargs: Any
@@ -52,7 +61,8 @@ class _Wheel:
         late_p99_us, late_max_us, callback_panics."""
     def close(self) -> None:
         """Shuts the wheel down: waits for running callbacks, discards pending timers;
-        no callback starts after it returns. Idempotent."""
+        no callback starts after it returns. Idempotent. TimerwheelBusyError from one of
+        the wheel's own callbacks, and for the shared default wheel."""
     @property
     def closed(self) -> bool:
         """True once ``close()`` has returned."""

@@ -24,16 +24,18 @@ class Wheel(_Wheel):
     worker threads that run the callbacks (growing when due callbacks back up, shrinking
     after ``worker_keepalive`` seconds idle).
 
-    Arguments (all optional):
+    Arguments (all optional; left out or None, each takes the library's default, which
+    ``timerwheel.defaults()`` gives):
 
-    - ``tick``: the granularity in seconds, from 0.0001 to 1; deadlines round up to it.
+    - ``tick``: the granularity in seconds; deadlines round up to it.
     - ``min_workers``: workers kept while idle.
-    - ``max_workers``: the most workers (default: the number of CPUs); 0 runs the
-      callbacks on the tick thread itself.
+    - ``max_workers``: the most workers; 0 runs the callbacks on the tick thread itself.
     - ``worker_keepalive``: seconds an idle worker lives beyond ``min_workers``.
     - ``max_timers``: the most pending timers (None: no limit); beyond it adds raise
       ``TimerwheelFullError``.
     - ``manual``: no threads at all; the caller runs due callbacks with ``poll()``.
+
+    A setting out of its range raises ``ValueError``, naming the setting and its range.
 
     Callbacks run on the worker threads, holding the GIL only while Python code runs. An
     exception in a callback goes to ``sys.unraisablehook`` and is counted in
@@ -44,12 +46,12 @@ class Wheel(_Wheel):
 
     def __init__(
         self,
-        tick: float = 0.001,
-        min_workers: int = 1,
+        tick: Optional[float] = None,
+        min_workers: Optional[int] = None,
         max_workers: Optional[int] = None,
-        worker_keepalive: float = 1.0,
+        worker_keepalive: Optional[float] = None,
         max_timers: Optional[int] = None,
-        manual: bool = False,
+        manual: Optional[bool] = None,
     ) -> None:
         # The arguments were taken by the native constructor (__new__).
         _wheels.add(self)

@@ -1,22 +1,29 @@
 //! Runtime configuration and its builder.
 
+use std::fmt::{self, Debug};
+use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use super::{Error, Runtime, Task};
 
 /// The finest tick the runtime accepts.
 pub const MIN_TICK: Duration = Duration::from_micros(100);
+/// The coarsest tick the runtime accepts.
+pub const MAX_TICK: Duration = Duration::from_secs(1);
+/// The most workers a runtime accepts.
+pub const MAX_WORKERS: usize = 1024;
 
 /// How a [`Runtime`] is set up. `Config::default()` is what every interface calls the
 /// default: a 1 ms tick, 1 to `available_parallelism` workers, 1 s keepalive, no capacity
 /// limit, threads on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// Granularity of the wheel: deadlines round up to it. At least 100 us.
+    /// Granularity of the wheel: deadlines round up to it. From [`MIN_TICK`] to [`MAX_TICK`].
     pub tick: Duration,
-    /// Workers kept even when idle.
+    /// Workers kept even when idle; at most `max_workers` (unless that is 0).
     pub min_workers: usize,
-    /// Upper bound on workers; 0 runs callbacks on the tick thread itself.
+    /// Upper bound on workers, at most [`MAX_WORKERS`]; 0 runs callbacks on the tick thread
+    /// itself.
     pub max_workers: usize,
     /// A worker idle this long retires (down to `min_workers`).
     pub worker_keepalive: Duration,
@@ -40,15 +47,58 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Checks the ranges; `Error::Invalid` names no field, so the caller's docs list them.
-    pub fn validate(&self) -> Result<(), Error> {
-        let workers_ok = self.max_workers == 0 || self.min_workers <= self.max_workers;
-        let tick_ok = self.tick >= MIN_TICK && self.tick <= Duration::from_secs(1);
-        if workers_ok && tick_ok && self.max_workers <= 1024 {
-            Ok(())
-        } else {
-            Err(Error::Invalid)
+    /// Checks the ranges: `tick` in [`MIN_TICK`]`..=`[`MAX_TICK`], `max_workers` at most
+    /// [`MAX_WORKERS`], `min_workers` at most a nonzero `max_workers`. The error names the
+    /// first field out of range. Every interface reports this check's text.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        ConfigError::check("tick", self.tick, MIN_TICK..=MAX_TICK)?;
+        ConfigError::check("max_workers", self.max_workers, 0..=MAX_WORKERS)?;
+        if self.max_workers != 0 {
+            ConfigError::check("min_workers", self.min_workers, 0..=self.max_workers)?;
         }
+        Ok(())
+    }
+}
+
+/// A field of a [`Config`] out of its range. Its text names the field, its value and the
+/// range, e.g. "tick 50µs is out of range: 100µs..=1s".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    field: &'static str,
+    message: String,
+}
+
+impl ConfigError {
+    /// The field, as [`Config`] names it.
+    pub fn field(&self) -> &'static str {
+        self.field
+    }
+
+    /// `Ok` when `value` is in `range`; otherwise the error of `field`.
+    fn check<V: PartialOrd + Debug>(
+        field: &'static str,
+        value: V,
+        range: RangeInclusive<V>,
+    ) -> Result<(), Self> {
+        if range.contains(&value) {
+            return Ok(());
+        }
+        let message = format!("{field} {value:?} is out of range: {range:?}");
+        Err(ConfigError { field, message })
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl From<ConfigError> for Error {
+    fn from(_: ConfigError) -> Self {
+        Error::Invalid
     }
 }
 
@@ -64,7 +114,7 @@ impl Builder {
         Self::default()
     }
 
-    /// Sets the tick (at least 100 us).
+    /// Sets the tick (from [`MIN_TICK`] to [`MAX_TICK`]).
     pub fn tick(mut self, tick: Duration) -> Self {
         self.config.tick = tick;
         self
@@ -108,5 +158,41 @@ impl Builder {
     /// Starts the runtime.
     pub fn build<T: Task>(self) -> Result<Runtime<T>, Error> {
         Runtime::new(self.config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_of(change: impl FnOnce(&mut Config)) -> Option<String> {
+        let mut config = Config::default();
+        change(&mut config);
+        config
+            .validate()
+            .err()
+            .map(|e| format!("{}: {e}", e.field()))
+    }
+
+    #[test]
+    fn an_error_names_the_field_its_value_and_the_range() {
+        assert_eq!(error_of(|_| {}), None);
+        assert_eq!(
+            error_of(|c| c.tick = Duration::from_micros(50)).as_deref(),
+            Some("tick: tick 50µs is out of range: 100µs..=1s")
+        );
+        assert_eq!(
+            error_of(|c| c.tick = Duration::from_secs(2)).as_deref(),
+            Some("tick: tick 2s is out of range: 100µs..=1s")
+        );
+        assert_eq!(
+            error_of(|c| c.max_workers = 5000).as_deref(),
+            Some("max_workers: max_workers 5000 is out of range: 0..=1024")
+        );
+        assert_eq!(
+            error_of(|c| (c.min_workers, c.max_workers) = (4, 2)).as_deref(),
+            Some("min_workers: min_workers 4 is out of range: 0..=2")
+        );
+        assert_eq!(error_of(|c| (c.min_workers, c.max_workers) = (4, 0)), None);
     }
 }

@@ -1,5 +1,6 @@
 //! The one error type of the runtime; each variant maps to one C status.
 
+use std::ffi::CStr;
 use std::fmt;
 
 /// Why a runtime call was refused. A refused call changes nothing.
@@ -14,7 +15,7 @@ pub enum Error {
     /// The runtime is shutting down or has shut down.
     Shutdown,
     /// The call would wait for the current thread itself (cancel_sync or shutdown from a
-    /// callback of this runtime).
+    /// callback of this runtime), or would shut down a shared runtime.
     Busy,
     /// The runtime was started before this process was forked from its parent: its threads
     /// are not in this process (see the crate's docs on fork()).
@@ -22,15 +23,36 @@ pub enum Error {
 }
 
 impl Error {
-    /// A short human-readable description.
+    /// Every error, in the order of their C statuses.
+    pub const ALL: [Error; 6] = [
+        Error::Invalid,
+        Error::NotFound,
+        Error::Full,
+        Error::Shutdown,
+        Error::Busy,
+        Error::Forked,
+    ];
+
+    /// A short human-readable description: the one text of this error in every interface
+    /// (C's `tw_status_str`, Python's exceptions, Go's errors).
     pub fn message(self) -> &'static str {
+        self.c_message()
+            .to_str()
+            .expect("the messages are plain ASCII")
+    }
+
+    /// [`message`](Self::message) as a NUL-terminated string, for C.
+    pub fn c_message(self) -> &'static CStr {
         match self {
-            Error::Invalid => "invalid argument",
-            Error::NotFound => "no such pending timer",
-            Error::Full => "timer capacity reached",
-            Error::Shutdown => "the wheel is shut down",
-            Error::Busy => "would wait for the calling callback itself",
-            Error::Forked => "the runtime was created before fork(); create a new one in the child",
+            Error::Invalid => c"invalid argument",
+            Error::NotFound => c"no such pending timer",
+            Error::Full => c"timer capacity reached",
+            Error::Shutdown => c"the wheel is closed or shutting down",
+            Error::Busy => {
+                c"it would wait for itself (called from one of the wheel's own callbacks), \
+                  or the wheel is the shared default wheel, which is never closed"
+            }
+            Error::Forked => c"the wheel was created before fork(); create a new one in the child",
         }
     }
 }
@@ -57,5 +79,19 @@ impl<T> fmt::Debug for Rejected<T> {
         f.debug_struct("Rejected")
             .field("error", &self.error)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_has_a_message_of_its_own() {
+        let mut messages: Vec<_> = Error::ALL.iter().map(|e| e.message()).collect();
+        assert!(messages.iter().all(|m| !m.is_empty() && !m.contains('\0')));
+        messages.sort_unstable();
+        messages.dedup();
+        assert_eq!(messages.len(), Error::ALL.len());
     }
 }

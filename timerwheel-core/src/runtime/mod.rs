@@ -5,6 +5,7 @@
 //! |---------------|-------------------------------------------------------------|
 //! | `clock.rs`    | ticks on `CLOCK_MONOTONIC`, rounding deadlines up           |
 //! | `shard.rs`    | one wheel + bookkeeping under a lock; a timer's life cycle  |
+//! | `side.rs`     | what periodic and wall-clock timers keep beside the wheel   |
 //! | `periodic.rs` | where a periodic timer runs next (fixed rate, fixed delay)  |
 //! | `ticker.rs`   | the tick thread: its rounds, sleep and wake-up              |
 //! | `executor.rs` | the run queue, the worker count, the grow/shrink decision   |
@@ -12,6 +13,7 @@
 //! | `inner.rs`    | the paths of a timer through all of them                    |
 //! | `stats.rs`    | counters and the lateness histogram                         |
 //! | `fork.rs`     | the locks around fork(), and runtimes in a fork() child     |
+//! | `shared.rs`   | the process-wide shared runtimes (the defaults)             |
 //! | `sync.rs`     | locks, atomics, threads, time: std's, or loom's under loom  |
 //!
 //! # fork()
@@ -35,6 +37,8 @@ mod inner;
 mod loom_tests;
 mod periodic;
 mod shard;
+mod shared;
+mod side;
 mod stats;
 mod sync;
 mod task;
@@ -45,10 +49,11 @@ mod worker;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-pub use config::{Builder, Config, MIN_TICK};
+pub use config::{Builder, Config, ConfigError, MAX_TICK, MAX_WORKERS, MIN_TICK};
 pub use error::{Error, Rejected};
 pub use fork::PerProcess;
 pub use inner::record_callback_failure;
+pub use shared::{default_runtime, SharedRuntime};
 pub use stats::Stats;
 pub use task::{prefetch, BoxTask, PeriodMode, Task, TimerId};
 pub use timer::Timer;
@@ -245,8 +250,18 @@ impl<T: Task> Runtime<T> {
     /// already shut down. In a fork() child, for a runtime started before the fork: drops
     /// the pending timers without waiting for the parent's threads (see the module docs).
     pub fn shutdown(&self) -> Result<usize, Error> {
+        if self.inner.shared {
+            return Err(Error::Busy);
+        }
+        self.shutdown_at_exit()
+    }
+
+    /// [`shutdown`](Self::shutdown), of a shared runtime too: for the end of a process
+    /// whose callbacks need what is about to go away (Python's exit handler closes the
+    /// shared default wheel so, before the interpreter is torn down).
+    pub fn shutdown_at_exit(&self) -> Result<usize, Error> {
         let inner = &self.inner;
-        if inner.shared || inner.in_callback() {
+        if inner.in_callback() {
             return Err(Error::Busy);
         }
         if !inner.begin_shutdown() {
@@ -321,16 +336,6 @@ impl<T: Task> std::fmt::Debug for Runtime<T> {
             .field("config", &self.inner.config)
             .finish_non_exhaustive()
     }
-}
-
-/// The process-wide shared runtime: default config, started on first use, never shut down
-/// (its `shutdown` returns `Busy`). One timer thread per process is the right default. A
-/// fork() child gets a new one on its first call; the parent's refuses there with `Forked`.
-pub fn default_runtime() -> &'static Runtime<BoxTask> {
-    static DEFAULT: PerProcess<Runtime<BoxTask>> = PerProcess::new();
-    DEFAULT.get_or_init(|| {
-        Runtime::new_shared(Config::default()).expect("the default config is valid")
-    })
 }
 
 #[cfg(test)]

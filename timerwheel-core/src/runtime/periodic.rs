@@ -14,6 +14,8 @@ pub(crate) struct Periodic {
     pub(crate) mode: PeriodMode,
     /// A reset made while the callback ran: the next deadline.
     pub(crate) reset_to: Option<Deadline>,
+    /// Cancelled while the callback ran: the timer ends when the run returns.
+    pub(crate) cancelled: bool,
 }
 
 impl Periodic {
@@ -22,6 +24,7 @@ impl Periodic {
             period_ns,
             mode,
             reset_to: None,
+            cancelled: false,
         }
     }
 

@@ -7,12 +7,13 @@
 //! under the shard's lock and hands tasks that must be dropped back to the caller, who drops
 //! them after unlocking.
 
-use std::collections::HashMap;
+use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::time::SystemTime;
 
 use super::clock::{Clock, Deadline};
 use super::periodic::Periodic;
+use super::side::{Side, SideId, Sides};
 use super::stats::Counters;
 use super::sync::{Condvar, Mutex, MutexGuard};
 use super::{Error, PeriodMode, Task, TimerId};
@@ -97,20 +98,30 @@ pub(crate) enum Schedule {
     At(SystemTime),
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    OneShot,
-    Periodic,
-    Wall,
-}
-
 /// What the wheel holds per timer. `task` is `None` while a worker runs it.
 pub(crate) struct Entry<T> {
     task: Option<T>,
-    kind: Kind,
-    cancelled: bool,
     /// How far the deadline's exact time lies before its tick (see [`Deadline`]).
-    rounded_up_ns: u32,
+    rounded_up: RoundedUp,
+    /// The record of a periodic or wall-clock timer in the shard's [`Sides`], which says
+    /// which of the two it is; none for a one-shot.
+    side: Option<SideId>,
+}
+
+/// [`Deadline::rounded_up_ns`] as an entry keeps it: plus one, so that `Option<Entry>` has
+/// the value 0 to mark an empty wheel node with (no tag of its own, which would make the
+/// node 8 bytes larger).
+#[derive(Clone, Copy)]
+struct RoundedUp(NonZeroU32);
+
+impl RoundedUp {
+    fn of(deadline: Deadline) -> Self {
+        RoundedUp(NonZeroU32::MIN.saturating_add(deadline.rounded_up_ns))
+    }
+
+    fn ns(self) -> u32 {
+        self.0.get() - 1
+    }
 }
 
 /// A run handed to a worker.
@@ -138,8 +149,7 @@ pub(crate) struct Shard<T> {
 
 pub(crate) struct ShardState<T> {
     wheel: Wheel<Entry<T>>,
-    periodic: HashMap<Key, Periodic>,
-    wall: HashMap<Key, SystemTime>,
+    sides: Sides,
     pub(crate) counters: Counters,
     sync_waiters: usize,
     /// Scratch space of `expire_due`.
@@ -196,8 +206,7 @@ impl<T> ShardState<T> {
         wheel.advance(now, |_, _| {});
         ShardState {
             wheel,
-            periodic: HashMap::new(),
-            wall: HashMap::new(),
+            sides: Sides::default(),
             counters: Counters::default(),
             sync_waiters: 0,
             expired: Vec::new(),
@@ -214,29 +223,22 @@ impl<T> ShardState<T> {
         if self.closed {
             return Err((Error::Shutdown, task));
         }
-        let kind = match schedule {
-            Schedule::Once => Kind::OneShot,
-            Schedule::Every { .. } => Kind::Periodic,
-            Schedule::At(_) => Kind::Wall,
-        };
         let entry = Entry {
             task: Some(task),
-            kind,
-            cancelled: false,
-            rounded_up_ns: deadline.rounded_up_ns,
+            rounded_up: RoundedUp::of(deadline),
+            side: None,
         };
         let key = self
             .wheel
             .insert(deadline.tick, entry)
             .map_err(|Full(entry)| (Error::Full, entry.task.expect("just put in")))?;
-        match schedule {
-            Schedule::Once => {}
-            Schedule::Every { period, mode } => {
-                self.periodic.insert(key, Periodic::new(period, mode));
-            }
-            Schedule::At(when) => {
-                self.wall.insert(key, when);
-            }
+        let side = match schedule {
+            Schedule::Once => None,
+            Schedule::Every { period, mode } => Some(Side::Periodic(Periodic::new(period, mode))),
+            Schedule::At(when) => Some(Side::Wall { key, when }),
+        };
+        if let Some(side) = side {
+            self.attach(key, side);
         }
         self.counters.added += 1;
         Ok(key)
@@ -245,31 +247,34 @@ impl<T> ShardState<T> {
     /// Stops a timer. `Ok(Some(task))`: it was pending or queued, here is its task to drop;
     /// `Ok(None)`: a periodic run is under way and the timer ends when it returns.
     pub(crate) fn cancel(&mut self, key: Key) -> Result<Option<T>, Error> {
-        let entry = self.wheel.get_mut(key).ok_or(Error::NotFound)?;
+        let entry = self.wheel.get(key).ok_or(Error::NotFound)?;
         if entry.task.is_some() {
             self.counters.cancelled += 1;
             return Ok(self.remove(key));
         }
-        if entry.kind == Kind::Periodic && !entry.cancelled {
-            entry.cancelled = true;
-            self.counters.cancelled += 1;
-            return Ok(None);
+        match self.sides.periodic_mut(entry.side) {
+            Some(periodic) if !periodic.cancelled => {
+                periodic.cancelled = true;
+                self.counters.cancelled += 1;
+                Ok(None)
+            }
+            _ => Err(Error::NotFound),
         }
-        Err(Error::NotFound)
     }
 
     /// Moves a live timer's next run to `deadline`.
     pub(crate) fn reset(&mut self, key: Key, deadline: Deadline) -> Result<(), Error> {
-        let entry = self.wheel.get(key).ok_or(Error::NotFound)?;
+        let entry = self.wheel.get_mut(key).ok_or(Error::NotFound)?;
         if entry.task.is_some() {
-            if entry.kind == Kind::Wall {
-                self.wall.remove(&key); // re-armed by a delay: no longer a wall-clock time
+            // Re-armed by a delay, a wall-clock timer is no longer one.
+            if let Some(wall) = entry.side.take_if(|&mut id| self.sides.is_wall(id)) {
+                self.sides.remove(wall);
             }
             place(&mut self.wheel, key, deadline);
             return Ok(());
         }
-        match self.periodic.get_mut(&key) {
-            Some(periodic) if !entry.cancelled => {
+        match self.sides.periodic_mut(entry.side) {
+            Some(periodic) if !periodic.cancelled => {
                 periodic.reset_to = Some(deadline);
                 Ok(())
             }
@@ -279,9 +284,12 @@ impl<T> ShardState<T> {
 
     /// Whether the timer will run (again) unless cancelled.
     pub(crate) fn is_live(&self, key: Key) -> bool {
-        self.wheel.get(key).is_some_and(|entry| {
-            !entry.cancelled && (entry.task.is_some() || entry.kind == Kind::Periodic)
-        })
+        self.wheel
+            .get(key)
+            .is_some_and(|entry| match self.sides.periodic(entry.side) {
+                Some(periodic) => !periodic.cancelled,
+                None => entry.task.is_some(),
+            })
     }
 
     pub(crate) fn is_running(&self, key: Key) -> bool {
@@ -319,7 +327,7 @@ impl<T> ShardState<T> {
     }
 
     pub(crate) fn has_wall_timers(&self) -> bool {
-        !self.wall.is_empty()
+        self.sides.has_walls()
     }
 
     /// Takes the task of an expired timer for a run. `None` if the id went stale, was
@@ -332,7 +340,7 @@ impl<T> ShardState<T> {
         let entry = self.wheel.get_mut(key)?;
         let task = entry.task.take()?;
         self.counters.fired += 1;
-        let periodic = entry.kind == Kind::Periodic;
+        let periodic = self.sides.periodic(entry.side).is_some();
         if !periodic {
             self.counters.fired_one_shot += 1;
         }
@@ -350,19 +358,17 @@ impl<T> ShardState<T> {
     pub(crate) fn finish(&mut self, key: Key, task: T, clock: &Clock) -> Finished<T> {
         // The node is gone only when the shard was closed under the run (the runtime was
         // dropped from a callback): the timer ends with it.
-        let Some(entry) = self.wheel.get_mut(key) else {
+        let (Some(due), Some(entry)) = (self.deadline(key), self.wheel.get_mut(key)) else {
             return Finished::Ended(task);
         };
-        if entry.kind != Kind::Periodic || entry.cancelled {
+        let Some(periodic) = self.sides.periodic_mut(entry.side) else {
+            return Finished::Ended(task);
+        };
+        if periodic.cancelled {
             return Finished::Ended(task);
         }
         entry.task = Some(task);
-        let point_ns = clock.exact_ns(self.deadline(key).expect("live key"));
-        let periodic = self
-            .periodic
-            .get_mut(&key)
-            .expect("periodic timers have one");
-        let next = periodic.next(point_ns, clock);
+        let next = periodic.next(clock.exact_ns(due), clock);
         place(&mut self.wheel, key, next);
         Finished::Rearmed(next)
     }
@@ -378,28 +384,29 @@ impl<T> ShardState<T> {
     fn deadline(&self, key: Key) -> Option<Deadline> {
         Some(Deadline {
             tick: self.wheel.deadline(key)?,
-            rounded_up_ns: self.wheel.get(key)?.rounded_up_ns,
+            rounded_up_ns: self.wheel.get(key)?.rounded_up.ns(),
         })
     }
 
-    /// Removes the node and its side entries; its task if it still holds one.
+    /// Keeps the record of a timer just inserted.
+    fn attach(&mut self, key: Key, side: Side) {
+        if let Some(entry) = self.wheel.get_mut(key) {
+            entry.side = Some(self.sides.insert(side));
+        }
+    }
+
+    /// Removes the node and its record; its task if it still holds one.
     fn remove(&mut self, key: Key) -> Option<T> {
         let entry = self.wheel.remove(key)?;
-        match entry.kind {
-            Kind::OneShot => {}
-            Kind::Periodic => {
-                self.periodic.remove(&key);
-            }
-            Kind::Wall => {
-                self.wall.remove(&key);
-            }
+        if let Some(side) = entry.side {
+            self.sides.remove(side);
         }
         entry.task
     }
 
     /// Re-places pending wall-clock timers after the system clock was stepped.
     pub(crate) fn replace_wall_timers(&mut self, clock: &Clock) {
-        for (&key, &when) in &self.wall {
+        for (key, when) in self.sides.walls() {
             if self.wheel.is_pending(key) {
                 place(&mut self.wheel, key, clock.deadline_at(when));
             }
@@ -413,13 +420,13 @@ impl<T> ShardState<T> {
         // A periodic timer running now (closed from a callback) ends when its run returns:
         // discarded too, though its task is not here.
         let mut running_periodic = 0;
+        let sides = &self.sides;
         self.wheel.drain(|_, entry| {
-            let live_periodic = entry.kind == Kind::Periodic && !entry.cancelled;
+            let live_periodic = sides.periodic(entry.side).is_some_and(|p| !p.cancelled);
             running_periodic += u64::from(entry.task.is_none() && live_periodic);
             tasks.extend(entry.task);
         });
-        self.periodic.clear();
-        self.wall.clear();
+        self.sides.clear();
         self.counters.discarded += tasks.len() as u64 + running_periodic;
         tasks
     }
@@ -428,7 +435,7 @@ impl<T> ShardState<T> {
 /// Moves a live timer to `deadline`.
 fn place<T>(wheel: &mut Wheel<Entry<T>>, key: Key, deadline: Deadline) {
     if let Some(entry) = wheel.get_mut(key) {
-        entry.rounded_up_ns = deadline.rounded_up_ns;
+        entry.rounded_up = RoundedUp::of(deadline);
         wheel.reset(key, deadline.tick);
     }
 }
@@ -526,6 +533,45 @@ mod tests {
         assert!(state.deadline(key).unwrap().tick <= clock.now_tick());
         assert_eq!(run_next(&mut state, key, &clock), 3 * SECOND);
         assert_eq!(run_next(&mut state, key, &clock), 4 * SECOND);
+    }
+
+    #[test]
+    fn a_wall_clock_timer_reset_by_a_delay_is_one_no_more() {
+        let clock = Clock::new(Duration::from_millis(1));
+        let mut state = ShardState::new(usize::MAX, 0);
+        let noop: fn(TimerId) = |_| {};
+        let at = Schedule::At(SystemTime::now() + Duration::from_secs(1));
+        let key = state
+            .insert(clock.deadline_of(SECOND), at, noop)
+            .ok()
+            .unwrap();
+        assert!(state.has_wall_timers() && state.is_live(key));
+        state.reset(key, clock.deadline_of(2 * SECOND)).unwrap();
+        assert!(!state.has_wall_timers() && state.is_live(key));
+        assert!(state.cancel(key).unwrap().is_some());
+        assert!(!state.is_live(key));
+    }
+
+    #[test]
+    fn a_periodic_timer_cancelled_during_its_run_ends_when_it_returns() {
+        let clock = Clock::new(Duration::from_millis(1));
+        let (mut state, key) = every_second(&clock, SECOND);
+        let due = state.deadline(key).unwrap();
+        state.expire_due(due.tick, |_, _| {});
+        let run = state.start(key).unwrap();
+        assert!(run.periodic && state.is_live(key));
+        assert!(
+            state.cancel(key).unwrap().is_none(),
+            "ends when the run returns"
+        );
+        assert!(!state.is_live(key));
+        assert_eq!(state.cancel(key).err(), Some(Error::NotFound));
+        assert!(matches!(
+            state.finish(key, run.task, &clock),
+            Finished::Ended(_)
+        ));
+        state.forget(key);
+        assert!(state.wheel.get(key).is_none() && state.close().is_empty());
     }
 
     /// The C task's shape: a callback, its user data and a nullable drop function.

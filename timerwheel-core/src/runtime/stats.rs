@@ -39,6 +39,28 @@ pub struct Stats {
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+/// `[(name, value), ...]` of the fields of a [`Stats`] named here, in this order: the
+/// pattern does not compile while a field is left out.
+macro_rules! named_fields {
+    ($stats:expr; $($field:ident),* $(,)?) => {{
+        let Stats { $($field),* } = $stats;
+        [$((stringify!($field), $field)),*]
+    }};
+}
+
+impl Stats {
+    /// Every counter under its name, in the order of the struct. The one list of the
+    /// counters: C's `tw_stats` has these fields in this order, Python's `stats()` these
+    /// keys, Go's `Stats` these fields in CamelCase (a test in each compares).
+    pub fn fields(&self) -> [(&'static str, u64); 15] {
+        named_fields!(*self;
+            pending, added, fired, fired_one_shot, cancelled, discarded, workers, workers_peak,
+            workers_spawned, workers_retired, queue_depth, late_p50_us, late_p99_us,
+            late_max_us, callback_panics,
+        )
+    }
+}
+
 /// Counters kept per shard, under the shard's lock.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Counters {
@@ -135,6 +157,22 @@ fn bucket_upper(bucket: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fields_name_each_counter_once() {
+        let stats = Stats {
+            pending: 1,
+            late_max_us: 2,
+            ..Stats::default()
+        };
+        let fields = stats.fields();
+        assert_eq!(fields[0], ("pending", 1));
+        assert!(fields.contains(&("late_max_us", 2)));
+        let mut names: Vec<_> = fields.iter().map(|(name, _)| name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), fields.len());
+    }
 
     #[test]
     fn buckets_bound_their_values() {

@@ -25,6 +25,7 @@ use level::{
     level_of, list_for, list_of, next_occupied, overflow_time, slot_time, slot_value, LEVELS,
     LISTS, OVERFLOW, SLOTS,
 };
+pub use pool::Key;
 use pool::{Node, Pool, DETACHED, NIL, RETIRED};
 
 /// Least number of entries moved down per step when an upper slot is moved ahead of time.
@@ -43,41 +44,6 @@ const LANES: usize = 4;
 /// Where the chain of `list` that holds node `index` starts, in `Wheel::heads`.
 fn head_of(list: usize, index: u32) -> usize {
     list * LANES + index as usize % LANES
-}
-
-/// Names an entry of a [`Wheel`]: a node index and the node's generation at insert, so a
-/// key outlives its entry harmlessly (every call with a stale key finds nothing).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Key {
-    index: u32,
-    generation: u32,
-}
-
-impl Key {
-    /// The key as one number: generation in the high half, index in the low. Never 0.
-    pub fn to_u64(self) -> u64 {
-        (u64::from(self.generation) << 32) | u64::from(self.index)
-    }
-
-    /// A key from [`to_u64`](Self::to_u64); `None` for a number no key has.
-    pub fn from_u64(raw: u64) -> Option<Key> {
-        let generation = (raw >> 32) as u32;
-        (generation != 0).then_some(Key {
-            index: raw as u32,
-            generation,
-        })
-    }
-
-    /// The node index: reused by later entries once this one is gone.
-    pub fn index(self) -> u32 {
-        self.index
-    }
-}
-
-impl fmt::Debug for Key {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Key({}@{})", self.index, self.generation)
-    }
 }
 
 /// An insert refused because the wheel holds its limit of entries; the value comes back.

@@ -1,10 +1,11 @@
 //! The node pool: a slab of nodes addressed by `u32` index, a free list threaded through
-//! the `next` field, and a generation per node so that stale keys are recognised.
+//! the `next` field, and a generation per node so that stale keys are recognised. The
+//! [`Key`]s that name entries are made here, from a node's index and generation.
 //!
 //! Nodes live in one contiguous `Vec` that grows a chunk at a time (no allocation per
 //! insert once warm); a freed node is reused before the pool grows.
 
-use super::Key;
+use std::fmt;
 
 /// "No node": the end of a list.
 pub(super) const NIL: u32 = u32::MAX;
@@ -18,6 +19,41 @@ pub(super) const RETIRED: u16 = 1 << 15;
 
 /// Nodes added per growth step.
 const GROWTH_CHUNK: usize = 16 * 1024;
+
+/// Names an entry of a [`Wheel`](super::Wheel): a node index and the node's generation at
+/// insert, so a key outlives its entry harmlessly (every call with a stale key finds nothing).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Key {
+    index: u32,
+    generation: u32,
+}
+
+impl Key {
+    /// The key as one number: generation in the high half, index in the low. Never 0.
+    pub fn to_u64(self) -> u64 {
+        (u64::from(self.generation) << 32) | u64::from(self.index)
+    }
+
+    /// A key from [`to_u64`](Self::to_u64); `None` for a number no key has.
+    pub fn from_u64(raw: u64) -> Option<Key> {
+        let generation = (raw >> 32) as u32;
+        (generation != 0).then_some(Key {
+            index: raw as u32,
+            generation,
+        })
+    }
+
+    /// The node index: reused by later entries once this one is gone.
+    pub fn index(self) -> u32 {
+        self.index
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Key({}@{})", self.index, self.generation)
+    }
+}
 
 pub(super) struct Node<T> {
     pub(super) deadline: u64,

@@ -108,11 +108,12 @@ typedef struct tw_config {
    */
   uint64_t tick_us;
   /**
-   * Worker threads kept even when idle: default 1.
+   * Worker threads kept even when idle: default 1, at most a nonzero max_workers.
    */
   uint32_t min_workers;
   /**
-   * Most worker threads: default the number of CPUs; 0 runs callbacks on the tick thread.
+   * Most worker threads: default the number of CPUs, at most 1024; 0 runs callbacks on
+   * the tick thread.
    */
   uint32_t max_workers;
   /**
@@ -251,6 +252,18 @@ extern "C" {
 void tw_config_init(struct tw_config *cfg);
 
 /**
+ * Whether tw_create accepts `*cfg`: NULL when it does (for `cfg` NULL too), otherwise a
+ * message that names the field out of range, its value and its range, e.g. "tick 50µs is
+ * out of range: 100µs..=1s". The message is valid until the next call of tw_config_check
+ * on the same thread. (tw_create also fails when its tick thread cannot start: no check
+ * foresees that.)
+ *
+ * # Safety
+ * As for tw_create's `cfg`.
+ */
+const char *tw_config_check(const struct tw_config *cfg);
+
+/**
  * Creates a wheel and starts its threads (none when `cfg->manual`); `*out` receives it.
  * `cfg` NULL means every default. Free the wheel with tw_destroy.
  *
@@ -258,10 +271,10 @@ void tw_config_init(struct tw_config *cfg);
  * take their defaults.
  *
  * Returns TW_OK, or (and `*out` is left untouched):
- * - TW_ERR_INVALID: `out` NULL; a config out of range (tick_us below 100 or above
- *   1000000, min_workers above a nonzero max_workers, max_workers above 1024); `size`
- *   from 1 to sizeof(size_t) - 1; `reserved` or bytes past this version's struct not 0; or
- *   the tick thread could not be started.
+ * - TW_ERR_INVALID: `out` NULL; a config that tw_config_check refuses (a field out of
+ *   its range, given at each field of tw_config; `size` from 1 to sizeof(size_t) - 1;
+ *   `reserved` or bytes past this version's struct not 0); or the tick thread could not be
+ *   started.
  *
  * # Safety
  * `cfg` is NULL or points to a `tw_config` readable for `cfg->size` bytes; `out` is NULL or
