@@ -267,6 +267,88 @@ static void test_destroy_nowait_refuses_the_default_wheel(void) {
     CHECK_STATUS(tw_destroy_nowait(NULL), TW_ERR_INVALID);
 }
 
+/* ---- max_timers counts pending timers only ------------------------------------------ */
+
+typedef struct {
+    tw_wheel *w;
+    long runs;
+    long refused;
+} chain;
+
+/* A one-shot that re-arms itself from its callback: with max_timers 1 nothing else is
+ * pending while it runs, so the add is accepted. */
+static void rearm(tw_timer_id id, void *data) {
+    (void)id;
+    chain *c = data;
+    tw_timer_id next;
+    if (atomic_get(&c->runs) < 5 && tw_add(c->w, 1, rearm, c, NULL, &next) != TW_OK)
+        atomic_add(&c->refused, 1);
+    atomic_add(&c->runs, 1);
+}
+
+static void test_max_timers_counts_only_pending_timers(void) {
+    tw_config cfg;
+    tw_config_init(&cfg);
+    cfg.max_timers = 1;
+    chain c = {NULL, 0, 0};
+    CHECK_OK(tw_create(&cfg, &c.w));
+    tw_timer_id id;
+    CHECK_OK(tw_add(c.w, 1, rearm, &c, NULL, &id));
+    CHECK(wait_for(&c.runs, 6, WAIT_MS));
+    CHECK(atomic_get(&c.refused) == 0);
+    /* A periodic timer deleted while its callback runs is no longer pending either. */
+    session *s = calloc(1, sizeof *s);
+    s->drop_ms = 50;
+    CHECK_OK(tw_add_periodic(c.w, 1, 1, TW_FIXED_RATE, session_cb, s, session_drop, &id));
+    CHECK(wait_for(&s->started, 1, WAIT_MS));
+    CHECK_OK(tw_delete(c.w, id));
+    tw_timer_id other;
+    CHECK_OK(tw_add(c.w, 3600000, never_runs, NULL, NULL, &other));
+    CHECK_OK(tw_destroy(c.w));
+    CHECK(atomic_get(&s->drops) == 1);
+    free(s);
+}
+
+/* ---- a callback that polls a manual wheel is still inside its own wheel ---------------- */
+
+typedef struct {
+    tw_wheel *outer;     /* W: threaded */
+    tw_wheel *inner;     /* M: manual, polled from W's callback */
+    tw_timer_id outer_id;
+    long delete_sync_status;
+    long destroy_status;
+    long done;
+} nested;
+
+static void inner_cb(tw_timer_id id, void *data) {
+    (void)id;
+    nested *n = data;
+    atomic_set(&n->delete_sync_status, tw_delete_sync(n->outer, n->outer_id));
+    atomic_set(&n->destroy_status, tw_destroy(n->outer));
+}
+
+static void outer_cb(tw_timer_id id, void *data) {
+    (void)id;
+    nested *n = data;
+    tw_timer_id inner_id;
+    CHECK_OK(tw_add(n->inner, 0, inner_cb, n, NULL, &inner_id));
+    sleep_ms(2);
+    size_t ran = 0;
+    CHECK_OK(tw_poll(n->inner, &ran));
+    CHECK(ran == 1);
+    atomic_add(&n->done, 1);
+}
+
+static void test_calls_from_a_nested_poll_see_the_outer_callback(void) {
+    nested n = {wheel(1, 1, 0), wheel(0, 0, 1), 0, -1, -1, 0};
+    CHECK_OK(tw_add(n.outer, 1, outer_cb, &n, NULL, &n.outer_id));
+    CHECK(wait_for(&n.done, 1, WAIT_MS));
+    CHECK_STATUS((tw_status)atomic_get(&n.delete_sync_status), TW_ERR_BUSY);
+    CHECK_STATUS((tw_status)atomic_get(&n.destroy_status), TW_ERR_BUSY);
+    CHECK_OK(tw_destroy(n.outer));
+    CHECK_OK(tw_destroy(n.inner));
+}
+
 int main(void) {
     RUN(test_delete_sync_then_free);
     RUN(test_drop_deletes_a_due_one_shot);
@@ -283,5 +365,7 @@ int main(void) {
     RUN(test_destroy_from_a_manual_drop);
     RUN(test_destroy_nowait_while_callbacks_run);
     RUN(test_destroy_nowait_refuses_the_default_wheel);
+    RUN(test_max_timers_counts_only_pending_timers);
+    RUN(test_calls_from_a_nested_poll_see_the_outer_callback);
     return check_summary("test_contract");
 }

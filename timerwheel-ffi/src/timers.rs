@@ -236,8 +236,10 @@ pub unsafe extern "C" fn tw_delete(w: *mut tw_wheel, id: tw_timer_id) -> tw_stat
 /// is no longer in use when this returns, and the caller may free it.
 ///
 /// Returns what tw_delete returns, or TW_ERR_BUSY at once (nothing changes) when called
-/// from this timer's own callback or drop function (TW_ERR_SHUTDOWN during destroy, even
-/// there).
+/// from this timer's own callback or drop function, at any depth (also from a callback of
+/// a manual wheel polled inside it) (TW_ERR_SHUTDOWN during destroy, even there). As with
+/// locks, do not wait in a cycle: two callbacks that tw_delete_sync each other's timers
+/// while both run wait for each other.
 ///
 /// # Safety
 /// `w` is NULL or a live wheel.

@@ -118,9 +118,11 @@ pub extern "C" fn tw_default() -> *mut tw_wheel {
 ///
 /// Returns TW_OK, or (and nothing changes):
 /// - TW_ERR_INVALID: `w` NULL.
-/// - TW_ERR_BUSY: called from inside one of this wheel's callbacks or drop functions (it
-///   would wait for itself: use tw_destroy_nowait there), or `w` is tw_default().
-/// - TW_ERR_SHUTDOWN: another thread is destroying `w` at the same time (that call frees it).
+/// - TW_ERR_BUSY: called from inside one of this wheel's callbacks or drop functions, at
+///   any depth (also from a callback of a manual wheel polled inside one): it would wait
+///   for itself (use tw_destroy_nowait there); or `w` is tw_default().
+/// - TW_ERR_SHUTDOWN: `w` is being destroyed already: by another thread at the same time
+///   (that call frees it), or by the tw_destroy whose discards run the calling drop function.
 ///
 /// # Safety
 /// `w` is NULL or a wheel from tw_create / tw_default that is not yet destroyed. Not to be

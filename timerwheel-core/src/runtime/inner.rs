@@ -1,7 +1,7 @@
 //! The runtime's shared state and the paths a timer takes through it: add, cancel, reset,
 //! expire (tick thread), run (worker), shutdown.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +26,14 @@ thread_local! {
     static SHARD_HINT: usize = NEXT_THREAD_HINT.fetch_add(1, Relaxed);
     /// The callback running on this thread.
     static CURRENT: Cell<Current> = const { Cell::new(Current::NONE) };
+    /// The callbacks this thread runs further out, innermost last: a callback that polls a
+    /// manual runtime runs that runtime's callbacks inside its own.
+    static OUTER: RefCell<Vec<Current>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether this thread runs, at any depth, a callback for which `matches` holds.
+fn running(matches: impl Fn(&Current) -> bool) -> bool {
+    CURRENT.with(|c| matches(&c.get())) || OUTER.with(|outer| outer.borrow().iter().any(matches))
 }
 
 /// The runtime and timer whose callback runs on a thread (0, 0 when none), and whether it
@@ -59,20 +67,31 @@ impl CallbackScope {
             failed: false,
         };
         let previous = CURRENT.with(|c| c.replace(current));
+        if previous.runtime != 0 {
+            OUTER.with(|outer| outer.borrow_mut().push(previous));
+        }
         CallbackScope { previous }
     }
 
     /// Ends the scope; whether the callback reported a failure.
     fn leave(self) -> bool {
-        let left = CURRENT.with(|c| c.replace(self.previous));
+        let left = self.restore();
         std::mem::forget(self);
         left.failed
+    }
+
+    /// Puts back what ran further out; what this scope ran.
+    fn restore(&self) -> Current {
+        if self.previous.runtime != 0 {
+            OUTER.with(|outer| outer.borrow_mut().pop());
+        }
+        CURRENT.with(|c| c.replace(self.previous))
     }
 }
 
 impl Drop for CallbackScope {
     fn drop(&mut self) {
-        CURRENT.with(|c| c.set(self.previous));
+        self.restore();
     }
 }
 
@@ -156,11 +175,11 @@ impl<T: Task> Inner<T> {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
             cpus.max(4).next_power_of_two().min(MAX_SHARDS)
         };
-        let per_shard = match config.max_timers {
-            0 => usize::MAX,
-            limit => limit,
-        };
-        let shards = (0..shard_count).map(|_| Shard::new(per_shard, 0)).collect();
+        // `max_timers` counts pending timers (`Capacity`); a shard also holds the nodes of
+        // timers that run or drop, so it is bounded only by what an id can name.
+        let shards = (0..shard_count)
+            .map(|_| Shard::new(usize::MAX, 0))
+            .collect();
         Inner {
             executor: Executor::new(
                 config.min_workers,
@@ -251,8 +270,7 @@ impl<T: Task> Inner<T> {
 
     pub(crate) fn cancel_sync(&self, id: TimerId) -> Result<(), Error> {
         self.check_open()?;
-        let current = CURRENT.with(Cell::get);
-        if (current.runtime, current.timer) == (self.id(), id.as_u64()) {
+        if running(|c| (c.runtime, c.timer) == (self.id(), id.as_u64())) {
             return Err(Error::Busy);
         }
         let (shard, key) = self.shard_of(id)?;
@@ -264,10 +282,11 @@ impl<T: Task> Inner<T> {
         Ok(())
     }
 
-    /// Drops the task of a timer that ended and gives its capacity back.
+    /// After a cancel: the timer is no longer pending, so its place under `max_timers` is
+    /// free; its task, if it came back (not running), is dropped.
     fn release(&self, task: Option<T>) {
+        self.capacity.release(1);
         if let Some(task) = task {
-            self.capacity.release(1);
             drop_task(task, &self.panics);
         }
     }
@@ -340,7 +359,13 @@ impl<T: Task> Inner<T> {
     /// for this thread).
     pub(crate) fn drop_ended(&self, id: TimerId, task: T) {
         let _scope = CallbackScope::enter(self.id(), id);
-        self.release(Some(task));
+        drop_task(task, &self.panics);
+    }
+
+    /// A one-shot timer started its run: no longer pending, its place under `max_timers`
+    /// is free while it runs and drops.
+    pub(crate) fn one_shot_started(&self) {
+        self.capacity.release(1);
     }
 
     /// One step of time, shared by the tick thread and manual `poll`: follows a step of the
@@ -400,9 +425,9 @@ impl<T: Task> Inner<T> {
         stats
     }
 
-    /// Whether the calling thread runs a callback of this runtime.
+    /// Whether the calling thread runs a callback of this runtime, at any depth.
     pub(crate) fn in_callback(&self) -> bool {
-        CURRENT.with(Cell::get).runtime == self.id()
+        running(|c| c.runtime == self.id())
     }
 
     /// Marks the runtime as shutting down; false if it already was.

@@ -85,6 +85,9 @@ impl<'a, T: Task> Runner<'a, T> {
         let Some(mut run) = started else {
             return false;
         };
+        if !run.periodic {
+            self.inner.one_shot_started();
+        }
         self.inner.run_task(id, &mut run);
         self.end(shard, key, id, run);
         true
