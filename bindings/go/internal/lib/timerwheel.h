@@ -306,9 +306,11 @@ struct tw_wheel *tw_default(void);
  *
  * Returns TW_OK, or (and nothing changes):
  * - TW_ERR_INVALID: `w` NULL.
- * - TW_ERR_BUSY: called from inside one of this wheel's callbacks or drop functions (it
- *   would wait for itself: use tw_destroy_nowait there), or `w` is tw_default().
- * - TW_ERR_SHUTDOWN: another thread is destroying `w` at the same time (that call frees it).
+ * - TW_ERR_BUSY: called from inside one of this wheel's callbacks or drop functions, at
+ *   any depth (also from a callback of a manual wheel polled inside one): it would wait
+ *   for itself (use tw_destroy_nowait there); or `w` is tw_default().
+ * - TW_ERR_SHUTDOWN: `w` is being destroyed already: by another thread at the same time
+ *   (that call frees it), or by the tw_destroy whose discards run the calling drop function.
  *
  * # Safety
  * `w` is NULL or a wheel from tw_create / tw_default that is not yet destroyed. Not to be
@@ -497,8 +499,10 @@ enum tw_status tw_delete(struct tw_wheel *w, tw_timer_id id);
  * is no longer in use when this returns, and the caller may free it.
  *
  * Returns what tw_delete returns, or TW_ERR_BUSY at once (nothing changes) when called
- * from this timer's own callback or drop function (TW_ERR_SHUTDOWN during destroy, even
- * there).
+ * from this timer's own callback or drop function, at any depth (also from a callback of
+ * a manual wheel polled inside it) (TW_ERR_SHUTDOWN during destroy, even there). As with
+ * locks, do not wait in a cycle: two callbacks that tw_delete_sync each other's timers
+ * while both run wait for each other.
  *
  * # Safety
  * `w` is NULL or a live wheel.
