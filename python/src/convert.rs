@@ -56,6 +56,7 @@ pub struct WheelArgs {
     pub worker_keepalive: f64,
     pub max_timers: Option<i64>,
     pub manual: bool,
+    pub virtual_start: Option<SystemTime>,
 }
 
 impl WheelArgs {
@@ -72,6 +73,7 @@ impl WheelArgs {
             worker_keepalive: seconds("worker_keepalive", self.worker_keepalive)?,
             max_timers: count("max_timers", self.max_timers.unwrap_or(0))?,
             manual: self.manual,
+            virtual_start: self.virtual_start,
         };
         check_workers(&config)?;
         Ok(config)

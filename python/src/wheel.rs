@@ -2,10 +2,11 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyTuple};
 use timerwheel_core::{Error, PeriodMode, Rejected, Runtime, TimerId};
 
 use crate::convert::{period, seconds, unix_time, WheelArgs};
@@ -20,6 +21,18 @@ use crate::timer::Timer;
 pub struct Wheel {
     rt: Arc<Runtime<PyTask>>,
     closed: AtomicBool,
+}
+
+/// The start of the virtual clock `Wheel(virtual_clock=...)` asks for: a Unix time in
+/// seconds, True for the system clock's time now, None or False for the real clock.
+fn virtual_start(value: Option<Bound<'_, PyAny>>) -> PyResult<Option<SystemTime>> {
+    match value {
+        None => Ok(None),
+        Some(flag) if flag.is_instance_of::<PyBool>() => {
+            Ok(flag.is_truthy()?.then(SystemTime::now))
+        }
+        Some(start) => unix_time(start.extract::<f64>()?).map(Some),
+    }
 }
 
 /// The task for `callback(*args, **kwargs)`, or a TypeError if it cannot be called.
@@ -38,6 +51,22 @@ fn task(
 }
 
 impl Wheel {
+    /// Runs `step` (an advance of the virtual clock) without holding the GIL, which the
+    /// callbacks take.
+    fn drive_virtual(
+        &self,
+        py: Python<'_>,
+        what: &str,
+        step: impl FnOnce(&Runtime<PyTask>) -> Result<usize, Error> + Send,
+    ) -> PyResult<usize> {
+        match py.detach(|| step(&self.rt)) {
+            Err(Error::Invalid) => Err(wrong_mode(&format!(
+                "{what}() needs a Wheel(virtual_clock=...)"
+            ))),
+            result => result.map_err(|err| to_py(err, what)),
+        }
+    }
+
     /// The handle of an accepted timer, or the exception for a refused one (whose task,
     /// handed back, is dropped here while the GIL is held).
     fn added(&self, result: Result<TimerId, Rejected<PyTask>>, what: &str) -> PyResult<Timer> {
@@ -55,7 +84,7 @@ impl Wheel {
 #[pymethods]
 impl Wheel {
     #[new]
-    #[pyo3(signature = (tick=0.001, min_workers=1, max_workers=None, worker_keepalive=1.0, max_timers=None, manual=false))]
+    #[pyo3(signature = (tick=0.001, min_workers=1, max_workers=None, worker_keepalive=1.0, max_timers=None, manual=false, virtual_clock=None))]
     fn new(
         tick: f64,
         min_workers: i64,
@@ -63,6 +92,7 @@ impl Wheel {
         worker_keepalive: f64,
         max_timers: Option<i64>,
         manual: bool,
+        virtual_clock: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let args = WheelArgs {
             tick,
@@ -71,6 +101,7 @@ impl Wheel {
             worker_keepalive,
             max_timers,
             manual,
+            virtual_start: virtual_start(virtual_clock)?,
         };
         let rt = Runtime::new(args.config()?).map_err(|err| to_py(err, "Wheel"))?;
         Ok(Wheel {
@@ -176,6 +207,30 @@ impl Wheel {
     /// Seconds until the next deadline (0.0 if one is due), None if no timer is pending.
     fn next_timeout(&self) -> Option<f64> {
         self.rt.next_timeout().map(|d| d.as_secs_f64())
+    }
+
+    /// Virtual clock (`Wheel(virtual_clock=...)`): moves time forward by `seconds` and runs
+    /// every callback that falls due on the way, on this thread, in deadline order; returns
+    /// how many ran.
+    fn advance(&self, py: Python<'_>, seconds: f64) -> PyResult<usize> {
+        let by = self::seconds("seconds", seconds)?;
+        self.drive_virtual(py, "advance", |rt| rt.advance(by))
+    }
+
+    /// Virtual clock: moves time to the next deadline and runs what is due there; returns
+    /// how many ran (0, the clock unmoved, when no timer is pending).
+    fn advance_to_next(&self, py: Python<'_>) -> PyResult<usize> {
+        self.drive_virtual(py, "advance_to_next", |rt| rt.advance_to_next())
+    }
+
+    /// The wheel's clock as a Unix time in seconds (as `time.time()`): the virtual clock,
+    /// or the system clock.
+    fn now(&self) -> f64 {
+        let now = self.rt.now();
+        match now.duration_since(SystemTime::UNIX_EPOCH) {
+            Ok(after) => after.as_secs_f64(),
+            Err(before) => -before.duration().as_secs_f64(),
+        }
     }
 }
 

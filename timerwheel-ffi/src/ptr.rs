@@ -30,7 +30,7 @@ pub unsafe fn runtime<'a>(w: *const tw_wheel) -> Result<&'a Runtime<CTask>, tw_s
 }
 
 /// The configuration `cfg` describes; the defaults for NULL and for the fields past the
-/// caller's size (sized.rs). `TW_ERR_INVALID` for a bad size or a nonzero `reserved`.
+/// caller's size (sized.rs). `TW_ERR_INVALID` for a bad size or an unknown `clock`.
 ///
 /// # Safety
 /// `cfg` is NULL or points to a `tw_config` readable for as many bytes as its size says.
@@ -41,10 +41,7 @@ pub unsafe fn config(cfg: *const tw_config) -> Result<Config, tw_status> {
     let defaults = tw_config::from(&Config::default());
     // SAFETY: by this function's contract.
     let cfg = unsafe { read_sized(cfg, defaults) }?;
-    if cfg.reserved != 0 {
-        return Err(tw_status::TW_ERR_INVALID);
-    }
-    Ok(Config::from(&cfg))
+    Config::try_from(&cfg)
 }
 
 /// An out pointer checked for NULL before anything else happens, written once at the end.

@@ -11,8 +11,8 @@ use crate::time::ceil_ms;
 use crate::types::{tw_config, tw_stats, tw_status, tw_wheel};
 
 /// Fills `*cfg` with the defaults: tick_us 1000, min_workers 1, max_workers = number of
-/// CPUs, worker_keepalive_ms 1000, max_timers 0 (unlimited), manual 0; and size =
-/// sizeof(tw_config), reserved 0.
+/// CPUs, worker_keepalive_ms 1000, max_timers 0 (unlimited), manual 0, clock
+/// TW_CLOCK_MONOTONIC, virtual_start_unix_ms 0; and size = sizeof(tw_config).
 ///
 /// Bad input: `cfg` NULL does nothing.
 ///
@@ -28,7 +28,8 @@ pub unsafe extern "C" fn tw_config_init(cfg: *mut tw_config) {
     })
 }
 
-/// Creates a wheel and starts its threads (none when `cfg->manual`); `*out` receives it.
+/// Creates a wheel and starts its threads (none when `cfg->manual` or on a virtual clock);
+/// `*out` receives it.
 /// `cfg` NULL means every default. Free the wheel with tw_destroy.
 ///
 /// Reads the first `cfg->size` bytes of `*cfg` (0: the layout of 0.2.0); fields past them
@@ -37,8 +38,8 @@ pub unsafe extern "C" fn tw_config_init(cfg: *mut tw_config) {
 /// Returns TW_OK, or (and `*out` is left untouched):
 /// - TW_ERR_INVALID: `out` NULL; a config out of range (tick_us below 100 or above
 ///   1000000, min_workers above a nonzero max_workers, max_workers above 1024); `size`
-///   from 1 to sizeof(size_t) - 1; `reserved` or bytes past this version's struct not 0; or
-///   the tick thread could not be started.
+///   from 1 to sizeof(size_t) - 1; `clock` not a tw_clock; bytes past this version's struct
+///   not 0; or the tick thread could not be started.
 ///
 /// # Safety
 /// `cfg` is NULL or points to a `tw_config` readable for `cfg->size` bytes; `out` is NULL or
