@@ -87,6 +87,22 @@ typedef enum tw_period_mode {
 } tw_period_mode;
 
 /**
+ * How a wheel tells time (`tw_config.clock`).
+ */
+typedef enum tw_clock {
+  /**
+   * The real clock: CLOCK_MONOTONIC for delays, the system clock for tw_add_at.
+   */
+  TW_CLOCK_MONOTONIC = 0,
+  /**
+   * A virtual clock: it starts at `virtual_start_unix_ms` and moves only by tw_advance
+   * and tw_advance_to_next, which run the callbacks due on the calling thread. The wheel
+   * has no threads (as `manual`).
+   */
+  TW_CLOCK_VIRTUAL = 1,
+} tw_clock;
+
+/**
  * A timer wheel: its tick thread, its workers and its timers. Opaque; create it with
  * tw_create (or share tw_default) and free it with tw_destroy.
  */
@@ -129,10 +145,15 @@ typedef struct tw_config {
    */
   uint32_t manual;
   /**
-   * 0 (tw_create refuses anything else). Makes the end of the struct explicit, so that
-   * every field added later makes sizeof(tw_config) larger.
+   * A `tw_clock`: TW_CLOCK_MONOTONIC (0, the default) or TW_CLOCK_VIRTUAL (tw_create
+   * refuses anything else).
    */
-  uint32_t reserved;
+  uint32_t clock;
+  /**
+   * A virtual clock's start on the wall clock, in ms since the Unix epoch: default 0.
+   * Ignored on the real clock.
+   */
+  int64_t virtual_start_unix_ms;
 } tw_config;
 
 /**
@@ -241,8 +262,8 @@ extern "C" {
 
 /**
  * Fills `*cfg` with the defaults: tick_us 1000, min_workers 1, max_workers = number of
- * CPUs, worker_keepalive_ms 1000, max_timers 0 (unlimited), manual 0; and size =
- * sizeof(tw_config), reserved 0.
+ * CPUs, worker_keepalive_ms 1000, max_timers 0 (unlimited), manual 0, clock
+ * TW_CLOCK_MONOTONIC, virtual_start_unix_ms 0; and size = sizeof(tw_config).
  *
  * Bad input: `cfg` NULL does nothing.
  *
@@ -264,7 +285,8 @@ void tw_config_init(struct tw_config *cfg);
 const char *tw_config_check(const struct tw_config *cfg);
 
 /**
- * Creates a wheel and starts its threads (none when `cfg->manual`); `*out` receives it.
+ * Creates a wheel and starts its threads (none when `cfg->manual` or on a virtual clock);
+ * `*out` receives it.
  * `cfg` NULL means every default. Free the wheel with tw_destroy.
  *
  * Reads the first `cfg->size` bytes of `*cfg` (0: the layout of 0.2.0); fields past them
@@ -273,7 +295,7 @@ const char *tw_config_check(const struct tw_config *cfg);
  * Returns TW_OK, or (and `*out` is left untouched):
  * - TW_ERR_INVALID: `out` NULL; a config that tw_config_check refuses (a field out of
  *   its range, given at each field of tw_config; `size` from 1 to sizeof(size_t) - 1;
- *   `reserved` or bytes past this version's struct not 0); or the tick thread could not be
+ *   `clock` not a tw_clock, or bytes past this version's struct not 0); or the tick thread could not be
  *   started.
  *
  * # Safety
@@ -385,6 +407,47 @@ int64_t tw_next_timeout_ms(struct tw_wheel *w);
  * `w` is NULL or a live wheel; `ran` is NULL or valid for writing a `size_t`.
  */
 enum tw_status tw_poll(struct tw_wheel *w, size_t *ran);
+
+/**
+ * For a wheel on a virtual clock: moves its time forward by `ms` milliseconds and runs
+ * every callback that falls due on the way, on the calling thread, in deadline order, with
+ * the clock standing at each one's deadline (rounded up to the tick): periodic runs, and
+ * timers that callbacks add or reset, run in the same call when they fall due by its end.
+ * Stores how many callbacks ran in `*ran`.
+ *
+ * Returns TW_OK, or (and the clock does not move):
+ * - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is on the real clock.
+ * - TW_ERR_BUSY: called from inside a callback or drop of this wheel.
+ * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+ * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; `ran` is NULL or valid for writing a `size_t`.
+ */
+enum tw_status tw_advance(struct tw_wheel *w, uint64_t ms, size_t *ran);
+
+/**
+ * For a wheel on a virtual clock: moves its time to the next deadline (rounded up to the
+ * tick) and runs what is due there, as tw_advance does; stores how many ran in `*ran`. With
+ * no timer pending, the clock stays and `*ran` is 0.
+ *
+ * Returns TW_OK, or the errors of tw_advance.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; `ran` is NULL or valid for writing a `size_t`.
+ */
+enum tw_status tw_advance_to_next(struct tw_wheel *w, size_t *ran);
+
+/**
+ * The wheel's wall clock in milliseconds since the Unix epoch, the clock tw_add_at
+ * follows: a virtual clock's time, or the system clock on the real clock.
+ *
+ * Bad input: `w` NULL returns INT64_MIN.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel.
+ */
+int64_t tw_now_ms(const struct tw_wheel *w);
 
 /**
  * Adds a one-shot timer: `cb(id, user_data)` runs once, not before `delay_ms` has passed

@@ -22,6 +22,10 @@ func twgoFire(handle C.uintptr_t) {
 
 // run calls the timer's func, recovering and counting a panic so that the wheel goes on.
 func (t *Timer) run() {
+	if t.w.virtual {
+		t.w.inCallback.Add(1)
+		defer t.w.inCallback.Add(-1)
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			t.w.panicked(v)

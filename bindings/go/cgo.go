@@ -156,6 +156,26 @@ func cStatusText(status C.tw_status) string {
 	return C.GoString(C.tw_status_str(status))
 }
 
+// cAdvance moves a virtual clock forward by d (rounded up to the millisecond) and runs
+// what falls due; how many ran.
+func cAdvance(w cWheel, d time.Duration) (int, error) {
+	var ran C.size_t
+	err := statusErr(C.tw_advance(w, C.uint64_t(millis(d)), &ran))
+	return int(ran), err
+}
+
+// cAdvanceToNext moves a virtual clock to the next deadline and runs what is due there.
+func cAdvanceToNext(w cWheel) (int, error) {
+	var ran C.size_t
+	err := statusErr(C.tw_advance_to_next(w, &ran))
+	return int(ran), err
+}
+
+// cNowMs is the wheel's clock in Unix ms: a virtual clock's time, or the system clock.
+func cNowMs(w cWheel) int64 {
+	return int64(C.tw_now_ms(w))
+}
+
 // cVersion is the library's version string.
 func cVersion() string {
 	return C.GoString(C.tw_version())

@@ -27,6 +27,10 @@ type Config struct {
 	// MaxTimers bounds the pending timers; an add beyond it fails with ErrFull. Default:
 	// no limit.
 	MaxTimers int
+	// VirtualStart, if set, puts the wheel on a virtual clock that starts at this time:
+	// time moves only by Advance and AdvanceToNext, which run the due callbacks on the
+	// calling goroutine, and the wheel has no threads. For tests of timer logic.
+	VirtualStart time.Time
 	// OnPanic, if set, is called with the value of every panic recovered from a callback,
 	// on the callback's thread, after the panic has been counted in Stats.CallbackPanics.
 	// A panic in OnPanic itself is dropped.
@@ -59,6 +63,10 @@ func (c Config) toC() (C.tw_config, error) {
 		cfg.worker_keepalive_ms = C.uint64_t(ceilDiv(c.WorkerKeepalive, time.Millisecond))
 	}
 	cfg.max_timers = C.uint64_t(c.MaxTimers)
+	if !c.VirtualStart.IsZero() {
+		cfg.clock = C.TW_CLOCK_VIRTUAL
+		cfg.virtual_start_unix_ms = C.int64_t(c.VirtualStart.UnixMilli())
+	}
 	if why := cConfigCheck(cfg); why != "" {
 		return cfg, fmt.Errorf("%w: %s", ErrInvalid, why)
 	}

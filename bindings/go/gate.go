@@ -31,6 +31,12 @@ func (g *gate) exit() {
 // close refuses every later call and waits until the calls inside have left. It reports
 // whether this was the call that closed the gate.
 func (g *gate) close() bool {
+	return g.closeAllowing(0)
+}
+
+// closeAllowing is close, waiting only until at most `inside` calls are left inside: an
+// Advance whose callback is closing the wheel stays inside until that callback returns.
+func (g *gate) closeAllowing(inside int64) bool {
 	for {
 		n := g.n.Load()
 		if n >= closedBit {
@@ -42,7 +48,7 @@ func (g *gate) close() bool {
 	}
 	// Calls into the wheel return quickly (none of them waits for a callback), so a short
 	// sleep between looks is enough.
-	for g.n.Load() != closedBit {
+	for g.n.Load() > closedBit+inside {
 		time.Sleep(20 * time.Microsecond)
 	}
 	return true

@@ -76,7 +76,7 @@ func (t *Timer) Reset(d time.Duration) bool {
 		_ = t.arm(d) // fails only when the wheel is closing or full: the timer stays stopped
 		return false
 	}
-	if due, _ := deadlines(now(), d); t.period == 0 && due >= t.armed {
+	if due, _ := deadlines(t.w.now(), d); t.period == 0 && due >= t.armed {
 		t.due = due
 		return true
 	}
@@ -90,7 +90,7 @@ func (t *Timer) move(d time.Duration) {
 	if !w.gate.enter() {
 		return
 	}
-	start := now()
+	start := w.now()
 	err := cReset(w.c, t.id, millis(d))
 	w.gate.exit()
 	if err != nil {
@@ -129,7 +129,7 @@ func (t *Timer) expire(h uintptr) bool {
 	if t.handle != h {
 		return false
 	}
-	if rest := t.due - now(); rest > 0 {
+	if rest := t.due - t.w.now(); rest > 0 {
 		t.handle = 0
 		if t.arm(time.Duration(rest)) == nil {
 			t.w.counts.rearmed.Add(1)

@@ -24,6 +24,12 @@ type Wheel struct {
 	// onPanic is called with the value of each recovered callback panic.
 	onPanic func(v any)
 
+	// virtual: on a virtual clock, whose callbacks run inside Advance. advanceMu lets one
+	// Advance run at a time; inCallback counts its callbacks running (0 or 1).
+	virtual    bool
+	advanceMu  sync.Mutex
+	inCallback atomic.Int64
+
 	finalMu sync.Mutex
 	final   Stats // the counters at Close, read once the wheel is gone
 }
@@ -39,7 +45,7 @@ func New(cfg Config) (*Wheel, error) {
 		return nil, err
 	}
 	openWheels.Add(1)
-	w := &Wheel{c: c, err: ErrClosed, onPanic: cfg.OnPanic}
+	w := &Wheel{c: c, err: ErrClosed, onPanic: cfg.OnPanic, virtual: !cfg.VirtualStart.IsZero()}
 	runtime.SetFinalizer(w, (*Wheel).Close)
 	return w, nil
 }
@@ -113,7 +119,9 @@ func (w *Wheel) Stats() Stats {
 // that callback: the wheel is then shut down as soon as the callback returns. Close does
 // nothing on the shared wheel of the package-level functions.
 func (w *Wheel) Close() error {
-	if w.shared || !w.gate.close() {
+	// From a callback of an Advance (or while one runs), the Advance stays inside the
+	// library until the callback returns: the library's destroy waits for it there.
+	if w.shared || !w.gate.closeAllowing(w.inCallback.Load()) {
 		return nil
 	}
 	before, err := cStats(w.c)

@@ -56,6 +56,7 @@ pub struct WheelArgs {
     pub worker_keepalive: Option<f64>,
     pub max_timers: Option<i64>,
     pub manual: Option<bool>,
+    pub virtual_start: Option<SystemTime>,
 }
 
 impl WheelArgs {
@@ -79,6 +80,7 @@ impl WheelArgs {
             config.max_timers = count("max_timers", n)?;
         }
         config.manual = self.manual.unwrap_or(config.manual);
+        config.virtual_start = self.virtual_start;
         config.validate().map_err(|err| invalid(err.to_string()))?;
         Ok(config)
     }
@@ -95,6 +97,12 @@ pub fn config_dict<'py>(py: Python<'py>, config: &Config) -> PyResult<Bound<'py,
     let max_timers = (config.max_timers != 0).then_some(config.max_timers);
     dict.set_item("max_timers", max_timers)?;
     dict.set_item("manual", config.manual)?;
+    let virtual_clock = config.virtual_start.map(|start| {
+        start
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64())
+    });
+    dict.set_item("virtual_clock", virtual_clock)?;
     Ok(dict)
 }
 

@@ -2,12 +2,13 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyTuple, PyType};
+use pyo3::types::{PyBool, PyDict, PyTuple, PyType};
 use timerwheel_core::{
     Config, Error, PerProcess, PeriodMode, Rejected, Runtime, SharedRuntime, TimerId,
 };
@@ -26,6 +27,18 @@ pub struct Wheel {
     closed: AtomicBool,
 }
 
+/// The start of the virtual clock `Wheel(virtual_clock=...)` asks for: a Unix time in
+/// seconds, True for the system clock's time now, None or False for the real clock.
+fn virtual_start(value: Option<Bound<'_, PyAny>>) -> PyResult<Option<SystemTime>> {
+    match value {
+        None => Ok(None),
+        Some(flag) if flag.is_instance_of::<PyBool>() => {
+            Ok(flag.is_truthy()?.then(SystemTime::now))
+        }
+        Some(start) => unix_time(start.extract::<f64>()?).map(Some),
+    }
+}
+
 /// The task for `callback(*args, **kwargs)`, or a TypeError if it cannot be called.
 fn task(
     callback: Bound<'_, PyAny>,
@@ -42,6 +55,22 @@ fn task(
 }
 
 impl Wheel {
+    /// Runs `step` (an advance of the virtual clock) without holding the GIL, which the
+    /// callbacks take.
+    fn drive_virtual(
+        &self,
+        py: Python<'_>,
+        what: &str,
+        step: impl FnOnce(&Runtime<PyTask>) -> Result<usize, Error> + Send,
+    ) -> PyResult<usize> {
+        match py.detach(|| step(&self.rt)) {
+            Err(Error::Invalid) => Err(wrong_mode(&format!(
+                "{what}() needs a Wheel(virtual_clock=...)"
+            ))),
+            result => result.map_err(|err| to_py(err, what)),
+        }
+    }
+
     /// The handle of an accepted timer, or the exception for a refused one (whose task,
     /// handed back, is dropped here while the GIL is held).
     fn added(&self, result: Result<TimerId, Rejected<PyTask>>, what: &str) -> PyResult<Timer> {
@@ -62,7 +91,8 @@ impl Wheel {
     /// has the attribute `_shared_default`), the shared runtime of this process.
     #[new]
     #[classmethod]
-    #[pyo3(signature = (tick=None, min_workers=None, max_workers=None, worker_keepalive=None, max_timers=None, manual=None))]
+    #[pyo3(signature = (tick=None, min_workers=None, max_workers=None, worker_keepalive=None, max_timers=None, manual=None, virtual_clock=None))]
+    #[allow(clippy::too_many_arguments)] // the keyword arguments of Wheel(...)
     fn new(
         cls: &Bound<'_, PyType>,
         tick: Option<f64>,
@@ -71,6 +101,7 @@ impl Wheel {
         worker_keepalive: Option<f64>,
         max_timers: Option<i64>,
         manual: Option<bool>,
+        virtual_clock: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let rt = if cls.hasattr(intern!(cls.py(), "_shared_default"))? {
             let shared = SHARED.get().ok_or(Error::Invalid);
@@ -83,6 +114,7 @@ impl Wheel {
                 worker_keepalive,
                 max_timers,
                 manual,
+                virtual_start: virtual_start(virtual_clock)?,
             };
             Arc::new(Runtime::new(args.config()?).map_err(|err| to_py(err, "Wheel"))?)
         };
@@ -197,6 +229,30 @@ impl Wheel {
     /// Seconds until the next deadline (0.0 if one is due), None if no timer is pending.
     fn next_timeout(&self) -> Option<f64> {
         self.rt.next_timeout().map(|d| d.as_secs_f64())
+    }
+
+    /// Virtual clock (`Wheel(virtual_clock=...)`): moves time forward by `seconds` and runs
+    /// every callback that falls due on the way, on this thread, in deadline order; returns
+    /// how many ran.
+    fn advance(&self, py: Python<'_>, seconds: f64) -> PyResult<usize> {
+        let by = self::seconds("seconds", seconds)?;
+        self.drive_virtual(py, "advance", |rt| rt.advance(by))
+    }
+
+    /// Virtual clock: moves time to the next deadline and runs what is due there; returns
+    /// how many ran (0, the clock unmoved, when no timer is pending).
+    fn advance_to_next(&self, py: Python<'_>) -> PyResult<usize> {
+        self.drive_virtual(py, "advance_to_next", |rt| rt.advance_to_next())
+    }
+
+    /// The wheel's clock as a Unix time in seconds (as `time.time()`): the virtual clock,
+    /// or the system clock.
+    fn now(&self) -> f64 {
+        let now = self.rt.now();
+        match now.duration_since(SystemTime::UNIX_EPOCH) {
+            Ok(after) => after.as_secs_f64(),
+            Err(before) => -before.duration().as_secs_f64(),
+        }
     }
 }
 

@@ -61,6 +61,9 @@ static void null_wheel(void) {
     CHECK_STATUS(tw_get_stats(NULL, &stats), TW_ERR_INVALID);
     CHECK(tw_next_timeout_ms(NULL) == -1);
     CHECK_STATUS(tw_poll(NULL, &ran), TW_ERR_INVALID);
+    CHECK_STATUS(tw_advance(NULL, 1, &ran), TW_ERR_INVALID);
+    CHECK_STATUS(tw_advance_to_next(NULL, &ran), TW_ERR_INVALID);
+    CHECK(tw_now_ms(NULL) == INT64_MIN);
     CHECK_STATUS(tw_destroy(NULL), TW_ERR_INVALID);
     CHECK(id == 0);
     CHECK_NOTHING_CALLED(runs, dropped);
@@ -94,6 +97,8 @@ static void null_out_pointer(void) {
     CHECK_STATUS(tw_add_at(w, 0, count_cb, NULL, count_drop, NULL), TW_ERR_INVALID);
     CHECK_STATUS(tw_get_stats(w, NULL), TW_ERR_INVALID);
     CHECK_STATUS(tw_poll(w, NULL), TW_ERR_INVALID);
+    CHECK_STATUS(tw_advance(w, 1, NULL), TW_ERR_INVALID);
+    CHECK_STATUS(tw_advance_to_next(w, NULL), TW_ERR_INVALID);
     tw_config_init(NULL); /* no-op */
     CHECK_OK(tw_destroy(w));
     CHECK_NOTHING_CALLED(runs, dropped);
@@ -158,6 +163,8 @@ static void bad_values(void) {
     CHECK_NOTHING_CALLED(runs, dropped);
     size_t ran = 0;
     CHECK_STATUS(tw_poll(w, &ran), TW_ERR_INVALID); /* not a manual wheel */
+    CHECK_STATUS(tw_advance(w, 1, &ran), TW_ERR_INVALID); /* not a virtual clock */
+    CHECK_STATUS(tw_advance_to_next(w, &ran), TW_ERR_INVALID);
     CHECK_STATUS(tw_record_callback_failure(), TW_ERR_INVALID); /* not from a callback */
     tw_stats stats;
     CHECK_OK(tw_get_stats(w, &stats));
@@ -167,6 +174,9 @@ static void bad_values(void) {
     tw_config_init(&cfg);
     cfg.tick_us = 99;
     tw_wheel *none = NULL;
+    CHECK_STATUS(tw_create(&cfg, &none), TW_ERR_INVALID);
+    tw_config_init(&cfg);
+    cfg.clock = 2; /* not a tw_clock */
     CHECK_STATUS(tw_create(&cfg, &none), TW_ERR_INVALID);
     CHECK(none == NULL);
     CHECK_OK(tw_destroy(w));

@@ -180,9 +180,9 @@ static void test_config_check_names_the_field(void) {
     cfg.max_workers = 5000;
     message = tw_config_check(&cfg);
     CHECK(message != NULL && strstr(message, "max_workers 5000") == message);
-    cfg.reserved = 1;
+    cfg.clock = 7;
     message = tw_config_check(&cfg);
-    CHECK(message != NULL && strstr(message, "reserved 1") == message);
+    CHECK(message != NULL && strstr(message, "clock 7") == message);
 }
 
 /* ---- firing ------------------------------------------------------------------------ */

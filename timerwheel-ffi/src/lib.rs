@@ -17,8 +17,10 @@ mod time;
 mod types;
 
 // The exported functions, in the order the header lists them: the wheel's life cycle,
-// timers, a callback's report of its failure, static strings.
+// a virtual clock, timers, a callback's report of its failure, static strings.
 pub mod wheel;
+
+pub mod virtual_clock;
 
 pub mod timers;
 
@@ -33,8 +35,9 @@ pub use timers::{
     tw_add, tw_add_at, tw_add_periodic, tw_add_periodic_ns, tw_delete, tw_delete_sync, tw_reset,
 };
 pub use types::{
-    tw_callback, tw_config, tw_drop_fn, tw_period_mode, tw_stats, tw_status, tw_timer_id,
+    tw_callback, tw_clock, tw_config, tw_drop_fn, tw_period_mode, tw_stats, tw_status, tw_timer_id,
 };
+pub use virtual_clock::{tw_advance, tw_advance_to_next, tw_now_ms};
 pub use wheel::{
     tw_config_check, tw_config_init, tw_create, tw_default, tw_destroy, tw_get_stats,
     tw_next_timeout_ms, tw_poll,

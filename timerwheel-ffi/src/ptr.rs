@@ -47,13 +47,13 @@ pub unsafe fn config(cfg: *const tw_config) -> Result<Config, ConfigFault> {
                 .to_owned(),
         )
     })?;
-    if cfg.reserved != 0 {
-        let reserved = cfg.reserved;
-        return Err(ConfigFault(format!(
-            "reserved {reserved} is out of range: 0..=0"
-        )));
-    }
-    let config = Config::from(&cfg);
+    let config = Config::try_from(&cfg).map_err(|_| {
+        let (clock, start) = (cfg.clock, cfg.virtual_start_unix_ms);
+        ConfigFault(format!(
+            "clock {clock} (virtual_start_unix_ms {start}) is not valid: clock is \
+             TW_CLOCK_MONOTONIC or TW_CLOCK_VIRTUAL"
+        ))
+    })?;
     config.validate().map_err(|e| ConfigFault(e.to_string()))?;
     Ok(config)
 }

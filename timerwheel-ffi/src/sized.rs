@@ -24,7 +24,7 @@ pub unsafe trait SizedStruct: Copy {
 
 // SAFETY: tw_config is repr(C), starts with `size: usize`, and has only integer fields.
 unsafe impl SizedStruct for tw_config {
-    const FIRST_SIZE: usize = offset_of!(tw_config, reserved) + size_of::<u32>();
+    const FIRST_SIZE: usize = offset_of!(tw_config, virtual_start_unix_ms) + size_of::<i64>();
 
     fn set_size(&mut self, size: usize) {
         self.size = size;
@@ -116,10 +116,12 @@ mod tests {
             offset_of!(tw_config, worker_keepalive_ms),
             offset_of!(tw_config, max_timers),
             offset_of!(tw_config, manual),
-            offset_of!(tw_config, reserved),
+            offset_of!(tw_config, clock),
+            offset_of!(tw_config, virtual_start_unix_ms),
         ];
-        assert_eq!(config, [0, 8, 16, 20, 24, 32, 40, 44]);
-        assert_eq!(tw_config::FIRST_SIZE, 48);
+        assert_eq!(config, [0, 8, 16, 20, 24, 32, 40, 44, 48]);
+        assert_eq!(tw_config::FIRST_SIZE, 56);
+        assert_eq!(size_of::<tw_config>(), 56, "no padding at the end");
         assert_eq!(offset_of!(tw_stats, pending), 8);
         assert_eq!(offset_of!(tw_stats, late_max_us), 112);
         assert_eq!(tw_stats::FIRST_SIZE, 128);

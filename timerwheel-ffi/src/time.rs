@@ -15,6 +15,14 @@ pub fn unix_time(ms: i64) -> Result<SystemTime, tw_status> {
     when.ok_or(tw_status::TW_ERR_INVALID)
 }
 
+/// Milliseconds since the Unix epoch (negative before it), rounded down, saturating.
+pub fn unix_ms(when: SystemTime) -> i64 {
+    match when.duration_since(UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_millis()).unwrap_or(i64::MAX),
+        Err(before) => -ceil_ms(before.duration()),
+    }
+}
+
 /// A duration as whole milliseconds, rounded up (a wait never ends before the deadline),
 /// clamped to `i64::MAX`.
 pub fn ceil_ms(d: Duration) -> i64 {
@@ -46,5 +54,14 @@ mod tests {
             Ok(UNIX_EPOCH - Duration::from_millis(1500))
         );
         assert!(unix_time(i64::MIN).is_ok());
+    }
+
+    #[test]
+    fn unix_ms_rounds_down_both_sides_of_the_epoch() {
+        for ms in [0, 1500, -1500, 1_704_067_200_000] {
+            assert_eq!(unix_ms(unix_time(ms).unwrap()), ms);
+        }
+        assert_eq!(unix_ms(UNIX_EPOCH + Duration::from_micros(1500)), 1);
+        assert_eq!(unix_ms(UNIX_EPOCH - Duration::from_micros(1500)), -2);
     }
 }

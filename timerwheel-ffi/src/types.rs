@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use timerwheel_core::{Config, Error, PeriodMode, Stats, TimerId};
 
+use crate::time::{unix_ms, unix_time};
+
 /// The id of a timer, unique to its wheel. 0 never names a timer.
 ///
 /// Ids are generational: the id of a timer that has ended reaches a later timer in the
@@ -72,6 +74,18 @@ pub enum tw_period_mode {
     TW_FIXED_DELAY = 1,
 }
 
+/// How a wheel tells time (`tw_config.clock`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum tw_clock {
+    /// The real clock: CLOCK_MONOTONIC for delays, the system clock for tw_add_at.
+    TW_CLOCK_MONOTONIC = 0,
+    /// A virtual clock: it starts at `virtual_start_unix_ms` and moves only by tw_advance
+    /// and tw_advance_to_next, which run the callbacks due on the calling thread. The wheel
+    /// has no threads (as `manual`).
+    TW_CLOCK_VIRTUAL = 1,
+}
+
 /// A `tw_status` as C passes it in: any value of the underlying integer, so that an
 /// unknown value is an error rather than undefined behaviour. The header names it
 /// `tw_status` (same ABI as the C enum).
@@ -123,9 +137,12 @@ pub struct tw_config {
     pub max_timers: u64,
     /// Nonzero = no threads: the caller drives time with tw_poll and tw_next_timeout_ms.
     pub manual: u32,
-    /// 0 (tw_create refuses anything else). Makes the end of the struct explicit, so that
-    /// every field added later makes sizeof(tw_config) larger.
-    pub reserved: u32,
+    /// A `tw_clock`: TW_CLOCK_MONOTONIC (0, the default) or TW_CLOCK_VIRTUAL (tw_create
+    /// refuses anything else).
+    pub clock: u32,
+    /// A virtual clock's start on the wall clock, in ms since the Unix epoch: default 0.
+    /// Ignored on the real clock.
+    pub virtual_start_unix_ms: i64,
 }
 
 impl From<&Config> for tw_config {
@@ -139,21 +156,36 @@ impl From<&Config> for tw_config {
                 .unwrap_or(u64::MAX),
             max_timers: u64::try_from(config.max_timers).unwrap_or(u64::MAX),
             manual: u32::from(config.manual),
-            reserved: 0,
+            clock: match config.virtual_start {
+                Some(_) => tw_clock::TW_CLOCK_VIRTUAL as u32,
+                None => tw_clock::TW_CLOCK_MONOTONIC as u32,
+            },
+            virtual_start_unix_ms: config.virtual_start.map_or(0, unix_ms),
         }
     }
 }
 
-impl From<&tw_config> for Config {
-    fn from(config: &tw_config) -> Self {
-        Config {
+impl TryFrom<&tw_config> for Config {
+    type Error = tw_status;
+
+    /// `TW_ERR_INVALID` for an unknown clock.
+    fn try_from(config: &tw_config) -> Result<Self, tw_status> {
+        let virtual_start = match config.clock {
+            c if c == tw_clock::TW_CLOCK_MONOTONIC as u32 => None,
+            c if c == tw_clock::TW_CLOCK_VIRTUAL as u32 => {
+                Some(unix_time(config.virtual_start_unix_ms)?)
+            }
+            _ => return Err(tw_status::TW_ERR_INVALID),
+        };
+        Ok(Config {
             tick: Duration::from_micros(config.tick_us),
             min_workers: config.min_workers as usize,
             max_workers: config.max_workers as usize,
             worker_keepalive: Duration::from_millis(config.worker_keepalive_ms),
             max_timers: usize::try_from(config.max_timers).unwrap_or(usize::MAX),
             manual: config.manual != 0,
-        }
+            virtual_start,
+        })
     }
 }
 

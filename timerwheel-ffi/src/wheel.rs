@@ -13,8 +13,8 @@ use crate::time::ceil_ms;
 use crate::types::{tw_config, tw_stats, tw_status};
 
 /// Fills `*cfg` with the defaults: tick_us 1000, min_workers 1, max_workers = number of
-/// CPUs, worker_keepalive_ms 1000, max_timers 0 (unlimited), manual 0; and size =
-/// sizeof(tw_config), reserved 0.
+/// CPUs, worker_keepalive_ms 1000, max_timers 0 (unlimited), manual 0, clock
+/// TW_CLOCK_MONOTONIC, virtual_start_unix_ms 0; and size = sizeof(tw_config).
 ///
 /// Bad input: `cfg` NULL does nothing.
 ///
@@ -64,7 +64,8 @@ fn keep_message(message: String) -> *const c_char {
     })
 }
 
-/// Creates a wheel and starts its threads (none when `cfg->manual`); `*out` receives it.
+/// Creates a wheel and starts its threads (none when `cfg->manual` or on a virtual clock);
+/// `*out` receives it.
 /// `cfg` NULL means every default. Free the wheel with tw_destroy.
 ///
 /// Reads the first `cfg->size` bytes of `*cfg` (0: the layout of 0.2.0); fields past them
@@ -73,7 +74,7 @@ fn keep_message(message: String) -> *const c_char {
 /// Returns TW_OK, or (and `*out` is left untouched):
 /// - TW_ERR_INVALID: `out` NULL; a config that tw_config_check refuses (a field out of
 ///   its range, given at each field of tw_config; `size` from 1 to sizeof(size_t) - 1;
-///   `reserved` or bytes past this version's struct not 0); or the tick thread could not be
+///   `clock` not a tw_clock, or bytes past this version's struct not 0); or the tick thread could not be
 ///   started.
 ///
 /// # Safety

@@ -1,6 +1,6 @@
 """Type stubs of the native module ``timerwheel._timerwheel``."""
 
-from typing import Any, Callable, Dict, Optional, Type, final
+from typing import Any, Callable, Dict, Optional, Type, Union, final
 
 __version__: str
 
@@ -29,6 +29,7 @@ class _Wheel:
         worker_keepalive: Optional[float] = None,
         max_timers: Optional[int] = None,
         manual: Optional[bool] = None,
+        virtual_clock: Union[float, bool, None] = None,
     ) -> "_Wheel": ...
     def call_later(
         self, delay: float, callback: Callable[..., object], /, *args: Any, **kwargs: Any
@@ -70,6 +71,17 @@ class _Wheel:
         """Manual mode: runs the due callbacks on this thread; returns how many ran."""
     def next_timeout(self) -> Optional[float]:
         """Seconds until the next deadline (0.0 if one is due), None if none is pending."""
+    def advance(self, seconds: float) -> int:
+        """Virtual clock: moves time forward by ``seconds`` and runs every callback that
+        falls due on the way, on this thread, in deadline order (including the timers
+        those callbacks add); returns how many ran. RuntimeError on the real clock,
+        TimerwheelBusyError from one of this wheel's callbacks."""
+    def advance_to_next(self) -> int:
+        """Virtual clock: moves time to the next deadline and runs what is due there;
+        returns how many ran (0, the clock unmoved, when no timer is pending)."""
+    def now(self) -> float:
+        """The wheel's clock as a Unix time in seconds: the virtual clock, or the system
+        clock (``time.time()``)."""
 
 @final
 class Timer:

@@ -6,7 +6,7 @@ import asyncio
 import atexit
 import weakref
 from types import TracebackType
-from typing import Any, Optional, Type, TypeVar
+from typing import Any, Optional, Type, TypeVar, Union
 
 from . import _asyncio
 from ._timerwheel import _exiting, _Wheel
@@ -34,6 +34,11 @@ class Wheel(_Wheel):
     - ``max_timers``: the most pending timers (None: no limit); beyond it adds raise
       ``TimerwheelFullError``.
     - ``manual``: no threads at all; the caller runs due callbacks with ``poll()``.
+    - ``virtual_clock``: a clock that moves only by ``advance(seconds)`` and
+      ``advance_to_next()``, which run the due callbacks on the calling thread (no threads,
+      as ``manual``); its start as a Unix time in seconds, or True for ``time.time()``.
+      ``now()`` reads it; ``call_at`` follows it. For tests of timer logic: a month of
+      schedules runs in milliseconds, in the same order every time.
 
     A setting out of its range raises ``ValueError``, naming the setting and its range.
 
@@ -52,6 +57,7 @@ class Wheel(_Wheel):
         worker_keepalive: Optional[float] = None,
         max_timers: Optional[int] = None,
         manual: Optional[bool] = None,
+        virtual_clock: Union[float, bool, None] = None,
     ) -> None:
         # The arguments were taken by the native constructor (__new__).
         _wheels.add(self)

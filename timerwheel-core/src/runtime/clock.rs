@@ -1,8 +1,13 @@
 //! The soft clock: ticks counted on `CLOCK_MONOTONIC` (`Instant`) from the runtime's start.
 //! Every reading comes from the real clock, so a late wake-up never accumulates into drift,
 //! and deadlines round up to the tick, so nothing fires early.
+//!
+//! A virtual clock reads a counter instead, which only [`Clock::move_to`] moves (see
+//! `virtual_clock.rs`); its wall clock is its start time plus that counter. The real clock
+//! pays one branch on a field set at start for it.
 
 use std::cmp::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, SystemTime};
 
 use super::sync::time::{system_now, Instant};
@@ -44,6 +49,11 @@ impl PartialOrd for Deadline {
 pub(crate) struct Clock {
     origin: Instant,
     tick_ns: u64,
+    /// A virtual clock: the wall-clock time at its origin. `None`: the real clock.
+    virtual_start: Option<SystemTime>,
+    /// A virtual clock's time, in nanoseconds since the origin. Std's atomic under loom
+    /// too: the models run the real clock.
+    virtual_ns: AtomicU64,
     /// Unit tests step the system clock as this runtime sees it, in nanoseconds.
     #[cfg(test)]
     pub(crate) wall_step_ns: std::sync::atomic::AtomicI64,
@@ -54,14 +64,37 @@ impl Clock {
         Clock {
             origin: Instant::now(),
             tick_ns: tick.as_nanos().max(1) as u64,
+            virtual_start: None,
+            virtual_ns: AtomicU64::new(0),
             #[cfg(test)]
             wall_step_ns: std::sync::atomic::AtomicI64::new(0),
         }
     }
 
-    /// The system clock now.
+    /// A virtual clock at `start` on its wall clock: it stands still until moved.
+    pub(crate) fn new_virtual(tick: Duration, start: SystemTime) -> Self {
+        Clock {
+            virtual_start: Some(start),
+            ..Clock::new(tick)
+        }
+    }
+
+    pub(crate) fn is_virtual(&self) -> bool {
+        self.virtual_start.is_some()
+    }
+
+    /// Moves a virtual clock forward to `ns` since the origin (never back).
+    pub(crate) fn move_to(&self, ns: u64) {
+        debug_assert!(self.is_virtual(), "only a virtual clock moves on demand");
+        self.virtual_ns.fetch_max(ns, Relaxed);
+    }
+
+    /// The wall clock now: the system clock, or a virtual clock's own.
     pub(crate) fn wall_now(&self) -> SystemTime {
-        let now = system_now();
+        let now = match self.virtual_start {
+            Some(start) => start + Duration::from_nanos(self.elapsed_ns()),
+            None => system_now(),
+        };
         #[cfg(test)]
         let now = {
             let step = self.wall_step_ns.load(std::sync::atomic::Ordering::Relaxed);
@@ -93,7 +126,11 @@ impl Clock {
     }
 
     /// Nanoseconds since the origin.
+    #[inline]
     pub(crate) fn elapsed_ns(&self) -> u64 {
+        if self.virtual_start.is_some() {
+            return self.virtual_ns.load(Relaxed);
+        }
         saturate(self.origin.elapsed().as_nanos())
     }
 
@@ -154,7 +191,7 @@ impl Clock {
     }
 
     /// The system clock minus the monotonic one, in nanoseconds: constant unless the
-    /// system clock is stepped.
+    /// system clock is stepped (and always for a virtual clock).
     pub(crate) fn wall_offset_ns(&self) -> i128 {
         let wall = self
             .wall_now()

@@ -2,7 +2,7 @@
 
 use std::fmt::{self, Debug};
 use std::ops::RangeInclusive;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::{Error, Runtime, Task};
 
@@ -31,6 +31,10 @@ pub struct Config {
     pub max_timers: usize,
     /// No threads at all: the caller drives time with `poll` and `next_timeout`.
     pub manual: bool,
+    /// A virtual clock starting at this wall-clock time: time moves only when the caller
+    /// says so (`Runtime::advance`), and there are no threads (as `manual`). `None`: the
+    /// real clock.
+    pub virtual_start: Option<SystemTime>,
 }
 
 impl Default for Config {
@@ -42,6 +46,7 @@ impl Default for Config {
             worker_keepalive: Duration::from_secs(1),
             max_timers: 0,
             manual: false,
+            virtual_start: None,
         }
     }
 }
@@ -147,6 +152,12 @@ impl Builder {
     /// Runs without threads: the caller drives `poll`.
     pub fn manual(mut self, manual: bool) -> Self {
         self.config.manual = manual;
+        self
+    }
+
+    /// Runs on a virtual clock that starts at the wall-clock time `start`.
+    pub fn virtual_clock(mut self, start: SystemTime) -> Self {
+        self.config.virtual_start = Some(start);
         self
     }
 

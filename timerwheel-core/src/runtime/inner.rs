@@ -165,7 +165,10 @@ fn drop_task<T>(task: T, panics: &AtomicU64) {
 
 impl<T: Task> Inner<T> {
     pub(crate) fn new(config: Config, shared: bool) -> Self {
-        let clock = Clock::new(config.tick);
+        let clock = match config.virtual_start {
+            Some(start) => Clock::new_virtual(config.tick, start),
+            None => Clock::new(config.tick),
+        };
         let wall_offset = AtomicI64::new(saturate_i64(clock.wall_offset_ns()));
         // One shard under loom too: the models follow timers through their shard, and the
         // shard hints, counted across model runs, would make one run differ from the next.

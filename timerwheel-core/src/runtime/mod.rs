@@ -4,6 +4,7 @@
 //! | file          | responsibility                                              |
 //! |---------------|-------------------------------------------------------------|
 //! | `clock.rs`    | ticks on `CLOCK_MONOTONIC`, rounding deadlines up           |
+//! | `virtual_clock.rs` | time moved by the caller: `advance`, `advance_to_next` |
 //! | `shard.rs`    | one wheel + bookkeeping under a lock; a timer's life cycle  |
 //! | `side.rs`     | what periodic and wall-clock timers keep beside the wheel   |
 //! | `periodic.rs` | where a periodic timer runs next (fixed rate, fixed delay)  |
@@ -44,6 +45,7 @@ mod sync;
 mod task;
 mod ticker;
 mod timer;
+mod virtual_clock;
 mod worker;
 
 use std::sync::Arc;
@@ -123,6 +125,9 @@ impl<T: Task> Runtime<T> {
 
     fn start(config: Config, shared: bool) -> Result<Self, Error> {
         config.validate()?;
+        // A virtual clock has no threads: nothing would move it.
+        let manual = config.manual || config.virtual_start.is_some();
+        let config = Config { manual, ..config };
         let inner = Arc::new(Inner::new(config, shared));
         fork::register(&inner);
         if !inner.config.manual {
@@ -231,6 +236,15 @@ impl<T: Task> Runtime<T> {
         if !self.inner.config.manual {
             return Err(Error::Invalid);
         }
+        self.drive(|inner| {
+            inner.advance_time();
+            run_queued(inner, usize::MAX)
+        })
+    }
+
+    /// Runs `step` on the calling thread as a poll (counted by the executor, so that a
+    /// shutdown waits for it) and returns what it returns: how many callbacks ran.
+    fn drive(&self, step: impl FnOnce(&Inner<T>) -> usize) -> Result<usize, Error> {
         self.inner.check_open()?;
         // A callback may shut the runtime down without waiting and let its owner free this
         // handle once the poll ends: the poll holds the runtime on its own.
@@ -238,8 +252,7 @@ impl<T: Task> Runtime<T> {
         if !inner.executor.begin_poll() {
             return Err(Error::Shutdown);
         }
-        inner.advance_time();
-        let ran = run_queued(&inner, usize::MAX);
+        let ran = step(&inner);
         inner.executor.end_poll();
         Ok(ran)
     }

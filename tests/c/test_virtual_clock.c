@@ -1,0 +1,286 @@
+/*
+ * A wheel on a virtual clock (tw_config.clock = TW_CLOCK_VIRTUAL): time moves only by
+ * tw_advance / tw_advance_to_next, which run the due callbacks on the calling thread.
+ * Every check is exact: nothing depends on the machine's speed.
+ */
+#include "check.h"
+
+#define START_MS INT64_C(1704067200000) /* 2024-01-01T00:00:00Z */
+#define MINUTE_MS UINT64_C(60000)
+#define DAY_MS (24 * 60 * MINUTE_MS)
+#define MAX_LOG 16384
+
+/* What ran, in order: a label and the virtual time (ms since START_MS). */
+typedef struct run_log {
+    tw_wheel *w;
+    size_t count;
+    long label[MAX_LOG];
+    int64_t at[MAX_LOG];
+} run_log;
+
+static run_log *log_new(tw_wheel *w) {
+    run_log *log = calloc(1, sizeof *log);
+    if (log != NULL) {
+        log->w = w;
+    }
+    return log;
+}
+
+static void log_run(run_log *log, long label) {
+    if (log->count < MAX_LOG) {
+        log->label[log->count] = label;
+        log->at[log->count] = tw_now_ms(log->w) - START_MS;
+    }
+    log->count++;
+}
+
+/* A labelled entry of a log, as a timer's user data. */
+typedef struct entry {
+    run_log *log;
+    long label;
+} entry;
+
+static entry *entry_new(run_log *log, long label) {
+    entry *e = malloc(sizeof *e);
+    if (e != NULL) {
+        e->log = log;
+        e->label = label;
+    }
+    return e;
+}
+
+static void on_run(tw_timer_id id, void *user_data) {
+    (void)id;
+    entry *e = user_data;
+    log_run(e->log, e->label);
+}
+
+static long drops;
+
+static void drop_entry(void *user_data) {
+    atomic_add(&drops, 1);
+    free(user_data);
+}
+
+static tw_wheel *virtual_wheel(void) {
+    tw_config cfg;
+    tw_config_init(&cfg);
+    cfg.clock = TW_CLOCK_VIRTUAL;
+    cfg.virtual_start_unix_ms = START_MS;
+    tw_wheel *w = NULL;
+    CHECK_OK(tw_create(&cfg, &w));
+    return w;
+}
+
+/* Adds a one-shot that logs `label` after `delay_ms`. */
+static void add_logged(run_log *log, uint64_t delay_ms, long label) {
+    tw_timer_id id = 0;
+    CHECK_OK(tw_add(log->w, delay_ms, on_run, entry_new(log, label), drop_entry, &id));
+}
+
+static void a_fixed_rate_schedule_over_a_year_runs_at_its_exact_points(void) {
+    tw_wheel *w = virtual_wheel();
+    run_log *log = log_new(w);
+    if (w == NULL || log == NULL) {
+        return;
+    }
+    /* 90 min and 250 us: not a multiple of the 1 ms tick; each point rounds up alone. */
+    uint64_t period_ns = UINT64_C(5400000250000);
+    tw_timer_id id = 0;
+    CHECK_OK(tw_add_periodic_ns(w, period_ns, period_ns, TW_FIXED_RATE, on_run,
+                                entry_new(log, 0), drop_entry, &id));
+    size_t ran = 0;
+    CHECK_OK(tw_advance(w, 365 * DAY_MS, &ran));
+    size_t points = (size_t)(365 * DAY_MS * 1000000 / period_ns);
+    CHECK(ran == points && log->count == points);
+    for (size_t n = 1; n <= points && n <= MAX_LOG; n++) {
+        int64_t on_tick = (int64_t)((n * period_ns + 999999) / 1000000);
+        if (log->at[n - 1] != on_tick) {
+            CHECK(log->at[n - 1] == on_tick);
+            break;
+        }
+    }
+    CHECK(tw_now_ms(w) == START_MS + (int64_t)(365 * DAY_MS));
+    CHECK_OK(tw_destroy(w));
+    free(log);
+}
+
+/* A charge that adds a follow-up, a seeded delay after it. */
+typedef struct session {
+    entry charge;
+    uint64_t follow_up_ms;
+} session;
+
+static void on_charge(tw_timer_id id, void *user_data) {
+    (void)id;
+    session *s = user_data;
+    log_run(s->charge.log, s->charge.label);
+    add_logged(s->charge.log, s->follow_up_ms, -s->charge.label);
+}
+
+/* Runs a billing-like program with seeded delays for 30 virtual minutes. */
+static run_log *simulate(uint64_t seed) {
+    tw_wheel *w = virtual_wheel();
+    run_log *log = log_new(w);
+    session sessions[20];
+    if (w == NULL || log == NULL) {
+        return log;
+    }
+    for (long i = 0; i < 20; i++) {
+        seed = seed * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+        sessions[i] = (session){{log, i + 1}, (seed >> 20) % 5000};
+        tw_timer_id id = 0;
+        CHECK_OK(tw_add_periodic(w, (seed >> 33) % 60000, MINUTE_MS, TW_FIXED_RATE, on_charge,
+                                 &sessions[i], NULL, &id));
+    }
+    size_t ran = 0;
+    CHECK_OK(tw_advance(w, 30 * MINUTE_MS, &ran));
+    CHECK(ran == log->count);
+    CHECK_OK(tw_destroy(w));
+    return log;
+}
+
+static void the_same_program_runs_its_callbacks_in_the_same_order(void) {
+    run_log *first = simulate(7), *again = simulate(7), *other = simulate(8);
+    if (first == NULL || again == NULL || other == NULL) {
+        CHECK(0);
+    } else {
+        CHECK(first->count > 1000 && first->count == again->count);
+        size_t n = first->count < MAX_LOG ? first->count : MAX_LOG;
+        CHECK(memcmp(first->label, again->label, n * sizeof(long)) == 0);
+        CHECK(memcmp(first->at, again->at, n * sizeof(int64_t)) == 0);
+        CHECK(memcmp(first->label, other->label, n * sizeof(long)) != 0);
+    }
+    free(first);
+    free(again);
+    free(other);
+}
+
+static void on_first(tw_timer_id id, void *user_data) {
+    (void)id;
+    run_log *log = user_data;
+    log_run(log, 1);
+    add_logged(log, 0, 2);
+    add_logged(log, 5000, 3);
+    add_logged(log, 15000, 4);
+}
+
+static void timers_added_by_callbacks_run_in_the_same_advance_when_due(void) {
+    tw_wheel *w = virtual_wheel();
+    run_log *log = log_new(w);
+    if (w == NULL || log == NULL) {
+        return;
+    }
+    tw_timer_id id = 0;
+    size_t ran = 0;
+    CHECK_OK(tw_add(w, 10000, on_first, log, NULL, &id));
+    CHECK_OK(tw_advance(w, 20000, &ran));
+    CHECK(ran == 3 && log->count == 3);
+    CHECK(log->label[0] == 1 && log->label[1] == 2 && log->label[2] == 3);
+    CHECK(log->at[0] == 10000 && log->at[1] == 10000 && log->at[2] == 15000);
+    CHECK_OK(tw_advance_to_next(w, &ran));
+    CHECK(ran == 1 && log->at[3] == 25000);
+    CHECK_OK(tw_advance_to_next(w, &ran));
+    CHECK(ran == 0 && tw_now_ms(w) == START_MS + 25000);
+    CHECK_OK(tw_destroy(w));
+    free(log);
+}
+
+static void delete_and_drop_hold_in_virtual_time(void) {
+    tw_wheel *w = virtual_wheel();
+    run_log *log = log_new(w);
+    if (w == NULL || log == NULL) {
+        return;
+    }
+    atomic_set(&drops, 0);
+    tw_timer_id deleted = 0, fired = 0, periodic = 0, pending = 0;
+    CHECK_OK(tw_add(w, MINUTE_MS, on_run, entry_new(log, 1), drop_entry, &deleted));
+    CHECK_OK(tw_add(w, MINUTE_MS, on_run, entry_new(log, 2), drop_entry, &fired));
+    CHECK_OK(tw_add_periodic(w, MINUTE_MS, MINUTE_MS, TW_FIXED_DELAY, on_run, entry_new(log, 3),
+                             drop_entry, &periodic));
+    CHECK_OK(tw_add(w, DAY_MS, on_run, entry_new(log, 4), drop_entry, &pending));
+    CHECK_OK(tw_delete(w, deleted));
+    CHECK(atomic_get(&drops) == 1);
+    size_t ran = 0;
+    CHECK_OK(tw_advance(w, 3 * MINUTE_MS, &ran));
+    CHECK(ran == 4 && atomic_get(&drops) == 2);
+    CHECK(log->at[3] == 3 * (int64_t)MINUTE_MS);
+    CHECK_STATUS(tw_delete(w, fired), TW_ERR_NOT_FOUND);
+    CHECK_OK(tw_delete(w, periodic));
+    CHECK_STATUS(tw_delete(w, periodic), TW_ERR_NOT_FOUND);
+    CHECK_OK(tw_advance(w, 3 * MINUTE_MS, &ran));
+    CHECK(ran == 0 && atomic_get(&drops) == 3);
+    CHECK_OK(tw_destroy(w));
+    CHECK(atomic_get(&drops) == 4);
+    free(log);
+}
+
+static void add_at_follows_the_virtual_wall_clock(void) {
+    tw_wheel *w = virtual_wheel();
+    run_log *log = log_new(w);
+    if (w == NULL || log == NULL) {
+        return;
+    }
+    tw_timer_id id = 0;
+    size_t ran = 0;
+    CHECK_OK(tw_add_at(w, START_MS + (int64_t)DAY_MS, on_run, entry_new(log, 1), drop_entry,
+                       &id));
+    CHECK_OK(tw_advance(w, DAY_MS - 1, &ran));
+    CHECK(ran == 0);
+    CHECK_OK(tw_advance(w, 1, &ran));
+    CHECK(ran == 1 && log->at[0] == (int64_t)DAY_MS);
+    CHECK_OK(tw_destroy(w));
+    free(log);
+}
+
+static tw_status advanced_inside;
+
+static void advance_from_inside(tw_timer_id id, void *user_data) {
+    (void)id;
+    size_t ran = 0;
+    advanced_inside = tw_advance(user_data, 1, &ran);
+}
+
+static void advance_from_a_callback_is_busy(void) {
+    tw_wheel *w = virtual_wheel();
+    if (w == NULL) {
+        return;
+    }
+    tw_timer_id id = 0;
+    size_t ran = 0;
+    CHECK_OK(tw_add(w, 1000, advance_from_inside, w, NULL, &id));
+    CHECK_OK(tw_advance(w, 1000, &ran));
+    CHECK(ran == 1);
+    CHECK_STATUS(advanced_inside, TW_ERR_BUSY);
+    CHECK(tw_now_ms(w) == START_MS + 1000);
+    CHECK_OK(tw_destroy(w));
+}
+
+static void advance_is_for_virtual_wheels_only(void) {
+    tw_config cfg;
+    tw_config_init(&cfg);
+    cfg.manual = 1;
+    tw_wheel *w = NULL;
+    size_t ran = 7;
+    CHECK_OK(tw_create(&cfg, &w));
+    CHECK_STATUS(tw_advance(w, 1, &ran), TW_ERR_INVALID);
+    CHECK_STATUS(tw_advance_to_next(w, &ran), TW_ERR_INVALID);
+    CHECK(ran == 7);
+    CHECK_STATUS(tw_advance(NULL, 1, &ran), TW_ERR_INVALID);
+    CHECK_STATUS(tw_advance_to_next(w, NULL), TW_ERR_INVALID);
+    CHECK(tw_now_ms(NULL) == INT64_MIN);
+    int64_t system_ms = (int64_t)time(NULL) * 1000;
+    CHECK(llabs(tw_now_ms(w) - system_ms) < 60000); /* the real clock: the system clock */
+    CHECK_OK(tw_destroy(w));
+}
+
+int main(void) {
+    RUN(a_fixed_rate_schedule_over_a_year_runs_at_its_exact_points);
+    RUN(the_same_program_runs_its_callbacks_in_the_same_order);
+    RUN(timers_added_by_callbacks_run_in_the_same_advance_when_due);
+    RUN(delete_and_drop_hold_in_virtual_time);
+    RUN(add_at_follows_the_virtual_wall_clock);
+    RUN(advance_from_a_callback_is_busy);
+    RUN(advance_is_for_virtual_wheels_only);
+    return check_summary("test_virtual_clock");
+}

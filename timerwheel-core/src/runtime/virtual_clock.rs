@@ -1,0 +1,82 @@
+//! Time under the caller's control ([`Config::virtual_start`](super::Config)): the clock
+//! stands still until [`Runtime::advance`] or [`Runtime::advance_to_next`] moves it, and
+//! they run what falls due on the calling thread, as `poll` does.
+//!
+//! The clock moves from one tick with work to the next up to the target, never in one
+//! jump: at each stop it reads that tick's start, the callbacks due there run in deadline
+//! order, and whatever they schedule (a periodic timer's next run, a timer they add or
+//! reset) is in the wheel before the clock moves on. So a fixed-rate timer sees each of its
+//! points, a fixed-delay timer counts from the instant its callback returned (the instant it
+//! ran: virtual time does not pass during a callback), and the same program runs its
+//! callbacks in the same order every time.
+
+use std::time::{Duration, SystemTime};
+
+use super::inner::Inner;
+use super::worker::run_queued;
+use super::{Error, Runtime, Task};
+
+impl<T: Task> Runtime<T> {
+    /// Virtual clock: moves time forward by `by`, running on the calling thread every
+    /// callback that falls due on the way, in deadline order, with the clock at each one's
+    /// tick; returns how many ran. `Invalid` on the real clock; `Busy` from inside a
+    /// callback of this runtime (the run under way would no longer be in order).
+    pub fn advance(&self, by: Duration) -> Result<usize, Error> {
+        let by_ns = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        self.drive_virtual(|inner| {
+            let target_ns = inner.clock.elapsed_ns().saturating_add(by_ns);
+            run_until(inner, target_ns)
+        })
+    }
+
+    /// Virtual clock: moves time to the next tick at which a callback is due and runs what
+    /// is due there (including what those callbacks add due by then); returns how many ran,
+    /// 0 (the clock unmoved) when no timer is pending. Errors as [`advance`](Self::advance).
+    pub fn advance_to_next(&self) -> Result<usize, Error> {
+        self.drive_virtual(|inner| loop {
+            let Some(tick) = inner.next_expiry() else {
+                return 0;
+            };
+            let tick_ns = inner.clock.tick_start_ns(tick);
+            let ran = run_until(inner, tick_ns.max(inner.clock.elapsed_ns()));
+            if ran > 0 {
+                return ran;
+            }
+            // Only far timers moved closer there: on to the next stop.
+        })
+    }
+
+    /// The runtime's wall clock, the one [`add_at`](Self::add_at) follows: the virtual
+    /// clock's time, or the system clock.
+    pub fn now(&self) -> SystemTime {
+        self.inner.clock.wall_now()
+    }
+
+    fn drive_virtual(&self, step: impl FnOnce(&Inner<T>) -> usize) -> Result<usize, Error> {
+        if !self.inner.clock.is_virtual() {
+            return Err(Error::Invalid);
+        }
+        if self.inner.in_callback() {
+            return Err(Error::Busy);
+        }
+        self.drive(step)
+    }
+}
+
+/// Moves the virtual clock to `target_ns`, stopping at every tick with work on the way to
+/// run what is due there; returns how many callbacks ran.
+fn run_until<T: Task>(inner: &Inner<T>, target_ns: u64) -> usize {
+    let mut ran = 0;
+    loop {
+        let stop_ns = inner
+            .next_expiry()
+            .map(|tick| inner.clock.tick_start_ns(tick))
+            .filter(|&ns| ns <= target_ns);
+        inner.clock.move_to(stop_ns.unwrap_or(target_ns));
+        inner.advance_time();
+        ran += run_queued(inner, usize::MAX);
+        if stop_ns.is_none() {
+            return ran;
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! The virtual clock: time moves only by `advance` / `advance_to_next`, which run what falls
+//! due on the calling thread. Every check here is exact: nothing depends on the machine's
+//! speed.
+
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use timerwheel_core::{BoxTask, Error, PeriodMode, Runtime, TimerId};
+
+const MINUTE: Duration = Duration::from_secs(60);
+const DAY: Duration = Duration::from_secs(86_400);
+
+/// 2024-01-01T00:00:00Z.
+fn start() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_704_067_200)
+}
+
+fn virtual_runtime() -> Arc<Runtime> {
+    Arc::new(Runtime::builder().virtual_clock(start()).build().unwrap())
+}
+
+/// Virtual time since the start.
+fn since_start(rt: &Runtime) -> Duration {
+    rt.now().duration_since(start()).unwrap()
+}
+
+/// A shared log of what ran, with the virtual time it ran at.
+type Log = Arc<Mutex<Vec<(String, Duration)>>>;
+
+fn logger(rt: &Arc<Runtime>, log: &Log, name: impl Into<String>) -> BoxTask {
+    let (rt, log, name) = (Arc::downgrade(rt), Arc::clone(log), name.into());
+    Box::new(move |_| {
+        let now = since_start(&rt.upgrade().unwrap());
+        log.lock().unwrap().push((name.clone(), now));
+    })
+}
+
+fn times(log: &Log) -> Vec<Duration> {
+    log.lock().unwrap().iter().map(|(_, t)| *t).collect()
+}
+
+#[test]
+fn a_fixed_rate_schedule_over_a_year_runs_at_its_exact_points() {
+    let rt = virtual_runtime();
+    let log = Log::default();
+    // Not a multiple of the 1 ms tick: each point rounds up on its own, none drifts.
+    let period = Duration::from_secs(5400) + Duration::from_micros(250);
+    let mode = PeriodMode::FixedRate;
+    let task = logger(&rt, &log, "charge");
+    rt.add_periodic(period, period, mode, task).unwrap();
+    let year = 365 * DAY;
+    let ran = rt.advance(year).unwrap();
+    let runs = times(&log);
+    let points = (year.as_nanos() / period.as_nanos()) as u32;
+    assert_eq!((ran, runs.len()), (points as usize, points as usize));
+    for (n, &ran_at) in (1..=points).zip(&runs) {
+        let point = period * n;
+        let on_tick = Duration::from_millis(point.as_nanos().div_ceil(1_000_000) as u64);
+        assert_eq!(ran_at, on_tick, "run {n} of the point at {point:?}");
+    }
+    assert_eq!(since_start(&rt), year);
+}
+
+#[test]
+fn advance_runs_in_deadline_order_and_stops_at_the_target() {
+    let rt = virtual_runtime();
+    let log = Log::default();
+    for (name, secs) in [("c", 30), ("a", 10), ("late", 61), ("b", 20)] {
+        let task = logger(&rt, &log, name);
+        rt.add(Duration::from_secs(secs), task).unwrap();
+    }
+    assert_eq!(rt.advance(MINUTE), Ok(3));
+    let names: Vec<_> = log.lock().unwrap().iter().map(|(n, _)| n.clone()).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    assert_eq!(times(&log), [10, 20, 30].map(Duration::from_secs));
+    assert_eq!(since_start(&rt), MINUTE, "the clock stops at the target");
+    assert_eq!(rt.advance_to_next(), Ok(1));
+    assert_eq!(since_start(&rt), Duration::from_secs(61));
+    assert_eq!(rt.advance_to_next(), Ok(0), "nothing pending");
+    assert_eq!(
+        since_start(&rt),
+        Duration::from_secs(61),
+        "and the clock stays"
+    );
+}
+
+/// A billing-like program with a seeded choice of delays: sessions charge every minute,
+/// each charge may add a follow-up timer or push its session's idle timeout back.
+fn simulate(seed: u64) -> Vec<(String, Duration)> {
+    let rt = virtual_runtime();
+    let log = Log::default();
+    let mut state = seed;
+    let mut next = move |bound: u64| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) % bound
+    };
+    for session in 0..20 {
+        let delay = Duration::from_millis(next(60_000));
+        let idle = Duration::from_millis(next(600_000));
+        let (weak, log2) = (Arc::downgrade(&rt), Arc::clone(&log));
+        let mut record = logger(&rt, &log, format!("charge {session}"));
+        let follow_up = Duration::from_millis(next(5_000));
+        let charge = move |id| {
+            record(id);
+            let rt = weak.upgrade().unwrap();
+            let task = logger(&rt, &log2, format!("follow-up {session}"));
+            rt.add(follow_up, task).unwrap();
+        };
+        let mode = PeriodMode::FixedRate;
+        rt.add_periodic(delay, MINUTE, mode, Box::new(charge))
+            .unwrap();
+        let task = logger(&rt, &log, format!("idle {session}"));
+        rt.add(idle, task).unwrap();
+    }
+    rt.advance(30 * MINUTE).unwrap();
+    rt.shutdown().unwrap();
+    let log = log.lock().unwrap();
+    log.clone()
+}
+
+#[test]
+fn the_same_program_runs_its_callbacks_in_the_same_order() {
+    let first = simulate(7);
+    assert!(first.len() > 600, "{} runs", first.len());
+    assert!(first.windows(2).all(|w| w[0].1 <= w[1].1), "out of order");
+    assert_eq!(first, simulate(7));
+    assert_ne!(first, simulate(8), "the seed matters");
+}
+
+#[test]
+fn timers_added_by_callbacks_run_in_the_same_advance_when_due() {
+    let rt = virtual_runtime();
+    let log = Log::default();
+    let (weak, log2) = (Arc::downgrade(&rt), Arc::clone(&log));
+    let mut record = logger(&rt, &log, "first");
+    rt.add(
+        Duration::from_secs(10),
+        Box::new(move |id| {
+            record(id);
+            let rt = weak.upgrade().unwrap();
+            for (name, secs) in [("now", 0), ("soon", 5), ("beyond", 15)] {
+                let task = logger(&rt, &log2, name);
+                rt.add(Duration::from_secs(secs), task).unwrap();
+            }
+        }),
+    )
+    .unwrap();
+    assert_eq!(rt.advance(Duration::from_secs(20)), Ok(3));
+    let expected = [("first", 10), ("now", 10), ("soon", 15)]
+        .map(|(name, secs)| (name.to_string(), Duration::from_secs(secs)));
+    assert_eq!(*log.lock().unwrap(), expected);
+    assert_eq!(rt.advance(Duration::from_secs(5)), Ok(1), "beyond: at 25 s");
+}
+
+/// Counts the drops of a task.
+struct Drops(Arc<AtomicUsize>);
+
+impl Drop for Drops {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// A callback that counts its runs and its drops.
+fn counted(runs: &Arc<AtomicUsize>, drops: &Arc<AtomicUsize>) -> impl FnMut(TimerId) {
+    let (runs, guard) = (Arc::clone(runs), Drops(Arc::clone(drops)));
+    move |_| {
+        let _ = &guard;
+        runs.fetch_add(1, SeqCst);
+    }
+}
+
+#[test]
+fn delete_and_drop_hold_in_virtual_time() {
+    let rt = virtual_runtime();
+    let [runs, drops] = [(); 2].map(|_| Arc::new(AtomicUsize::new(0)));
+    let fired = rt.add(MINUTE, Box::new(counted(&runs, &drops))).unwrap();
+    let deleted = rt.add(MINUTE, Box::new(counted(&runs, &drops))).unwrap();
+    let mode = PeriodMode::FixedDelay;
+    let task = Box::new(counted(&runs, &drops));
+    let periodic = rt.add_periodic(MINUTE, MINUTE, mode, task).unwrap();
+    let _pending = rt.add(DAY, Box::new(counted(&runs, &drops))).unwrap();
+    assert_eq!(rt.cancel(deleted), Ok(()));
+    assert_eq!(drops.load(SeqCst), 1, "a deleted timer is dropped at once");
+    assert_eq!(
+        rt.advance(MINUTE * 3),
+        Ok(4),
+        "the one-shot and three periodic runs"
+    );
+    assert_eq!(drops.load(SeqCst), 2, "the fired one-shot, once");
+    assert_eq!(rt.cancel(fired), Err(Error::NotFound));
+    assert_eq!(rt.cancel(periodic), Ok(()));
+    assert_eq!(rt.cancel(periodic), Err(Error::NotFound));
+    assert_eq!(rt.advance(MINUTE * 3), Ok(0), "nothing runs after a delete");
+    assert_eq!(drops.load(SeqCst), 3);
+    assert_eq!(rt.shutdown(), Ok(1), "the day-long timer is discarded");
+    assert_eq!((runs.load(SeqCst), drops.load(SeqCst)), (4, 4));
+}
+
+#[test]
+fn a_fixed_delay_schedule_counts_from_the_instant_its_run_returned() {
+    let rt = virtual_runtime();
+    let log = Log::default();
+    let (weak, mut record) = (Arc::downgrade(&rt), logger(&rt, &log, "run"));
+    let task = move |id| {
+        record(id);
+        // Pushed back from inside its run: the next run counts from this instant.
+        if weak.upgrade().unwrap().now() == start() + 2 * MINUTE {
+            weak.upgrade()
+                .unwrap()
+                .reset(id, Duration::from_secs(90))
+                .unwrap();
+        }
+    };
+    let mode = PeriodMode::FixedDelay;
+    rt.add_periodic(MINUTE, MINUTE, mode, Box::new(task))
+        .unwrap();
+    rt.advance(5 * MINUTE).unwrap();
+    let expected = [60, 120, 210, 270].map(Duration::from_secs);
+    assert_eq!(times(&log), expected);
+}
+
+#[test]
+fn wall_clock_timers_follow_the_virtual_wall_clock() {
+    let rt = virtual_runtime();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let drops = Arc::new(AtomicUsize::new(0));
+    rt.at(start() + DAY, counted(&runs, &drops)).unwrap();
+    rt.at(start() - DAY, counted(&runs, &drops)).unwrap();
+    assert_eq!(
+        rt.advance(Duration::ZERO),
+        Ok(1),
+        "a time in the past runs at once"
+    );
+    assert_eq!(
+        rt.advance(DAY - Duration::from_millis(1)),
+        Ok(0),
+        "never early"
+    );
+    assert_eq!(rt.advance_to_next(), Ok(1));
+    assert_eq!(rt.now(), start() + DAY);
+}
+
+#[test]
+fn only_a_virtual_clock_advances_and_not_from_its_own_callbacks() {
+    let real: Runtime = Runtime::builder().manual(true).build().unwrap();
+    assert_eq!(real.advance(MINUTE), Err(Error::Invalid));
+    assert_eq!(real.advance_to_next(), Err(Error::Invalid));
+    let rt = virtual_runtime();
+    assert!(rt.config().manual, "no threads");
+    let (weak, inside) = (Arc::downgrade(&rt), Arc::new(Mutex::new(None)));
+    let seen = Arc::clone(&inside);
+    rt.after(MINUTE, move |_| {
+        *seen.lock().unwrap() = Some(weak.upgrade().unwrap().advance(MINUTE));
+    })
+    .unwrap();
+    assert_eq!(rt.advance_to_next(), Ok(1));
+    assert_eq!(*inside.lock().unwrap(), Some(Err(Error::Busy)));
+    assert_eq!(rt.now(), start() + MINUTE, "nothing moved the clock");
+}
