@@ -129,6 +129,12 @@ func cDestroyNowait(w cWheel) error {
 	return statusErr(C.tw_destroy_nowait(w))
 }
 
+// cRecordCallbackFailure has the library count the callback running on this thread as
+// failed (in callback_panics).
+func cRecordCallbackFailure() {
+	C.tw_record_callback_failure()
+}
+
 // cVersion is the library's version string.
 func cVersion() string {
 	return C.GoString(C.tw_version())

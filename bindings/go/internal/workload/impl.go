@@ -54,29 +54,13 @@ func Wheel() Impl {
 	}
 }
 
-// throughC is a timerwheel.Timer whose Reset is ResetThroughC.
-type throughC struct{ *timerwheel.Timer }
-
-func (t throughC) Reset(d time.Duration) bool { return t.ResetThroughC(d) }
-
-// WheelResetThroughC is Wheel with a Reset that calls tw_reset every time.
-func WheelResetThroughC() Impl {
-	impl := Wheel()
-	impl.Name = "timerwheel-go-tw-reset"
-	lazy := impl.AfterFunc
-	impl.AfterFunc = func(d time.Duration, f func()) Timer {
-		return throughC{lazy(d, f).(*timerwheel.Timer)}
-	}
-	return impl
-}
-
 // Both returns the baseline and timerwheel, in the order they are run.
 func Both() []func() Impl {
-	return []func() Impl{Std, Wheel, WheelResetThroughC}
+	return []func() Impl{Std, Wheel}
 }
 
 // ImplNames names the implementations of Both, in the same order.
-var ImplNames = []string{"go-time", "timerwheel-go", "timerwheel-go-tw-reset"}
+var ImplNames = []string{"go-time", "timerwheel-go"}
 
 // NewImpl starts the implementation of that name; false if there is none.
 func NewImpl(name string) (Impl, bool) {

@@ -15,7 +15,7 @@ var metrics = map[string][]string{
 // WriteTable prints each metric of timerwheel next to the baseline's of the same workload,
 // with the ratio ours / baseline.
 func WriteTable(w io.Writer, records []Record) {
-	fmt.Fprintf(w, "%-4s %-16s %-22s %14s %14s %8s\n", "", "metric", "impl", "go-time", "ours", "ratio")
+	fmt.Fprintf(w, "%-4s %-16s %14s %14s %8s\n", "", "metric", "go-time", "timerwheel-go", "ratio")
 	base := map[string]Record{}
 	for _, r := range records {
 		if r["baseline"] == true {
@@ -30,7 +30,7 @@ func WriteTable(w io.Writer, records []Record) {
 		}
 		for _, m := range metrics[wl] {
 			ours, theirs := toFloat(r[m]), toFloat(b[m])
-			fmt.Fprintf(w, "%-4s %-16s %-22s %14.2f %14.2f %7.2fx\n", wl, m, r["impl"], theirs, ours, ours/theirs)
+			fmt.Fprintf(w, "%-4s %-16s %14.2f %14.2f %7.2fx\n", wl, m, theirs, ours, ours/theirs)
 		}
 	}
 }
