@@ -176,6 +176,12 @@ func cNowMs(w cWheel) int64 {
 	return int64(C.tw_now_ms(w))
 }
 
+// cRecordCallbackFailure has the library count the callback running on this thread as
+// failed (in callback_panics).
+func cRecordCallbackFailure() {
+	C.tw_record_callback_failure()
+}
+
 // cVersion is the library's version string.
 func cVersion() string {
 	return C.GoString(C.tw_version())

@@ -71,14 +71,34 @@ func TestStopAndResetRaceOneTimer(t *testing.T) {
 	eventually(t, "no registry entry live", func() bool { return timers.countWheel(w) == 0 })
 }
 
-// holdFiring runs act while the one-shot timer of w that the library has just started to
-// fire waits before its func: its Go side waits for the registry's lock.
-func holdFiring(t *testing.T, w *Wheel, act func()) {
+// holdFiring runs act while the one-shot timer tm of w, which the library has just started
+// to fire, waits before its func: its Go side waits for the registry's lock until act holds
+// the timer's lock (or has returned), so act runs before the func could start.
+func holdFiring(t *testing.T, w *Wheel, tm *Timer, act func()) {
 	t.Helper()
 	timers.mu.Lock()
-	defer timers.mu.Unlock()
+	release := sync.OnceFunc(timers.mu.Unlock)
+	defer release()
 	eventually(t, "the library to start the callback", func() bool { return w.Stats().Fired == 1 })
-	act()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		act()
+	}()
+	eventually(t, "act to take the timer's lock", func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+		}
+		if tm.mu.TryLock() {
+			tm.mu.Unlock()
+			return false
+		}
+		return true
+	})
+	release() // act may need the registry (Reset adds a C timer)
+	receive(t, done, "act to return")
 }
 
 func TestResetWhileFiringMovesIt(t *testing.T) {
@@ -87,7 +107,7 @@ func TestResetWhileFiringMovesIt(t *testing.T) {
 	tm := mustAfterFunc(t, w, time.Millisecond, func() { ran <- time.Now() })
 	var moved bool
 	var resetAt time.Time
-	holdFiring(t, w, func() {
+	holdFiring(t, w, tm, func() {
 		resetAt = time.Now()
 		moved = tm.Reset(30 * time.Millisecond)
 	})
@@ -115,7 +135,7 @@ func TestStopWhileFiringStopsIt(t *testing.T) {
 	var runs atomic.Int32
 	tm := mustAfterFunc(t, w, time.Millisecond, func() { runs.Add(1) })
 	var stopped bool
-	holdFiring(t, w, func() { stopped = tm.Stop() })
+	holdFiring(t, w, tm, func() { stopped = tm.Stop() })
 	if !stopped {
 		t.Fatal("Stop of a timer whose func had not started = false, want true")
 	}

@@ -2,23 +2,21 @@ package timerwheel
 
 import "sync/atomic"
 
-// goCounts are what the Go side knows that the library's counters do not: events of C
-// timers that the library counts one way and the Go view another.
-type goCounts struct {
-	panics  atomic.Uint64 // callbacks that panicked (recovered here, unseen by the library)
-	rearmed atomic.Uint64 // C timers armed again by expire: the same Timer, moved later
-	stopped atomic.Uint64 // one-shots stopped while their C timer fired: cancelled, not fired
-	dropped atomic.Uint64 // one-shots that could not be armed again at Close: discarded
+// unstarted counts the one-shots that Stop or Reset reached after the library had started
+// their C callback, and so counted them as fired, but before their func started (the
+// callback waits for the Timer's lock in expire). The Go view, where a timer is active
+// until its func starts, counts such a timer as stopped, or as one timer moved.
+type unstarted struct {
+	stopped atomic.Uint64 // fired for the library; cancelled in the Go view
+	moved   atomic.Uint64 // fired and added anew for the library; one timer in the Go view
 }
 
 // adjust turns the library's counters into the Go view.
-func (c *goCounts) adjust(s Stats) Stats {
-	rearmed, stopped, dropped := c.rearmed.Load(), c.stopped.Load(), c.dropped.Load()
-	s.Added -= rearmed
-	s.Fired -= rearmed + stopped + dropped
-	s.FiredOneShot -= rearmed + stopped + dropped
+func (u *unstarted) adjust(s Stats) Stats {
+	stopped, moved := u.stopped.Load(), u.moved.Load()
+	s.Added -= moved
+	s.Fired -= stopped + moved
+	s.FiredOneShot -= stopped + moved
 	s.Cancelled += stopped
-	s.Discarded += dropped
-	s.CallbackPanics += c.panics.Load()
 	return s
 }

@@ -42,13 +42,4 @@
 // An entry is released when its one-shot timer fires, when Stop stops the timer, or when
 // Close discards it: no handle outlives its timer. The package starts no goroutine of its
 // own, but one to finish a Close called from one of the wheel's funcs.
-//
-// # Reset without a call into C
-//
-// Reset of a one-shot timer to a later time than its C timer's does not call into C (but
-// for the first Reset after the timer was added, which learns when its C timer fires): it
-// only moves the Timer's deadline, and when the C timer fires before that deadline, it is
-// armed again for the rest of the time instead of running the func. An idle timeout that
-// is pushed back on every request so costs one C timer per expiry, not one per request.
-// Stats counts such a timer once.
 package timerwheel

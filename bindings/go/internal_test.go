@@ -82,16 +82,3 @@ func TestRegistryTimerWithTwoEntries(t *testing.T) {
 		t.Fatalf("%d live entries, want 0", n)
 	}
 }
-
-func TestDeadlinesRoundUpAndSaturate(t *testing.T) {
-	due, armed := deadlines(1000, 1500*time.Microsecond)
-	if due != 1000+1500000 || armed != 1000+2000000 {
-		t.Errorf("deadlines(1000, 1.5ms) = %d, %d", due, armed)
-	}
-	if due, armed := deadlines(1000, -time.Second); due != 1000 || armed != 1000 {
-		t.Errorf("deadlines(1000, -1s) = %d, %d, want 1000, 1000", due, armed)
-	}
-	if due, armed := deadlines(1<<40, math.MaxInt64); due != math.MaxInt64 || armed != math.MaxInt64 {
-		t.Errorf("deadlines(2^40, max) = %d, %d, want saturation", due, armed)
-	}
-}

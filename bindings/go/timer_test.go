@@ -165,9 +165,6 @@ func TestResetLaterRepeatedlyFiresOnceAfterTheLast(t *testing.T) {
 	if len(ran) != 0 {
 		t.Fatal("the timer ran twice")
 	}
-	if w.counts.rearmed.Load() == 0 {
-		t.Fatal("the C timer was never armed again: Reset called into C every time")
-	}
 	s := w.Stats()
 	if s.Added != 1 || s.FiredOneShot != 1 || s.Fired != 1 {
 		t.Fatalf("Added %d FiredOneShot %d Fired %d, want 1 1 1", s.Added, s.FiredOneShot, s.Fired)
@@ -179,7 +176,7 @@ func TestResetEarlierMovesTheTimer(t *testing.T) {
 	w := newWheel(t, Config{})
 	ran := make(chan struct{}, 1)
 	tm := mustAfterFunc(t, w, 20*time.Millisecond, func() { ran <- struct{}{} })
-	tm.Reset(time.Hour) // later: only remembered after the first move
+	tm.Reset(time.Hour)
 	tm.Reset(2 * time.Hour)
 	if !tm.Reset(time.Millisecond) {
 		t.Fatal("Reset to an earlier time = false, want true")

@@ -28,19 +28,6 @@ func (w *Wheel) Now() time.Time {
 	return time.UnixMilli(cNowMs(w.c))
 }
 
-// now is the clock of the timers' deadlines, in ns: the monotonic clock, or a virtual
-// clock's time (to the ms: its callbacks run at whole ms with the default tick).
-func (w *Wheel) now() int64 {
-	if !w.virtual {
-		return now()
-	}
-	if !w.gate.enter() {
-		return 0 // closed: no timer is armed again
-	}
-	defer w.gate.exit()
-	return cNowMs(w.c) * int64(time.Millisecond)
-}
-
 func (w *Wheel) advance(step func(cWheel) (int, error)) (int, error) {
 	if !w.virtual {
 		return 0, ErrInvalid

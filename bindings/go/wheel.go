@@ -20,7 +20,8 @@ type Wheel struct {
 	shared bool  // the process-wide wheel: Close does nothing
 	err    error // what calls return once the gate is closed
 	gate   gate
-	counts goCounts
+	// unstarted corrects the library's counters for the Go view of Stop and Reset.
+	unstarted unstarted
 	// onPanic is called with the value of each recovered callback panic.
 	onPanic func(v any)
 
@@ -30,8 +31,8 @@ type Wheel struct {
 	advanceMu  sync.Mutex
 	inCallback atomic.Int64
 
-	finalMu sync.Mutex
-	final   Stats // the counters at Close, read once the wheel is gone
+	// final is what Stats returns once the wheel is closed (set by Close).
+	final atomic.Pointer[Stats]
 }
 
 // New starts a wheel. The zero Config means every default.
@@ -101,15 +102,17 @@ func (w *Wheel) start(delay, period time.Duration, mode periodMode, f func()) (*
 // Stats returns a snapshot of the wheel's counters. After Close it returns the final
 // counters, with the timers that were pending counted as discarded.
 func (w *Wheel) Stats() Stats {
-	if !w.gate.enter() {
-		return w.finalStats()
+	if w.gate.enter() {
+		s, err := cStats(w.c)
+		w.gate.exit()
+		if err == nil {
+			return w.unstarted.adjust(s)
+		}
 	}
-	s, err := cStats(w.c)
-	w.gate.exit()
-	if err != nil {
-		return w.finalStats()
+	if final := w.final.Load(); final != nil {
+		return *final
 	}
-	return w.counts.adjust(s)
+	return Stats{}
 }
 
 // Close shuts the wheel down: it waits for the callbacks that are running, discards the
@@ -124,30 +127,25 @@ func (w *Wheel) Close() error {
 	if w.shared || !w.gate.closeAllowing(w.inCallback.Load()) {
 		return nil
 	}
-	before, err := cStats(w.c)
-	if err != nil {
-		before = Stats{}
-	}
-	w.storeFinal(before)
+	s, _ := cStats(w.c) // the last snapshot: the wheel is freed below
+	last := w.unstarted.adjust(s)
+	w.final.Store(&last)
 	if errors.Is(cDestroy(w.c), ErrBusy) {
 		// Inside one of our own callbacks, where tw_destroy would wait for itself: the
 		// wheel stops without waiting, and the library frees it when the callback returns.
 		_ = cDestroyNowait(w.c)
 	}
-	w.destroyed(before)
+	final := closedStats(last, timers.releaseWheel(w))
+	w.final.Store(&final)
+	openWheels.Add(-1)
+	runtime.SetFinalizer(w, nil)
 	return nil
 }
 
-// destroyed ends the Go side of a destroyed wheel.
-func (w *Wheel) destroyed(before Stats) {
-	w.storeFinal(closedStats(before, timers.releaseWheel(w)))
-	openWheels.Add(-1)
-	runtime.SetFinalizer(w, nil)
-}
-
-// closedStats derives the final counters of a wheel from a snapshot taken just before it
-// was destroyed and the number of timers it discarded. The timers that were pending then
-// and not discarded are one-shots that ran meanwhile, as no Stop or add reached the wheel.
+// closedStats derives the final counters of a wheel from its last snapshot, taken once
+// the gate was closed, and the number of timers its destruction discarded. The timers
+// that were pending then and not discarded are one-shots that ran meanwhile, as no Stop or
+// add reached the wheel.
 func closedStats(s Stats, discarded int) Stats {
 	d := uint64(discarded)
 	if s.Pending > d {
@@ -160,24 +158,11 @@ func closedStats(s Stats, discarded int) Stats {
 	return s
 }
 
-// storeFinal keeps the counters that Stats returns once the wheel is closed.
-func (w *Wheel) storeFinal(s Stats) {
-	s = w.counts.adjust(s)
-	w.finalMu.Lock()
-	w.final = s
-	w.finalMu.Unlock()
-}
-
-func (w *Wheel) finalStats() Stats {
-	w.finalMu.Lock()
-	defer w.finalMu.Unlock()
-	return w.final
-}
-
-// panicked counts a recovered callback panic and hands it to Config.OnPanic. A panic in
-// OnPanic itself is dropped: no panic may unwind into the C library.
+// panicked has the library count a recovered callback panic (in callback_panics, once the
+// callback returns) and hands it to Config.OnPanic. A panic in OnPanic itself is dropped:
+// no panic may unwind into the C library.
 func (w *Wheel) panicked(v any) {
-	w.counts.panics.Add(1)
+	cRecordCallbackFailure()
 	if w.onPanic != nil {
 		defer func() { _ = recover() }()
 		w.onPanic(v)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 
 	"github.com/timerwheel/timerwheel/bindings/go/internal/workload"
 )
@@ -23,6 +24,8 @@ func main() {
 	one := flag.String("one", "", "run only this workload (W1, W2, W3), in this process")
 	impl := flag.String("impl", "", "with -one: the implementation to run")
 	runs := flag.Int("runs", 3, "runs of each measurement; the median is reported")
+	only := flag.String("workloads", strings.Join(workload.Workloads, ","),
+		"the workloads to run, comma-separated")
 	flag.Parse()
 
 	if *one != "" {
@@ -32,7 +35,7 @@ func main() {
 		return
 	}
 	var records []workload.Record
-	for _, wl := range workload.Workloads {
+	for _, wl := range strings.Split(*only, ",") {
 		runsOf := make([][]workload.Record, len(workload.ImplNames))
 		for r := 0; r < *runs; r++ {
 			for i, name := range workload.ImplNames {
