@@ -8,6 +8,7 @@
 //! | `shard.rs`    | one wheel + bookkeeping under a lock; a timer's life cycle  |
 //! | `side.rs`     | what periodic and wall-clock timers keep beside the wheel   |
 //! | `periodic.rs` | where a periodic timer runs next (fixed rate, fixed delay)  |
+//! | `restart.rs`  | the export of pending timers, re-creation in phase          |
 //! | `ticker.rs`   | the tick thread: its rounds, sleep and wake-up              |
 //! | `executor.rs` | the run queue, the worker count, the grow/shrink decision   |
 //! | `worker.rs`   | worker threads and the run of a due timer                   |
@@ -37,6 +38,7 @@ mod inner;
 #[cfg(all(test, loom))]
 mod loom_tests;
 mod periodic;
+mod restart;
 mod shard;
 mod shared;
 mod side;
@@ -55,6 +57,7 @@ pub use config::{Builder, Config, ConfigError, MAX_TICK, MAX_WORKERS, MIN_TICK};
 pub use error::{Error, Rejected};
 pub use fork::PerProcess;
 pub use inner::record_callback_failure;
+pub use restart::{Export, ExportedTimer, TimerKind};
 pub use shared::{default_runtime, SharedRuntime};
 pub use stats::Stats;
 pub use task::{prefetch, BoxTask, PeriodMode, Task, TimerId};

@@ -373,6 +373,30 @@ impl<T> ShardState<T> {
         Finished::Rearmed(next)
     }
 
+    /// Hands to `visit` every timer that will run unless cancelled and whose task is here:
+    /// pending, or due and waiting for a worker. Returns how many were left out because
+    /// their task is out with a running callback: periodic timers that will be pending
+    /// again when it returns (a running one-shot is no longer pending: not counted).
+    pub(crate) fn export<'a>(
+        &'a self,
+        mut visit: impl FnMut(Key, Deadline, Schedule, &'a T),
+    ) -> usize {
+        let mut running = 0;
+        for (key, tick, entry) in self.wheel.entries() {
+            match &entry.task {
+                Some(task) => {
+                    let deadline = Deadline {
+                        tick,
+                        rounded_up_ns: entry.rounded_up.ns(),
+                    };
+                    visit(key, deadline, self.sides.schedule(entry.side), task);
+                }
+                None => running += usize::from(self.is_live(key)),
+            }
+        }
+        running
+    }
+
     /// Removes the node of a timer whose run ended, once its task has been dropped.
     pub(crate) fn forget(&mut self, key: Key) {
         if self.is_running(key) {

@@ -1,0 +1,241 @@
+//! Timers that survive a restart: the export of the pending timers (one instant, every
+//! timer once, with its task) and the re-creation of a periodic timer in phase.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::{mpsc, Arc};
+use std::thread;
+use std::time::{Duration, SystemTime};
+
+use timerwheel_core::{Export, ExportedTimer, PeriodMode, Runtime, Task, TimerId, TimerKind};
+
+/// 2024-01-01T00:00:00Z.
+fn start() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_704_067_200)
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// A task that carries the number of its session, and may tell when it runs.
+struct Session {
+    number: u64,
+    on_run: Option<mpsc::Sender<()>>,
+    hold: Option<mpsc::Receiver<()>>,
+}
+
+impl Session {
+    fn new(number: u64) -> Self {
+        Session {
+            number,
+            on_run: None,
+            hold: None,
+        }
+    }
+}
+
+impl Task for Session {
+    fn run(&mut self, _: TimerId) {
+        if let Some(on_run) = &self.on_run {
+            let _ = on_run.send(());
+        }
+        if let Some(hold) = &self.hold {
+            let _ = hold.recv();
+        }
+    }
+}
+
+fn virtual_runtime() -> Runtime<Session> {
+    Runtime::builder().virtual_clock(start()).build().unwrap()
+}
+
+/// Every timer of an export with its session number.
+fn export_all(rt: &Runtime<Session>) -> (Export, Vec<(ExportedTimer, u64)>) {
+    let mut timers = Vec::new();
+    let export = rt
+        .export(|timer, session| timers.push((*timer, session.number)))
+        .unwrap();
+    (export, timers)
+}
+
+#[test]
+fn an_export_in_virtual_time_gives_the_exact_deadlines_in_order() {
+    let rt = virtual_runtime();
+    let periodic = |delay, period, mode, n| {
+        rt.add_periodic(ms(delay), ms(period), mode, Session::new(n))
+            .ok()
+            .unwrap()
+    };
+    let once = rt.add(ms(1500), Session::new(1)).ok().unwrap();
+    let rate = periodic(250, 1000, PeriodMode::FixedRate, 2);
+    let delay = periodic(700, 300, PeriodMode::FixedDelay, 3);
+    let wall_time = start() + ms(10_000);
+    let wall = rt.add_at(wall_time, Session::new(4)).ok().unwrap();
+    let gone = rt.add(ms(50), Session::new(5)).ok().unwrap();
+    rt.cancel(gone).unwrap();
+    // 250 ms: the fixed-rate timer ran once, next at 1250; 700: the fixed-delay one ran,
+    // next at 1000.
+    assert_eq!(rt.advance(ms(900)).unwrap(), 2);
+    let (export, timers) = export_all(&rt);
+    let at = ms(900);
+    assert_eq!(
+        export,
+        Export {
+            at_monotonic: at,
+            at: start() + at,
+            timers: 4,
+            running: 0
+        }
+    );
+    let expected = [
+        (
+            delay,
+            1000,
+            3,
+            TimerKind::Periodic {
+                period: ms(300),
+                mode: PeriodMode::FixedDelay,
+            },
+        ),
+        (
+            rate,
+            1250,
+            2,
+            TimerKind::Periodic {
+                period: ms(1000),
+                mode: PeriodMode::FixedRate,
+            },
+        ),
+        (once, 1500, 1, TimerKind::OneShot),
+        (wall, 10_000, 4, TimerKind::WallClock { when: wall_time }),
+    ];
+    let expected: Vec<_> = expected
+        .into_iter()
+        .map(|(id, due, number, kind)| {
+            let timer = ExportedTimer {
+                id,
+                due_monotonic: ms(due),
+                due: start() + ms(due),
+                kind,
+            };
+            (timer, number)
+        })
+        .collect();
+    assert_eq!(timers, expected);
+}
+
+#[test]
+fn a_periodic_timer_whose_callback_runs_is_left_out_and_counted() {
+    let rt = Runtime::builder()
+        .min_workers(1)
+        .build::<Session>()
+        .unwrap();
+    let (started, on_started) = mpsc::channel();
+    let (release, hold) = mpsc::channel();
+    let busy = Session {
+        number: 1,
+        on_run: Some(started),
+        hold: Some(hold),
+    };
+    let mode = PeriodMode::FixedRate;
+    let busy = rt.add_periodic(ms(1), ms(10), mode, busy).ok().unwrap();
+    let idle = rt
+        .add(Duration::from_secs(3600), Session::new(2))
+        .ok()
+        .unwrap();
+    on_started
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the periodic callback started");
+    let (export, timers) = export_all(&rt);
+    assert_eq!((export.timers, export.running), (1, 1));
+    assert_eq!(timers[0].0.id, idle);
+    release.send(()).unwrap();
+    rt.cancel_sync(busy).unwrap();
+}
+
+/// What one adding thread did, each step stamped by a shared sequence counter.
+#[derive(Default)]
+struct Ops {
+    /// The id, and the stamps taken before its add began and after it returned.
+    added: Vec<(TimerId, u64, u64)>,
+    /// The id, and the stamps taken before its cancel began and after it returned.
+    cancelled: Vec<(TimerId, u64, u64)>,
+    /// The number each id's task carries.
+    numbers: HashMap<TimerId, u64>,
+}
+
+/// Adds far timers and cancels every third one, until `rounds` adds were made.
+fn churn(rt: &Runtime<Session>, seq: &AtomicU64, thread: u64, rounds: u64) -> Ops {
+    let mut ops = Ops::default();
+    for n in 0..rounds {
+        let number = thread << 32 | n;
+        let before = seq.fetch_add(1, SeqCst);
+        let id = rt
+            .add(Duration::from_secs(3600 + n), Session::new(number))
+            .ok()
+            .unwrap();
+        ops.added.push((id, before, seq.fetch_add(1, SeqCst)));
+        ops.numbers.insert(id, number);
+        if n % 3 == 2 {
+            let (victim, _, _) = ops.added[ops.added.len() - 2];
+            let before = seq.fetch_add(1, SeqCst);
+            rt.cancel(victim).unwrap();
+            ops.cancelled
+                .push((victim, before, seq.fetch_add(1, SeqCst)));
+        }
+    }
+    ops
+}
+
+#[test]
+fn an_export_under_concurrent_adds_and_cancels_holds_every_timer_once() {
+    let rt = Arc::new(Runtime::builder().build::<Session>().unwrap());
+    let seq = Arc::new(AtomicU64::new(0));
+    let threads: Vec<_> = (0..3)
+        .map(|thread| {
+            let (rt, seq) = (Arc::clone(&rt), Arc::clone(&seq));
+            thread::spawn(move || churn(&rt, &seq, thread, 20_000))
+        })
+        .collect();
+    let mut exports = Vec::new();
+    for _ in 0..20 {
+        thread::sleep(ms(5));
+        let began = seq.fetch_add(1, SeqCst);
+        let (_, timers) = export_all(&rt);
+        let ended = seq.fetch_add(1, SeqCst);
+        exports.push((began, ended, timers));
+    }
+    let ops: Vec<Ops> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(exports.iter().any(|(_, _, timers)| timers.len() > 100));
+    for (began, ended, timers) in exports {
+        check_export(began, ended, &timers, &ops);
+    }
+}
+
+/// An export taken between the stamps `began` and `ended` holds each timer once, with its
+/// own task; every timer added before it began and not cancelled before it ended; none
+/// cancelled before it began, and none added after it ended.
+fn check_export(began: u64, ended: u64, timers: &[(ExportedTimer, u64)], ops: &[Ops]) {
+    let mut seen = HashSet::new();
+    for (timer, number) in timers {
+        assert!(seen.insert(timer.id), "{:?} exported twice", timer.id);
+        let owner = ops.iter().find_map(|o| o.numbers.get(&timer.id));
+        assert_eq!(owner, Some(number), "{:?} with another's task", timer.id);
+    }
+    for thread in ops {
+        let cancel_of = |id| thread.cancelled.iter().find(|c| c.0 == id);
+        for &(id, add_began, added) in &thread.added {
+            let cancel = cancel_of(id);
+            if added < began && cancel.is_none_or(|&(_, before, _)| before > ended) {
+                assert!(
+                    seen.contains(&id),
+                    "{id:?}: pending throughout, not exported"
+                );
+            }
+            if add_began > ended || cancel.is_some_and(|&(_, _, after)| after < began) {
+                assert!(!seen.contains(&id), "{id:?}: not pending then, exported");
+            }
+        }
+    }
+}
