@@ -1,13 +1,16 @@
 //! Timers that survive a restart: the export of the pending timers (one instant, every
-//! timer once, with its task) and the re-creation of a periodic timer in phase.
+//! timer once, with its task) and the re-creation of a periodic timer in phase (exact, in
+//! virtual time).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, SystemTime};
 
-use timerwheel_core::{Export, ExportedTimer, PeriodMode, Runtime, Task, TimerId, TimerKind};
+use timerwheel_core::{
+    BoxTask, Export, ExportedTimer, Missed, PeriodMode, Runtime, Task, TimerId, TimerKind,
+};
 
 /// 2024-01-01T00:00:00Z.
 fn start() -> SystemTime {
@@ -238,4 +241,107 @@ fn check_export(began: u64, ended: u64, timers: &[(ExportedTimer, u64)], ops: &[
             }
         }
     }
+}
+
+/// A runtime on a virtual clock at [`start`] plus `ms`, and a log of when its timers ran
+/// (milliseconds since [`start`]).
+fn logged_runtime(at_ms: u64) -> (Arc<Runtime>, Arc<Mutex<Vec<u64>>>) {
+    let rt = Runtime::builder()
+        .virtual_clock(start() + ms(at_ms))
+        .build()
+        .unwrap();
+    (Arc::new(rt), Arc::default())
+}
+
+fn logger(rt: &Arc<Runtime>, log: &Arc<Mutex<Vec<u64>>>) -> BoxTask {
+    let (rt, log) = (Arc::downgrade(rt), Arc::clone(log));
+    Box::new(move |_| {
+        let now = rt.upgrade().unwrap().now().duration_since(start()).unwrap();
+        log.lock().unwrap().push(now.as_millis() as u64);
+    })
+}
+
+/// The times a fixed-rate timer every second, anchored at `start() + first_ms` (which may
+/// lie before the clock's start) and added at `start()`, runs in its first 3 s.
+fn runs_anchored_at(first_ms: i64, missed: Missed) -> Vec<u64> {
+    let (rt, log) = logged_runtime(0);
+    let offset = ms(first_ms.unsigned_abs());
+    let first = match first_ms < 0 {
+        true => start() - offset,
+        false => start() + offset,
+    };
+    let mode = PeriodMode::FixedRate;
+    let task = logger(&rt, &log);
+    rt.add_periodic_at(first, ms(1000), mode, missed, task)
+        .ok()
+        .unwrap();
+    rt.advance(ms(3000)).unwrap();
+    let runs = log.lock().unwrap().clone();
+    runs
+}
+
+#[test]
+fn missed_points_run_once_now_then_the_schedule_goes_on_in_phase() {
+    // Points at -2.5 s, -1.5 s, -0.5 s (missed), then 0.5 s, 1.5 s, ...
+    assert_eq!(
+        runs_anchored_at(-2500, Missed::RunOnce),
+        [0, 500, 1500, 2500]
+    );
+}
+
+#[test]
+fn missed_points_are_skipped_to_the_next_one() {
+    assert_eq!(runs_anchored_at(-2500, Missed::Skip), [500, 1500, 2500]);
+}
+
+#[test]
+fn a_start_ahead_or_a_point_due_now_runs_on_its_schedule_under_either_policy() {
+    for missed in [Missed::RunOnce, Missed::Skip] {
+        assert_eq!(runs_anchored_at(700, missed), [700, 1700, 2700]);
+        assert_eq!(runs_anchored_at(-2000, missed), [0, 1000, 2000, 3000]);
+    }
+}
+
+#[test]
+fn a_reset_before_the_catch_up_run_moves_the_whole_schedule() {
+    let (rt, log) = logged_runtime(0);
+    let first = start() - ms(2500);
+    let (mode, missed) = (PeriodMode::FixedRate, Missed::RunOnce);
+    let id = rt
+        .add_periodic_at(first, ms(1000), mode, missed, logger(&rt, &log))
+        .ok()
+        .unwrap();
+    rt.reset(id, ms(300)).unwrap();
+    rt.advance(ms(3000)).unwrap();
+    assert_eq!(*log.lock().unwrap(), [300, 1300, 2300]);
+}
+
+#[test]
+fn a_timer_exported_and_re_created_after_a_restart_stays_in_phase() {
+    // Before: every second from 0.25 s; exported at 1.9 s, next point 2.25 s.
+    let (before, _) = logged_runtime(0);
+    let noop: BoxTask = Box::new(|_| {});
+    let mode = PeriodMode::FixedRate;
+    before
+        .add_periodic(ms(250), ms(1000), mode, noop)
+        .ok()
+        .unwrap();
+    before.advance(ms(1900)).unwrap();
+    let mut saved = Vec::new();
+    before.export(|timer, _| saved.push(*timer)).unwrap();
+    drop(before);
+    // Down until 5 s: the points at 2.25, 3.25 and 4.25 s were missed.
+    let (after, log) = logged_runtime(5000);
+    for timer in saved {
+        let TimerKind::Periodic { period, mode } = timer.kind else {
+            panic!("{timer:?} was periodic")
+        };
+        let task = logger(&after, &log);
+        after
+            .add_periodic_at(timer.due, period, mode, Missed::RunOnce, task)
+            .ok()
+            .unwrap();
+    }
+    after.advance(ms(2000)).unwrap();
+    assert_eq!(*log.lock().unwrap(), [5000, 5250, 6250]);
 }

@@ -5,8 +5,20 @@
 use std::time::{Duration, SystemTime};
 
 use super::clock::{Clock, Deadline};
+use super::periodic::resume;
 use super::shard::Schedule;
-use super::{Error, PeriodMode, Runtime, Task, TimerId};
+use super::{period_ns, Error, PeriodMode, Rejected, Runtime, Task, TimerId};
+
+/// What a periodic timer re-created at an absolute start
+/// ([`Runtime::add_periodic_at`]) does with the points of its schedule that passed before
+/// it was added (while the process was down).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Missed {
+    /// One run now, for all of them together; then the schedule goes on at its next point.
+    RunOnce,
+    /// None: the first run is the schedule's next point.
+    Skip,
+}
 
 /// How an exported timer runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +71,45 @@ pub struct Export {
 }
 
 impl<T: Task> Runtime<T> {
+    /// Adds a periodic timer on the schedule `first, first + period, first + 2 period, ...`
+    /// given by its absolute start `first` on the runtime's wall clock ([`now`](Self::now)),
+    /// so that a timer re-created after a restart stays in phase with the one exported
+    /// before it. When `first` is still ahead, the first run is at `first`. When it has
+    /// passed, `missed` says what becomes of the points that passed: one run now, then the
+    /// next point ([`Missed::RunOnce`]), or none ([`Missed::Skip`]); a point due right now
+    /// runs now either way. From the first run on, the timer is an ordinary periodic timer
+    /// in `mode` (a fixed-rate one stays on the grid), timed on the monotonic clock like
+    /// every delay: the wall clock is read once, here. `Invalid` for a zero period.
+    pub fn add_periodic_at(
+        &self,
+        first: SystemTime,
+        period: Duration,
+        mode: PeriodMode,
+        missed: Missed,
+        task: T,
+    ) -> Result<TimerId, Rejected<T>> {
+        let Some(period) = period_ns(period) else {
+            let error = Error::Invalid;
+            return Err(Rejected { error, task });
+        };
+        let clock = &self.inner.clock;
+        let (now, wall) = (clock.elapsed_ns(), clock.wall_now());
+        let at = |delay: u64| clock.deadline_of(now.saturating_add(delay));
+        let (delay, then) = match first.duration_since(wall) {
+            Ok(ahead) => (nanos(ahead), None),
+            Err(passed) => resume(nanos(passed.duration()), period, missed),
+        };
+        let schedule = match then {
+            None => Schedule::Every { period, mode },
+            Some(then) => Schedule::EveryAfterCatchUp {
+                period,
+                mode,
+                then: at(then),
+            },
+        };
+        self.inner.add(at(delay), schedule, task)
+    }
+
     /// Hands every pending timer to `visit`, with its task, as of one instant: every shard
     /// is locked (in shard order) for the whole export, so a timer added or cancelled
     /// concurrently is either wholly before it or wholly after it, while callbacks keep
@@ -119,10 +170,12 @@ impl Instant {
         };
         let kind = match schedule {
             Schedule::Once => TimerKind::OneShot,
-            Schedule::Every { period, mode } => TimerKind::Periodic {
-                period: Duration::from_nanos(period),
-                mode,
-            },
+            Schedule::Every { period, mode } | Schedule::EveryAfterCatchUp { period, mode, .. } => {
+                TimerKind::Periodic {
+                    period: Duration::from_nanos(period),
+                    mode,
+                }
+            }
             Schedule::At(when) => TimerKind::WallClock { when },
         };
         ExportedTimer {
@@ -132,4 +185,9 @@ impl Instant {
             kind,
         }
     }
+}
+
+/// A duration in nanoseconds, saturating (584 years).
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }

@@ -96,6 +96,13 @@ pub(crate) enum Schedule {
         mode: PeriodMode,
     },
     At(SystemTime),
+    /// A periodic timer whose first run is off its grid: one run now for the points that
+    /// passed before it was added; after it, the schedule goes on at `then`.
+    EveryAfterCatchUp {
+        period: u64,
+        mode: PeriodMode,
+        then: Deadline,
+    },
 }
 
 /// What the wheel holds per timer. `task` is `None` while a worker runs it.
@@ -236,6 +243,10 @@ impl<T> ShardState<T> {
             Schedule::Once => None,
             Schedule::Every { period, mode } => Some(Side::Periodic(Periodic::new(period, mode))),
             Schedule::At(when) => Some(Side::Wall { key, when }),
+            Schedule::EveryAfterCatchUp { period, mode, then } => Some(Side::Periodic(Periodic {
+                reset_to: Some(then),
+                ..Periodic::new(period, mode)
+            })),
         };
         if let Some(side) = side {
             self.attach(key, side);
@@ -269,6 +280,10 @@ impl<T> ShardState<T> {
             // Re-armed by a delay, a wall-clock timer is no longer one.
             if let Some(wall) = entry.side.take_if(|&mut id| self.sides.is_wall(id)) {
                 self.sides.remove(wall);
+            }
+            // The reset moves the next run: a catch-up run's way back to its grid goes too.
+            if let Some(periodic) = self.sides.periodic_mut(entry.side) {
+                periodic.reset_to = None;
             }
             place(&mut self.wheel, key, deadline);
             return Ok(());
