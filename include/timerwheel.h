@@ -87,6 +87,21 @@ typedef enum tw_period_mode {
 } tw_period_mode;
 
 /**
+ * What a periodic timer added with tw_add_periodic_at does with the points of its schedule
+ * that passed before it was added (while the process was down).
+ */
+typedef enum tw_missed {
+  /**
+   * One run now, for all of them together; then the schedule goes on at its next point.
+   */
+  TW_MISSED_RUN_ONCE = 0,
+  /**
+   * None: the first run is the schedule's next point.
+   */
+  TW_MISSED_SKIP = 1,
+} tw_missed;
+
+/**
  * How a wheel tells time (`tw_config.clock`).
  */
 typedef enum tw_clock {
@@ -523,6 +538,30 @@ enum tw_status tw_add_periodic_ns(struct tw_wheel *w, uint64_t delay_ns, uint64_
  * As for tw_add.
  */
 enum tw_status tw_add_at(struct tw_wheel *w, int64_t unix_ms, tw_callback cb, void *user_data, tw_drop_fn drop, tw_timer_id *out_id);
+
+/**
+ * Adds a periodic timer on the schedule first, first + period, first + 2 period, ... given
+ * by its absolute start `first_unix_ms` (milliseconds since the Unix epoch on the wheel's
+ * wall clock, tw_now_ms): to re-create, after a restart, a timer that tw_export saw, in
+ * phase with its schedule before (`first_unix_ms` = its `due_unix_ms`). When the start is
+ * still ahead, the first run is at it. When it has passed, `missed` says what becomes of
+ * the points that passed: TW_MISSED_RUN_ONCE runs once now, then at the schedule's next
+ * point; TW_MISSED_SKIP waits for the next point. A point due right now runs now either
+ * way. From its first run on, the timer is like one of tw_add_periodic in `mode`, timed on
+ * the monotonic clock (the wall clock is read once, here).
+ *
+ * Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called and
+ * `*out_id` is left untouched:
+ * - TW_ERR_INVALID: `w`, `cb` or `out_id` NULL; `period_ms` 0; `mode` not a
+ *   tw_period_mode; `missed` not a tw_missed.
+ * - TW_ERR_FULL: the wheel holds max_timers pending timers.
+ * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+ * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
+ *
+ * # Safety
+ * As for tw_add.
+ */
+enum tw_status tw_add_periodic_at(struct tw_wheel *w, int64_t first_unix_ms, uint64_t period_ms, tw_period_mode mode, tw_missed missed, tw_callback cb, void *user_data, tw_drop_fn drop, tw_timer_id *out_id);
 
 /**
  * Re-arms a pending timer to fire `delay_ms` from now (for a periodic timer: moves its
