@@ -40,6 +40,12 @@ static tw_timer_id add_far(tw_wheel *w) {
     return id;
 }
 
+/* Counts the timers tw_export hands out into the long at ctx. */
+static void count_info(void *ctx, const tw_timer_info *info) {
+    (void)info;
+    (*(long *)ctx)++;
+}
+
 /* Refused adds call neither cb nor drop: the counters must not move. */
 #define CHECK_NOTHING_CALLED(before_runs, before_drops) \
     CHECK(atomic_get(&cb_runs) == (before_runs) && atomic_get(&drops) == (before_drops))
@@ -59,6 +65,9 @@ static void null_wheel(void) {
                                     count_drop, &id),
                  TW_ERR_INVALID);
     CHECK_STATUS(tw_reset(NULL, 1, 1), TW_ERR_INVALID);
+    long exported = 0;
+    CHECK_STATUS(tw_export(NULL, count_info, &exported, &ran), TW_ERR_INVALID);
+    CHECK(exported == 0);
     CHECK_STATUS(tw_delete(NULL, 1), TW_ERR_INVALID);
     CHECK_STATUS(tw_delete_sync(NULL, 1), TW_ERR_INVALID);
     CHECK_STATUS(tw_get_stats(NULL, &stats), TW_ERR_INVALID);
@@ -85,7 +94,9 @@ static void null_callback(void) {
     CHECK_STATUS(tw_add_periodic_at(w, 0, 1, TW_FIXED_RATE, TW_MISSED_SKIP, NULL, NULL,
                                     count_drop, &id),
                  TW_ERR_INVALID);
-    CHECK(id == 0);
+    size_t running = 7;
+    CHECK_STATUS(tw_export(w, NULL, NULL, &running), TW_ERR_INVALID); /* fn NULL */
+    CHECK(id == 0 && running == 7);
     CHECK_OK(tw_add(w, 1, count_cb, NULL, NULL, &id)); /* a NULL drop is fine */
     CHECK_OK(tw_destroy(w));
     CHECK(drops == dropped && cb_runs <= runs + 1);
@@ -105,6 +116,8 @@ static void null_out_pointer(void) {
                                     count_drop, NULL),
                  TW_ERR_INVALID);
     CHECK_STATUS(tw_get_stats(w, NULL), TW_ERR_INVALID);
+    long exported = 0;
+    CHECK_OK(tw_export(w, count_info, &exported, NULL)); /* running NULL: no count asked */
     CHECK_STATUS(tw_poll(w, NULL), TW_ERR_INVALID);
     CHECK_STATUS(tw_advance(w, 1, NULL), TW_ERR_INVALID);
     CHECK_STATUS(tw_advance_to_next(w, NULL), TW_ERR_INVALID);
@@ -211,7 +224,9 @@ static void default_wheel(void) {
 typedef struct {
     tw_wheel *wheel;
     tw_status destroy, delete_sync, delete_, reset, add, add_periodic, add_at, get_stats;
-    tw_status add_periodic_at;
+    tw_status add_periodic_at, export_;
+    size_t running;
+    long exported;
     int64_t next_timeout;
     long done;
 } own_calls;
@@ -227,6 +242,7 @@ static void call_on_self(tw_timer_id id, void *user_data) {
     c->add_periodic_at = tw_add_periodic_at(c->wheel, INT64_MAX, 1, TW_FIXED_RATE,
                                             TW_MISSED_SKIP, count_cb, NULL, count_drop, &other);
     c->get_stats = tw_get_stats(c->wheel, &stats);
+    c->export_ = tw_export(c->wheel, count_info, &c->exported, &c->running);
     c->next_timeout = tw_next_timeout_ms(c->wheel);
     c->destroy = tw_destroy(c->wheel);
     c->delete_sync = tw_delete_sync(c->wheel, id);
@@ -254,6 +270,7 @@ static void from_own_callback(void) {
     CHECK_STATUS(periodic.delete_sync, TW_ERR_BUSY);
     CHECK_STATUS(periodic.reset, TW_OK);
     CHECK_STATUS(periodic.delete_, TW_OK);
+    CHECK(periodic.running == 1); /* its own run is under way: left out, counted */
     const own_calls *both[] = {&once, &periodic};
     for (int i = 0; i < 2; i++) {
         CHECK_STATUS(both[i]->add, TW_OK);
@@ -261,6 +278,7 @@ static void from_own_callback(void) {
         CHECK_STATUS(both[i]->add_at, TW_OK);
         CHECK_STATUS(both[i]->add_periodic_at, TW_OK);
         CHECK_STATUS(both[i]->get_stats, TW_OK);
+        CHECK_STATUS(both[i]->export_, TW_OK);
         CHECK(both[i]->next_timeout >= 0); /* timers are pending (0 when one is due already) */
     }
     CHECK_OK(tw_destroy(w));
@@ -274,7 +292,7 @@ typedef struct {
     tw_timer_id pending;
     long started, done;
     tw_status add, add_periodic, add_at, reset, delete_, delete_sync, get_stats, poll, destroy;
-    tw_status add_periodic_at;
+    tw_status add_periodic_at, export_;
     int64_t next_timeout;
 } shutdown_calls;
 
@@ -300,6 +318,8 @@ static void call_during_shutdown(tw_timer_id id, void *user_data) {
     c->delete_ = tw_delete(c->wheel, c->pending);
     c->delete_sync = tw_delete_sync(c->wheel, c->pending);
     c->get_stats = tw_get_stats(c->wheel, &stats);
+    long exported = 0;
+    c->export_ = tw_export(c->wheel, count_info, &exported, NULL);
     c->next_timeout = tw_next_timeout_ms(c->wheel);
     c->poll = tw_poll(c->wheel, &ran);
     c->destroy = tw_destroy(c->wheel);
@@ -325,6 +345,7 @@ static void during_shutdown(void) {
     CHECK_STATUS(c.delete_, TW_ERR_SHUTDOWN);
     CHECK_STATUS(c.delete_sync, TW_ERR_SHUTDOWN); /* even from a callback: shutdown wins */
     CHECK_STATUS(c.get_stats, TW_OK);
+    CHECK_STATUS(c.export_, TW_ERR_SHUTDOWN);
     CHECK(c.next_timeout >= -1); /* the far timer until it is discarded, then -1 */
     CHECK_STATUS(c.poll, TW_ERR_INVALID); /* a wheel with threads: as always */
     CHECK_STATUS(c.destroy, TW_ERR_BUSY);

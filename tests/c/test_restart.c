@@ -1,11 +1,14 @@
 /*
- * Timers that survive a restart: tw_add_periodic_at (a periodic timer re-created in phase,
- * with a policy for the points missed while the process was down). Exact, on virtual clocks.
+ * Timers that survive a restart: tw_export (the pending timers of one instant, with their
+ * user data) and tw_add_periodic_at (a periodic timer re-created in phase, with a policy
+ * for the points missed while the process was down). Exact, on virtual clocks.
  */
 #include "check.h"
 
 #define START_MS INT64_C(1704067200000) /* 2024-01-01T00:00:00Z */
+#define MS UINT64_C(1000000)
 #define MAX_RUNS 64
+#define MAX_TIMERS 16
 
 static tw_wheel *virtual_wheel_at(int64_t start_unix_ms) {
     tw_config cfg;
@@ -46,6 +49,61 @@ static int runs_are(const runs *r, const int64_t *want, size_t n) {
         }
     }
     return 1;
+}
+
+/* What an export handed out, copied. */
+typedef struct exported {
+    size_t count;
+    tw_timer_info info[MAX_TIMERS];
+} exported;
+
+static void copy_info(void *ctx, const tw_timer_info *info) {
+    exported *e = ctx;
+    if (e->count < MAX_TIMERS) {
+        e->info[e->count] = *info;
+    }
+    e->count++;
+}
+
+static void export_in_virtual_time_gives_exact_values_in_deadline_order(void) {
+    tw_wheel *w = virtual_wheel_at(START_MS);
+    int once = 0, rate = 0, wall = 0, gone = 0;
+    tw_timer_id once_id = 0, rate_id = 0, wall_id = 0, gone_id = 0;
+    CHECK_OK(tw_add(w, 1500, log_run, &once, NULL, &once_id));
+    CHECK_OK(tw_add_periodic(w, 250, 1000, TW_FIXED_RATE, log_run, &rate, NULL, &rate_id));
+    CHECK_OK(tw_add_at(w, START_MS + 10000, log_run, &wall, NULL, &wall_id));
+    CHECK_OK(tw_add(w, 50, log_run, &gone, NULL, &gone_id));
+    CHECK_OK(tw_delete(w, gone_id));
+    /* Nothing is due yet (the user data here are no run logs). */
+    size_t ran = 0;
+    CHECK_OK(tw_advance(w, 200, &ran));
+    CHECK(ran == 0);
+    exported e = {0};
+    size_t running = 99;
+    CHECK_OK(tw_export(w, copy_info, &e, &running));
+    CHECK(running == 0);
+    CHECK(e.count == 3);
+    const tw_timer_info *r = &e.info[0], *o = &e.info[1], *a = &e.info[2];
+    CHECK(r->size == sizeof(tw_timer_info));
+    CHECK(r->id == rate_id && r->kind == TW_TIMER_PERIODIC && r->mode == TW_FIXED_RATE);
+    CHECK(r->period_ns == 1000 * MS && r->user_data == &rate);
+    CHECK(r->due_ns == 250 * MS && r->due_unix_ms == START_MS + 250 && r->at_unix_ms == 0);
+    CHECK(o->id == once_id && o->kind == TW_TIMER_ONE_SHOT && o->period_ns == 0);
+    CHECK(o->due_ns == 1500 * MS && o->due_unix_ms == START_MS + 1500 && o->user_data == &once);
+    CHECK(a->id == wall_id && a->kind == TW_TIMER_WALL_CLOCK);
+    CHECK(a->at_unix_ms == START_MS + 10000 && a->due_unix_ms == START_MS + 10000);
+    CHECK(a->user_data == &wall);
+    CHECK_OK(tw_destroy(w));
+}
+
+static void export_refuses_a_null_wheel_or_function(void) {
+    tw_wheel *w = virtual_wheel_at(START_MS);
+    exported e = {0};
+    CHECK_STATUS(tw_export(NULL, copy_info, &e, NULL), TW_ERR_INVALID);
+    CHECK_STATUS(tw_export(w, NULL, &e, NULL), TW_ERR_INVALID);
+    CHECK_OK(tw_export(w, copy_info, &e, NULL));
+    CHECK(e.count == 0);
+    CHECK_OK(tw_destroy(w));
 }
 
 /* The runs in the first 3 s of a fixed-rate timer every second anchored at START_MS +
@@ -108,10 +166,70 @@ static void add_periodic_at_refuses_bad_arguments_and_takes_any_start(void) {
     CHECK_OK(tw_destroy(w));
 }
 
+static void a_timer_exported_and_re_created_after_a_restart_stays_in_phase(void) {
+    /* Before: every second from 0.25 s; exported at 1.9 s, next point 2.25 s. */
+    tw_wheel *before = virtual_wheel_at(START_MS);
+    runs unused = {.w = before};
+    tw_timer_id id = 0;
+    CHECK_OK(tw_add_periodic(before, 250, 1000, TW_FIXED_RATE, log_run, &unused, NULL, &id));
+    size_t ran = 0;
+    CHECK_OK(tw_advance(before, 1900, &ran));
+    exported saved = {0};
+    CHECK_OK(tw_export(before, copy_info, &saved, NULL));
+    CHECK_OK(tw_destroy(before));
+    CHECK(saved.count == 1);
+    /* Down until 5 s: the points at 2.25, 3.25 and 4.25 s were missed. */
+    runs after = {.w = virtual_wheel_at(START_MS + 5000)};
+    const tw_timer_info *t = &saved.info[0];
+    CHECK_OK(tw_add_periodic_at(after.w, t->due_unix_ms, t->period_ns / MS,
+                                (tw_period_mode)t->mode, TW_MISSED_RUN_ONCE, log_run, &after,
+                                NULL, &id));
+    CHECK_OK(tw_advance(after.w, 2000, &ran));
+    const int64_t want[] = {5000, 5250, 6250};
+    CHECK(runs_are(&after, want, 3));
+    CHECK_OK(tw_destroy(after.w));
+}
+
+/* A periodic callback that holds its run until released. */
+static long held_started, held_release;
+
+static void hold_run(tw_timer_id id, void *user_data) {
+    (void)id;
+    (void)user_data;
+    atomic_set(&held_started, 1);
+    for (int i = 0; i < 30000 && !atomic_get(&held_release); i++) {
+        sleep_ms(1);
+    }
+}
+
+static void a_periodic_timer_whose_callback_runs_is_left_out_and_counted(void) {
+    tw_config cfg;
+    tw_config_init(&cfg);
+    tw_wheel *w = NULL;
+    CHECK_OK(tw_create(&cfg, &w));
+    atomic_set(&held_started, 0);
+    atomic_set(&held_release, 0);
+    tw_timer_id busy = 0, idle = 0;
+    CHECK_OK(tw_add_periodic(w, 1, 10, TW_FIXED_RATE, hold_run, NULL, NULL, &busy));
+    CHECK_OK(tw_add(w, 3600 * 1000, hold_run, NULL, NULL, &idle));
+    CHECK(wait_for(&held_started, 1, 30000));
+    exported e = {0};
+    size_t running = 0;
+    CHECK_OK(tw_export(w, copy_info, &e, &running));
+    CHECK(running == 1 && e.count == 1 && e.info[0].id == idle);
+    atomic_set(&held_release, 1);
+    CHECK_OK(tw_delete_sync(w, busy));
+    CHECK_OK(tw_destroy(w));
+}
+
 int main(void) {
+    RUN(export_in_virtual_time_gives_exact_values_in_deadline_order);
+    RUN(export_refuses_a_null_wheel_or_function);
     RUN(missed_points_run_once_now_then_in_phase);
     RUN(missed_points_are_skipped_to_the_next_one);
     RUN(a_start_ahead_runs_at_it_under_either_policy);
     RUN(add_periodic_at_refuses_bad_arguments_and_takes_any_start);
+    RUN(a_timer_exported_and_re_created_after_a_restart_stays_in_phase);
+    RUN(a_periodic_timer_whose_callback_runs_is_left_out_and_counted);
     return check_summary("test_restart");
 }

@@ -85,6 +85,18 @@ pub enum tw_missed {
     TW_MISSED_SKIP = 1,
 }
 
+/// What kind of timer an exported timer is (`tw_timer_info.kind`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum tw_timer_kind {
+    /// Added by tw_add: runs once.
+    TW_TIMER_ONE_SHOT = 0,
+    /// Added by tw_add_periodic, tw_add_periodic_ns or tw_add_periodic_at.
+    TW_TIMER_PERIODIC = 1,
+    /// Added by tw_add_at: runs once at a wall-clock time.
+    TW_TIMER_WALL_CLOCK = 2,
+}
+
 /// How a wheel tells time (`tw_config.clock`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
