@@ -345,3 +345,58 @@ fn a_timer_exported_and_re_created_after_a_restart_stays_in_phase() {
     after.advance(ms(2000)).unwrap();
     assert_eq!(*log.lock().unwrap(), [5000, 5250, 6250]);
 }
+
+/// Adds `count` far timers from a thread of its own (so in that thread's shard).
+fn add_far_from_a_new_thread(rt: &Arc<Runtime<Session>>, count: u64) -> Vec<TimerId> {
+    let rt = Arc::clone(rt);
+    thread::spawn(move || {
+        let far = |n| Duration::from_secs(3600 + n);
+        let add = |n| rt.add(far(n), Session::new(n)).ok().unwrap();
+        (0..count).map(add).collect()
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn an_export_is_one_instant_across_shards() {
+    // One thread's timers (ys) are cancelled one by one by another thread, which adds a
+    // timer of its own (xs[i], in its own shard) after each cancel of ys[i]. An export of
+    // one instant that holds xs[i] cannot hold ys[i]; one that walked the shards one after
+    // the other could, when it passed the ys' shard before the cancel and the xs' after the
+    // add.
+    const COUNT: u64 = 50_000;
+    let rt = Arc::new(Runtime::builder().build::<Session>().unwrap());
+    let ys = Arc::new(add_far_from_a_new_thread(&rt, COUNT));
+    let canceller = {
+        let (rt, ys) = (Arc::clone(&rt), Arc::clone(&ys));
+        thread::spawn(move || {
+            let cancel_then_add = |&y| {
+                rt.cancel(y).unwrap();
+                rt.add(Duration::from_secs(7200), Session::new(0))
+                    .ok()
+                    .unwrap()
+            };
+            ys.iter().map(cancel_then_add).collect::<Vec<_>>()
+        })
+    };
+    let mut exports = Vec::new();
+    while !canceller.is_finished() {
+        let mut ids = HashSet::new();
+        rt.export(|timer, _| {
+            ids.insert(timer.id);
+        })
+        .unwrap();
+        exports.push(ids);
+    }
+    let xs = canceller.join().unwrap();
+    assert!(exports.len() > 1, "no export while the cancels ran");
+    for ids in &exports {
+        for (x, y) in xs.iter().zip(ys.iter()) {
+            assert!(
+                !(ids.contains(x) && ids.contains(y)),
+                "{y:?} exported with {x:?}, added after it was cancelled"
+            );
+        }
+    }
+}
