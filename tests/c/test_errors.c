@@ -40,6 +40,12 @@ static tw_timer_id add_far(tw_wheel *w) {
     return id;
 }
 
+/* Counts the timers tw_export hands out into the long at ctx. */
+static void count_info(void *ctx, const tw_timer_info *info) {
+    (void)info;
+    (*(long *)ctx)++;
+}
+
 /* Refused adds call neither cb nor drop: the counters must not move. */
 #define CHECK_NOTHING_CALLED(before_runs, before_drops) \
     CHECK(atomic_get(&cb_runs) == (before_runs) && atomic_get(&drops) == (before_drops))
@@ -55,7 +61,13 @@ static void null_wheel(void) {
     CHECK_STATUS(tw_add_periodic_ns(NULL, 1, 1, TW_FIXED_RATE, count_cb, NULL, count_drop, &id),
                  TW_ERR_INVALID);
     CHECK_STATUS(tw_add_at(NULL, 0, count_cb, NULL, count_drop, &id), TW_ERR_INVALID);
+    CHECK_STATUS(tw_add_periodic_at(NULL, 0, 1, TW_FIXED_RATE, TW_MISSED_SKIP, count_cb, NULL,
+                                    count_drop, &id),
+                 TW_ERR_INVALID);
     CHECK_STATUS(tw_reset(NULL, 1, 1), TW_ERR_INVALID);
+    long exported = 0;
+    CHECK_STATUS(tw_export(NULL, count_info, &exported, &ran), TW_ERR_INVALID);
+    CHECK(exported == 0);
     CHECK_STATUS(tw_delete(NULL, 1), TW_ERR_INVALID);
     CHECK_STATUS(tw_delete_sync(NULL, 1), TW_ERR_INVALID);
     CHECK_STATUS(tw_get_stats(NULL, &stats), TW_ERR_INVALID);
@@ -79,7 +91,12 @@ static void null_callback(void) {
     CHECK_STATUS(tw_add_periodic_ns(w, 1, 1, TW_FIXED_RATE, NULL, NULL, count_drop, &id),
                  TW_ERR_INVALID);
     CHECK_STATUS(tw_add_at(w, 0, NULL, NULL, count_drop, &id), TW_ERR_INVALID);
-    CHECK(id == 0);
+    CHECK_STATUS(tw_add_periodic_at(w, 0, 1, TW_FIXED_RATE, TW_MISSED_SKIP, NULL, NULL,
+                                    count_drop, &id),
+                 TW_ERR_INVALID);
+    size_t running = 7;
+    CHECK_STATUS(tw_export(w, NULL, NULL, &running), TW_ERR_INVALID); /* fn NULL */
+    CHECK(id == 0 && running == 7);
     CHECK_OK(tw_add(w, 1, count_cb, NULL, NULL, &id)); /* a NULL drop is fine */
     CHECK_OK(tw_destroy(w));
     CHECK(drops == dropped && cb_runs <= runs + 1);
@@ -95,7 +112,12 @@ static void null_out_pointer(void) {
     CHECK_STATUS(tw_add_periodic_ns(w, 1, 1, TW_FIXED_RATE, count_cb, NULL, count_drop, NULL),
                  TW_ERR_INVALID);
     CHECK_STATUS(tw_add_at(w, 0, count_cb, NULL, count_drop, NULL), TW_ERR_INVALID);
+    CHECK_STATUS(tw_add_periodic_at(w, 0, 1, TW_FIXED_RATE, TW_MISSED_SKIP, count_cb, NULL,
+                                    count_drop, NULL),
+                 TW_ERR_INVALID);
     CHECK_STATUS(tw_get_stats(w, NULL), TW_ERR_INVALID);
+    long exported = 0;
+    CHECK_OK(tw_export(w, count_info, &exported, NULL)); /* running NULL: no count asked */
     CHECK_STATUS(tw_poll(w, NULL), TW_ERR_INVALID);
     CHECK_STATUS(tw_advance(w, 1, NULL), TW_ERR_INVALID);
     CHECK_STATUS(tw_advance_to_next(w, NULL), TW_ERR_INVALID);
@@ -129,7 +151,7 @@ static void id_zero_stale_and_double_delete(void) {
 
 static void huge_delays(void) {
     tw_wheel *w = new_wheel(0);
-    tw_timer_id a = 0, b = 0, c = 0, d = 0, e = 0;
+    tw_timer_id a = 0, b = 0, c = 0, d = 0, e = 0, f = 0;
     long dropped = drops;
     CHECK_OK(tw_add(w, UINT64_MAX, count_cb, NULL, count_drop, &a));
     CHECK_OK(tw_add_periodic(w, UINT64_MAX, UINT64_MAX, TW_FIXED_RATE, count_cb, NULL,
@@ -137,12 +159,14 @@ static void huge_delays(void) {
     CHECK_OK(tw_add_periodic_ns(w, UINT64_MAX, UINT64_MAX, TW_FIXED_RATE, count_cb, NULL,
                                 count_drop, &e));
     CHECK_OK(tw_add_at(w, INT64_MAX, count_cb, NULL, count_drop, &c));
+    CHECK_OK(tw_add_periodic_at(w, INT64_MAX, UINT64_MAX, TW_FIXED_RATE, TW_MISSED_RUN_ONCE,
+                                count_cb, NULL, count_drop, &f));
     CHECK_OK(tw_add(w, 3600 * 1000, count_cb, NULL, count_drop, &d));
     CHECK_OK(tw_reset(w, d, UINT64_MAX));
     CHECK(tw_next_timeout_ms(w) >= 0);
     CHECK_OK(tw_delete(w, a));
-    CHECK_OK(tw_destroy(w)); /* b, c, d and e are discarded */
-    CHECK(drops == dropped + 5);
+    CHECK_OK(tw_destroy(w)); /* b, c, d, e and f are discarded */
+    CHECK(drops == dropped + 6);
 }
 
 static void bad_values(void) {
@@ -159,6 +183,15 @@ static void bad_values(void) {
                  TW_ERR_INVALID);
     CHECK_STATUS(tw_add_periodic(w, 1, 1, (tw_period_mode)2, count_cb, NULL, count_drop, &id),
                  TW_ERR_INVALID); /* not a tw_period_mode */
+    CHECK_STATUS(tw_add_periodic_at(w, 0, 0, TW_FIXED_RATE, TW_MISSED_SKIP, count_cb, NULL,
+                                    count_drop, &id),
+                 TW_ERR_INVALID); /* period 0 */
+    CHECK_STATUS(tw_add_periodic_at(w, 0, 1, (tw_period_mode)2, TW_MISSED_SKIP, count_cb, NULL,
+                                    count_drop, &id),
+                 TW_ERR_INVALID);
+    CHECK_STATUS(tw_add_periodic_at(w, 0, 1, TW_FIXED_RATE, (tw_missed)2, count_cb, NULL,
+                                    count_drop, &id),
+                 TW_ERR_INVALID); /* not a tw_missed */
     CHECK(id == 0);
     CHECK_NOTHING_CALLED(runs, dropped);
     size_t ran = 0;
@@ -191,6 +224,9 @@ static void default_wheel(void) {
 typedef struct {
     tw_wheel *wheel;
     tw_status destroy, delete_sync, delete_, reset, add, add_periodic, add_at, get_stats;
+    tw_status add_periodic_at, export_;
+    size_t running;
+    long exported;
     int64_t next_timeout;
     long done;
 } own_calls;
@@ -203,7 +239,10 @@ static void call_on_self(tw_timer_id id, void *user_data) {
     c->add_periodic = tw_add_periodic(c->wheel, 3600 * 1000, 1, TW_FIXED_DELAY, count_cb, NULL,
                                       count_drop, &other);
     c->add_at = tw_add_at(c->wheel, INT64_MAX, count_cb, NULL, count_drop, &other);
+    c->add_periodic_at = tw_add_periodic_at(c->wheel, INT64_MAX, 1, TW_FIXED_RATE,
+                                            TW_MISSED_SKIP, count_cb, NULL, count_drop, &other);
     c->get_stats = tw_get_stats(c->wheel, &stats);
+    c->export_ = tw_export(c->wheel, count_info, &c->exported, &c->running);
     c->next_timeout = tw_next_timeout_ms(c->wheel);
     c->destroy = tw_destroy(c->wheel);
     c->delete_sync = tw_delete_sync(c->wheel, id);
@@ -231,16 +270,19 @@ static void from_own_callback(void) {
     CHECK_STATUS(periodic.delete_sync, TW_ERR_BUSY);
     CHECK_STATUS(periodic.reset, TW_OK);
     CHECK_STATUS(periodic.delete_, TW_OK);
+    CHECK(periodic.running == 1); /* its own run is under way: left out, counted */
     const own_calls *both[] = {&once, &periodic};
     for (int i = 0; i < 2; i++) {
         CHECK_STATUS(both[i]->add, TW_OK);
         CHECK_STATUS(both[i]->add_periodic, TW_OK);
         CHECK_STATUS(both[i]->add_at, TW_OK);
+        CHECK_STATUS(both[i]->add_periodic_at, TW_OK);
         CHECK_STATUS(both[i]->get_stats, TW_OK);
+        CHECK_STATUS(both[i]->export_, TW_OK);
         CHECK(both[i]->next_timeout >= 0); /* timers are pending (0 when one is due already) */
     }
     CHECK_OK(tw_destroy(w));
-    CHECK(drops == dropped + 6); /* the six timers added from the callbacks */
+    CHECK(drops == dropped + 8); /* the eight timers added from the callbacks */
 }
 
 /* ---- while tw_destroy runs on another thread ----------------------------------------- */
@@ -250,6 +292,7 @@ typedef struct {
     tw_timer_id pending;
     long started, done;
     tw_status add, add_periodic, add_at, reset, delete_, delete_sync, get_stats, poll, destroy;
+    tw_status add_periodic_at, export_;
     int64_t next_timeout;
 } shutdown_calls;
 
@@ -270,9 +313,13 @@ static void call_during_shutdown(tw_timer_id id, void *user_data) {
     c->add_periodic =
         tw_add_periodic(c->wheel, 1, 1, TW_FIXED_RATE, count_cb, NULL, count_drop, &out);
     c->add_at = tw_add_at(c->wheel, 0, count_cb, NULL, count_drop, &out);
+    c->add_periodic_at = tw_add_periodic_at(c->wheel, 0, 1, TW_FIXED_RATE, TW_MISSED_SKIP,
+                                            count_cb, NULL, count_drop, &out);
     c->delete_ = tw_delete(c->wheel, c->pending);
     c->delete_sync = tw_delete_sync(c->wheel, c->pending);
     c->get_stats = tw_get_stats(c->wheel, &stats);
+    long exported = 0;
+    c->export_ = tw_export(c->wheel, count_info, &exported, NULL);
     c->next_timeout = tw_next_timeout_ms(c->wheel);
     c->poll = tw_poll(c->wheel, &ran);
     c->destroy = tw_destroy(c->wheel);
@@ -293,10 +340,12 @@ static void during_shutdown(void) {
     CHECK_STATUS(c.add, TW_ERR_SHUTDOWN);
     CHECK_STATUS(c.add_periodic, TW_ERR_SHUTDOWN);
     CHECK_STATUS(c.add_at, TW_ERR_SHUTDOWN);
+    CHECK_STATUS(c.add_periodic_at, TW_ERR_SHUTDOWN);
     CHECK_STATUS(c.reset, TW_ERR_SHUTDOWN);
     CHECK_STATUS(c.delete_, TW_ERR_SHUTDOWN);
     CHECK_STATUS(c.delete_sync, TW_ERR_SHUTDOWN); /* even from a callback: shutdown wins */
     CHECK_STATUS(c.get_stats, TW_OK);
+    CHECK_STATUS(c.export_, TW_ERR_SHUTDOWN);
     CHECK(c.next_timeout >= -1); /* the far timer until it is discarded, then -1 */
     CHECK_STATUS(c.poll, TW_ERR_INVALID); /* a wheel with threads: as always */
     CHECK_STATUS(c.destroy, TW_ERR_BUSY);

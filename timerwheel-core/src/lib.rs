@@ -26,5 +26,6 @@ pub mod wheel;
 
 pub use runtime::{
     default_runtime, prefetch, record_callback_failure, BoxTask, Builder, Config, ConfigError,
-    Error, PerProcess, PeriodMode, Rejected, Runtime, SharedRuntime, Stats, Task, Timer, TimerId,
+    Error, Export, ExportedTimer, Missed, PerProcess, PeriodMode, Rejected, Runtime, SharedRuntime,
+    Stats, Task, Timer, TimerId, TimerKind,
 };

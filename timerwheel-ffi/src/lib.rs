@@ -17,12 +17,14 @@ mod time;
 mod types;
 
 // The exported functions, in the order the header lists them: the wheel's life cycle,
-// a virtual clock, timers, a callback's report of its failure, static strings.
+// a virtual clock, timers, the export of timers, a callback's report of its failure, static strings.
 pub mod wheel;
 
 pub mod virtual_clock;
 
 pub mod timers;
+
+pub mod restart;
 
 pub mod callback;
 
@@ -30,12 +32,15 @@ pub mod text;
 
 pub use callback::tw_record_callback_failure;
 pub use handle::tw_wheel;
+pub use restart::{tw_export, tw_export_fn, tw_timer_info};
 pub use text::{tw_status_str, tw_version, tw_version_number};
 pub use timers::{
-    tw_add, tw_add_at, tw_add_periodic, tw_add_periodic_ns, tw_delete, tw_delete_sync, tw_reset,
+    tw_add, tw_add_at, tw_add_periodic, tw_add_periodic_at, tw_add_periodic_ns, tw_delete,
+    tw_delete_sync, tw_reset,
 };
 pub use types::{
-    tw_callback, tw_clock, tw_config, tw_drop_fn, tw_period_mode, tw_stats, tw_status, tw_timer_id,
+    tw_callback, tw_clock, tw_config, tw_drop_fn, tw_missed, tw_period_mode, tw_stats, tw_status,
+    tw_timer_id, tw_timer_kind,
 };
 pub use virtual_clock::{tw_advance, tw_advance_to_next, tw_now_ms};
 pub use wheel::{

@@ -37,6 +37,11 @@ impl CTask {
         })
     }
 
+    /// The user data it was added with.
+    pub fn user_data(&self) -> *mut c_void {
+        self.user_data
+    }
+
     /// Gives the user data back to the C caller untouched: neither `cb` nor `drop` runs.
     fn release(self) {
         mem::forget(self);

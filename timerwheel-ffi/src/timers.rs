@@ -3,15 +3,15 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use timerwheel_core::{Error, PeriodMode, Rejected, Runtime, TimerId};
+use timerwheel_core::{Error, Missed, PeriodMode, Rejected, Runtime, TimerId};
 
 use crate::boundary::guard;
 use crate::handle::tw_wheel;
 use crate::ptr::{runtime, Out};
 use crate::task::{accepted, CTask};
 use crate::time::unix_time;
-use crate::types::RawPeriodMode;
 use crate::types::{timer_id, tw_callback, tw_drop_fn, tw_status, tw_timer_id};
+use crate::types::{RawMissed, RawPeriodMode};
 
 /// Adds a one-shot timer: `cb(id, user_data)` runs once, not before `delay_ms` has passed
 /// (within about a tick after), on a worker thread (the tick thread when max_workers is 0,
@@ -163,6 +163,56 @@ pub unsafe extern "C" fn tw_add_at(
     let when = || unix_time(unix_ms);
     // SAFETY: the caller keeps tw_add_at's contract, which is add_timer's.
     unsafe { add_timer(w, out_id, callback, when, Runtime::add_at) }
+}
+
+/// Adds a periodic timer on the schedule first, first + period, first + 2 period, ... given
+/// by its absolute start `first_unix_ms` (milliseconds since the Unix epoch on the wheel's
+/// wall clock, tw_now_ms): to re-create, after a restart, a timer that tw_export saw, in
+/// phase with its schedule before (`first_unix_ms` = its `due_unix_ms`). When the start is
+/// still ahead, the first run is at it. When it has passed, `missed` says what becomes of
+/// the points that passed: TW_MISSED_RUN_ONCE runs once now, then at the schedule's next
+/// point; TW_MISSED_SKIP waits for the next point. A point due right now runs now either
+/// way. From its first run on, the timer is like one of tw_add_periodic in `mode`, timed on
+/// the monotonic clock (the wall clock is read once, here).
+///
+/// Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called and
+/// `*out_id` is left untouched:
+/// - TW_ERR_INVALID: `w`, `cb` or `out_id` NULL; `period_ms` 0; `mode` not a
+///   tw_period_mode; `missed` not a tw_missed.
+/// - TW_ERR_FULL: the wheel holds max_timers pending timers.
+/// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+/// - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
+///
+/// # Safety
+/// As for tw_add.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the signature is the C contract
+pub unsafe extern "C" fn tw_add_periodic_at(
+    w: *mut tw_wheel,
+    first_unix_ms: i64,
+    period_ms: u64,
+    mode: RawPeriodMode,
+    missed: RawMissed,
+    cb: tw_callback,
+    user_data: *mut c_void,
+    drop: tw_drop_fn,
+    out_id: *mut tw_timer_id,
+) -> tw_status {
+    let callback = (cb, user_data, drop);
+    let period = Duration::from_millis(period_ms);
+    let schedule = || {
+        let first = unix_time(first_unix_ms)?;
+        Ok((
+            first,
+            PeriodMode::try_from(mode)?,
+            Missed::try_from(missed)?,
+        ))
+    };
+    let add = |runtime: &Runtime<CTask>, (first, mode, missed), task| {
+        runtime.add_periodic_at(first, period, mode, missed, task)
+    };
+    // SAFETY: the caller keeps tw_add_periodic_at's contract, which is add_timer's.
+    unsafe { add_timer(w, out_id, callback, schedule, add) }
 }
 
 /// The guarded path of every add: checks `out_id` and `w`, reads the schedule, makes the

@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use timerwheel_core::{Config, Error, PeriodMode, Stats, TimerId};
+use timerwheel_core::{Config, Error, Missed, PeriodMode, Stats, TimerId};
 
 use crate::time::{unix_ms, unix_time};
 
@@ -74,6 +74,29 @@ pub enum tw_period_mode {
     TW_FIXED_DELAY = 1,
 }
 
+/// What a periodic timer added with tw_add_periodic_at does with the points of its schedule
+/// that passed before it was added (while the process was down).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum tw_missed {
+    /// One run now, for all of them together; then the schedule goes on at its next point.
+    TW_MISSED_RUN_ONCE = 0,
+    /// None: the first run is the schedule's next point.
+    TW_MISSED_SKIP = 1,
+}
+
+/// What kind of timer an exported timer is (`tw_timer_info.kind`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum tw_timer_kind {
+    /// Added by tw_add: runs once.
+    TW_TIMER_ONE_SHOT = 0,
+    /// Added by tw_add_periodic, tw_add_periodic_ns or tw_add_periodic_at.
+    TW_TIMER_PERIODIC = 1,
+    /// Added by tw_add_at: runs once at a wall-clock time.
+    TW_TIMER_WALL_CLOCK = 2,
+}
+
 /// How a wheel tells time (`tw_config.clock`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +128,23 @@ impl TryFrom<RawPeriodMode> for PeriodMode {
         match mode.0 {
             m if m == tw_period_mode::TW_FIXED_RATE as u32 => Ok(PeriodMode::FixedRate),
             m if m == tw_period_mode::TW_FIXED_DELAY as u32 => Ok(PeriodMode::FixedDelay),
+            _ => Err(tw_status::TW_ERR_INVALID),
+        }
+    }
+}
+
+/// A `tw_missed` as C passes it in (see [`RawStatus`]).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct RawMissed(pub u32);
+
+impl TryFrom<RawMissed> for Missed {
+    type Error = tw_status;
+
+    fn try_from(missed: RawMissed) -> Result<Self, tw_status> {
+        match missed.0 {
+            m if m == tw_missed::TW_MISSED_RUN_ONCE as u32 => Ok(Missed::RunOnce),
+            m if m == tw_missed::TW_MISSED_SKIP as u32 => Ok(Missed::Skip),
             _ => Err(tw_status::TW_ERR_INVALID),
         }
     }

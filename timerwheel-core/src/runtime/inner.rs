@@ -428,6 +428,32 @@ impl<T: Task> Inner<T> {
         stats
     }
 
+    /// Hands every exportable timer (see [`ShardState::export`](super::shard::ShardState))
+    /// to `visit` in deadline order, then id order, with every shard locked in shard order,
+    /// so the timers are those of one instant; `at` runs first, under the locks, to read
+    /// the clocks at that instant, and `visit` gets what it read. Returns that and how many
+    /// running periodic timers were left out.
+    pub(crate) fn export<A>(
+        &self,
+        at: impl FnOnce() -> A,
+        mut visit: impl FnMut(&A, TimerId, Deadline, Schedule, &T),
+    ) -> (A, usize) {
+        let states: Vec<_> = self.shards.iter().map(Shard::lock).collect();
+        let instant = at();
+        let mut timers = Vec::new();
+        let mut running = 0;
+        for (index, state) in states.iter().enumerate() {
+            running += state.export(|key, deadline, schedule, task| {
+                timers.push((deadline, self.ids.encode(index, key), schedule, task));
+            });
+        }
+        timers.sort_unstable_by_key(|&(deadline, id, _, _)| (deadline, id));
+        for (deadline, id, schedule, task) in timers {
+            visit(&instant, id, deadline, schedule, task);
+        }
+        (instant, running)
+    }
+
     /// Whether the calling thread runs a callback of this runtime, at any depth.
     pub(crate) fn in_callback(&self) -> bool {
         running(|c| c.runtime == self.id())

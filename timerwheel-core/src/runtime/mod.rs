@@ -8,6 +8,7 @@
 //! | `shard.rs`    | one wheel + bookkeeping under a lock; a timer's life cycle  |
 //! | `side.rs`     | what periodic and wall-clock timers keep beside the wheel   |
 //! | `periodic.rs` | where a periodic timer runs next (fixed rate, fixed delay)  |
+//! | `restart.rs`  | the export of pending timers, re-creation in phase          |
 //! | `ticker.rs`   | the tick thread: its rounds, sleep and wake-up              |
 //! | `executor.rs` | the run queue, the worker count, the grow/shrink decision   |
 //! | `worker.rs`   | worker threads and the run of a due timer                   |
@@ -37,6 +38,7 @@ mod inner;
 #[cfg(all(test, loom))]
 mod loom_tests;
 mod periodic;
+mod restart;
 mod shard;
 mod shared;
 mod side;
@@ -55,6 +57,7 @@ pub use config::{Builder, Config, ConfigError, MAX_TICK, MAX_WORKERS, MIN_TICK};
 pub use error::{Error, Rejected};
 pub use fork::PerProcess;
 pub use inner::record_callback_failure;
+pub use restart::{Export, ExportedTimer, Missed, TimerKind};
 pub use shared::{default_runtime, SharedRuntime};
 pub use stats::Stats;
 pub use task::{prefetch, BoxTask, PeriodMode, Task, TimerId};
@@ -165,12 +168,10 @@ impl<T: Task> Runtime<T> {
         mode: PeriodMode,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
-        // Beyond 584 years a period saturates: such a timer never runs twice anyway.
-        let period_ns = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
-        if period_ns == 0 {
+        let Some(period_ns) = period_ns(period) else {
             let error = Error::Invalid;
             return Err(Rejected { error, task });
-        }
+        };
         let deadline = self.inner.clock.deadline_after(delay);
         self.inner.add(
             deadline,
@@ -328,6 +329,13 @@ impl<T: Task> Runtime<T> {
     pub fn config(&self) -> &Config {
         &self.inner.config
     }
+}
+
+/// A period in nanoseconds; `None` for zero. Beyond 584 years a period saturates: such a
+/// timer never runs twice anyway.
+fn period_ns(period: Duration) -> Option<u64> {
+    let period_ns = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
+    (period_ns != 0).then_some(period_ns)
 }
 
 impl<T: Task> Drop for Runtime<T> {

@@ -5,14 +5,15 @@
 use std::time::Duration;
 
 use super::clock::{Clock, Deadline};
-use super::PeriodMode;
+use super::{Missed, PeriodMode};
 
 /// What a periodic timer keeps beside its wheel entry (whose deadline holds the exact time
 /// of the run now pending or under way, the schedule's current point).
 pub(crate) struct Periodic {
     pub(crate) period_ns: u64,
     pub(crate) mode: PeriodMode,
-    /// A reset made while the callback ran: the next deadline.
+    /// The next deadline, when set: by a reset made while the callback ran, or as the
+    /// grid point after a catch-up run (see [`resume`]).
     pub(crate) reset_to: Option<Deadline>,
     /// Cancelled while the callback ran: the timer ends when the run returns.
     pub(crate) cancelled: bool,
@@ -53,6 +54,19 @@ pub(crate) fn fixed_rate_next(point: u64, period: u64, returned: u64) -> u64 {
     point.saturating_add(passed.max(1).saturating_mul(period))
 }
 
+/// How a schedule `first + k·period`, added `late` ns after `first` (> 0), resumes, as
+/// delays from now in ns: its first run, and, when that run is a catch-up run for points
+/// that passed (`RunOnce`: now), the delay of the grid point that follows it. A point due
+/// right now runs now either way; `Skip` waits for the next point.
+pub(crate) fn resume(late: u64, period: u64, missed: Missed) -> (u64, Option<u64>) {
+    let to_next_point = (period - late % period) % period;
+    match missed {
+        _ if to_next_point == 0 => (0, None),
+        Missed::RunOnce => (0, Some(to_next_point)),
+        Missed::Skip => (to_next_point, None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,6 +88,16 @@ mod tests {
         assert_eq!(fixed_rate_next(10_000, 10_000, 20_300), 20_000);
         // A run due at 30 that took 35: 40 and 50 passed entirely, 60 is due.
         assert_eq!(fixed_rate_next(30, 10, 65), 60);
+    }
+
+    #[test]
+    fn a_resumed_schedule_runs_once_now_or_skips_to_its_next_point() {
+        // Points every 10; added 25 after the first: 20 passed, 30 is next.
+        assert_eq!(resume(25, 10, Missed::RunOnce), (0, Some(5)));
+        assert_eq!(resume(25, 10, Missed::Skip), (5, None));
+        // Added right on a point: it runs now, and the grid goes on from it.
+        assert_eq!(resume(30, 10, Missed::RunOnce), (0, None));
+        assert_eq!(resume(30, 10, Missed::Skip), (0, None));
     }
 
     #[test]

@@ -96,6 +96,13 @@ pub(crate) enum Schedule {
         mode: PeriodMode,
     },
     At(SystemTime),
+    /// A periodic timer whose first run is off its grid: one run now for the points that
+    /// passed before it was added; after it, the schedule goes on at `then`.
+    EveryAfterCatchUp {
+        period: u64,
+        mode: PeriodMode,
+        then: Deadline,
+    },
 }
 
 /// What the wheel holds per timer. `task` is `None` while a worker runs it.
@@ -236,6 +243,10 @@ impl<T> ShardState<T> {
             Schedule::Once => None,
             Schedule::Every { period, mode } => Some(Side::Periodic(Periodic::new(period, mode))),
             Schedule::At(when) => Some(Side::Wall { key, when }),
+            Schedule::EveryAfterCatchUp { period, mode, then } => Some(Side::Periodic(Periodic {
+                reset_to: Some(then),
+                ..Periodic::new(period, mode)
+            })),
         };
         if let Some(side) = side {
             self.attach(key, side);
@@ -269,6 +280,10 @@ impl<T> ShardState<T> {
             // Re-armed by a delay, a wall-clock timer is no longer one.
             if let Some(wall) = entry.side.take_if(|&mut id| self.sides.is_wall(id)) {
                 self.sides.remove(wall);
+            }
+            // The reset moves the next run: a catch-up run's way back to its grid goes too.
+            if let Some(periodic) = self.sides.periodic_mut(entry.side) {
+                periodic.reset_to = None;
             }
             place(&mut self.wheel, key, deadline);
             return Ok(());
@@ -371,6 +386,30 @@ impl<T> ShardState<T> {
         let next = periodic.next(clock.exact_ns(due), clock);
         place(&mut self.wheel, key, next);
         Finished::Rearmed(next)
+    }
+
+    /// Hands to `visit` every timer that will run unless cancelled and whose task is here:
+    /// pending, or due and waiting for a worker. Returns how many were left out because
+    /// their task is out with a running callback: periodic timers that will be pending
+    /// again when it returns (a running one-shot is no longer pending: not counted).
+    pub(crate) fn export<'a>(
+        &'a self,
+        mut visit: impl FnMut(Key, Deadline, Schedule, &'a T),
+    ) -> usize {
+        let mut running = 0;
+        for (key, tick, entry) in self.wheel.entries() {
+            match &entry.task {
+                Some(task) => {
+                    let deadline = Deadline {
+                        tick,
+                        rounded_up_ns: entry.rounded_up.ns(),
+                    };
+                    visit(key, deadline, self.sides.schedule(entry.side), task);
+                }
+                None => running += usize::from(self.is_live(key)),
+            }
+        }
+        running
     }
 
     /// Removes the node of a timer whose run ended, once its task has been dropped.

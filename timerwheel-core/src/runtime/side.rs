@@ -6,6 +6,7 @@ use std::num::NonZeroU32;
 use std::time::SystemTime;
 
 use super::periodic::Periodic;
+use super::shard::Schedule;
 use crate::wheel::Key;
 
 /// The record of a timer that is not a plain one-shot.
@@ -69,6 +70,18 @@ impl Sides {
         match self.slots[id?.index()].as_mut() {
             Some(Side::Periodic(periodic)) => Some(periodic),
             _ => None,
+        }
+    }
+
+    /// The schedule of the timer whose record is `id` (none: a one-shot).
+    pub(crate) fn schedule(&self, id: Option<SideId>) -> Schedule {
+        match id.and_then(|id| self.slots[id.index()].as_ref()) {
+            Some(Side::Periodic(periodic)) => Schedule::Every {
+                period: periodic.period_ns,
+                mode: periodic.mode,
+            },
+            Some(Side::Wall { when, .. }) => Schedule::At(*when),
+            None => Schedule::Once,
         }
     }
 

@@ -191,6 +191,15 @@ impl<T> Wheel<T> {
         Some(self.pool.node(index).deadline)
     }
 
+    /// Every entry held, pending or expired: its key, its deadline and its value, in no
+    /// particular order.
+    pub fn entries(&self) -> impl Iterator<Item = (Key, u64, &T)> + '_ {
+        self.pool.live_indices().filter_map(|index| {
+            let node = self.pool.node(index);
+            Some((self.pool.key(index), node.deadline, node.value.as_ref()?))
+        })
+    }
+
     /// Whether the entry waits in the wheel (not expired, not removed).
     pub fn is_pending(&self, key: Key) -> bool {
         self.pool
@@ -492,6 +501,22 @@ mod tests {
             assert!(steps < 10_000);
         }
         assert_eq!(fired, vec![far, u64::MAX]);
+    }
+
+    #[test]
+    fn entries_lists_pending_and_expired_entries_but_not_removed_ones() {
+        let mut wheel = Wheel::new();
+        let expired = wheel.insert(5, "expired").unwrap();
+        let removed = wheel.insert(7, "removed").unwrap();
+        let pending = wheel.insert(1 << 30, "pending").unwrap();
+        wheel.expire(5, |_| {});
+        wheel.remove(removed);
+        let mut seen: Vec<_> = wheel.entries().map(|(k, d, v)| (k, d, *v)).collect();
+        seen.sort_by_key(|&(_, deadline, _)| deadline);
+        assert_eq!(
+            seen,
+            [(expired, 5, "expired"), (pending, 1 << 30, "pending")]
+        );
     }
 
     #[test]

@@ -87,6 +87,39 @@ typedef enum tw_period_mode {
 } tw_period_mode;
 
 /**
+ * What a periodic timer added with tw_add_periodic_at does with the points of its schedule
+ * that passed before it was added (while the process was down).
+ */
+typedef enum tw_missed {
+  /**
+   * One run now, for all of them together; then the schedule goes on at its next point.
+   */
+  TW_MISSED_RUN_ONCE = 0,
+  /**
+   * None: the first run is the schedule's next point.
+   */
+  TW_MISSED_SKIP = 1,
+} tw_missed;
+
+/**
+ * What kind of timer an exported timer is (`tw_timer_info.kind`).
+ */
+typedef enum tw_timer_kind {
+  /**
+   * Added by tw_add: runs once.
+   */
+  TW_TIMER_ONE_SHOT = 0,
+  /**
+   * Added by tw_add_periodic, tw_add_periodic_ns or tw_add_periodic_at.
+   */
+  TW_TIMER_PERIODIC = 1,
+  /**
+   * Added by tw_add_at: runs once at a wall-clock time.
+   */
+  TW_TIMER_WALL_CLOCK = 2,
+} tw_timer_kind;
+
+/**
  * How a wheel tells time (`tw_config.clock`).
  */
 typedef enum tw_clock {
@@ -255,6 +288,58 @@ typedef void (*tw_callback)(tw_timer_id id, void *user_data);
  * meanings (tw_destroy: TW_ERR_BUSY; tw_destroy_nowait works).
  */
 typedef void (*tw_drop_fn)(void *user_data);
+
+/**
+ * One pending timer, as tw_export hands it to its function. The library fills it; it can
+ * gain fields at its end in later versions: read a field only when `size` covers it
+ * (docs/c.md, "ABI policy").
+ */
+typedef struct tw_timer_info {
+  /**
+   * sizeof(tw_timer_info) in this library: the fields it filled.
+   */
+  size_t size;
+  /**
+   * The timer's id in this wheel (a timer re-created elsewhere gets a new one).
+   */
+  tw_timer_id id;
+  /**
+   * A `tw_timer_kind`.
+   */
+  uint32_t kind;
+  /**
+   * For TW_TIMER_PERIODIC: its `tw_period_mode`; 0 otherwise.
+   */
+  uint32_t mode;
+  /**
+   * For TW_TIMER_PERIODIC: its period in nanoseconds; 0 otherwise.
+   */
+  uint64_t period_ns;
+  /**
+   * Its next run on the wheel's monotonic clock, in nanoseconds since the wheel was
+   * created: its exact deadline, before rounding up to the tick (it may lie in the past
+   * for a timer that is due and waits for a worker).
+   */
+  uint64_t due_ns;
+  /**
+   * The same instant on the wheel's wall clock (tw_now_ms: virtual or real), in
+   * milliseconds since the Unix epoch, rounded down.
+   */
+  int64_t due_unix_ms;
+  /**
+   * For TW_TIMER_WALL_CLOCK: the time given to tw_add_at; 0 otherwise.
+   */
+  int64_t at_unix_ms;
+  /**
+   * The `user_data` the timer was added with.
+   */
+  void *user_data;
+} tw_timer_info;
+
+/**
+ * What tw_export calls for each timer, with the `ctx` given to tw_export.
+ */
+typedef void (*tw_export_fn)(void *ctx, const struct tw_timer_info *info);
 
 #ifdef __cplusplus
 extern "C" {
@@ -525,6 +610,30 @@ enum tw_status tw_add_periodic_ns(struct tw_wheel *w, uint64_t delay_ns, uint64_
 enum tw_status tw_add_at(struct tw_wheel *w, int64_t unix_ms, tw_callback cb, void *user_data, tw_drop_fn drop, tw_timer_id *out_id);
 
 /**
+ * Adds a periodic timer on the schedule first, first + period, first + 2 period, ... given
+ * by its absolute start `first_unix_ms` (milliseconds since the Unix epoch on the wheel's
+ * wall clock, tw_now_ms): to re-create, after a restart, a timer that tw_export saw, in
+ * phase with its schedule before (`first_unix_ms` = its `due_unix_ms`). When the start is
+ * still ahead, the first run is at it. When it has passed, `missed` says what becomes of
+ * the points that passed: TW_MISSED_RUN_ONCE runs once now, then at the schedule's next
+ * point; TW_MISSED_SKIP waits for the next point. A point due right now runs now either
+ * way. From its first run on, the timer is like one of tw_add_periodic in `mode`, timed on
+ * the monotonic clock (the wall clock is read once, here).
+ *
+ * Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called and
+ * `*out_id` is left untouched:
+ * - TW_ERR_INVALID: `w`, `cb` or `out_id` NULL; `period_ms` 0; `mode` not a
+ *   tw_period_mode; `missed` not a tw_missed.
+ * - TW_ERR_FULL: the wheel holds max_timers pending timers.
+ * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+ * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
+ *
+ * # Safety
+ * As for tw_add.
+ */
+enum tw_status tw_add_periodic_at(struct tw_wheel *w, int64_t first_unix_ms, uint64_t period_ms, tw_period_mode mode, tw_missed missed, tw_callback cb, void *user_data, tw_drop_fn drop, tw_timer_id *out_id);
+
+/**
  * Re-arms a pending timer to fire `delay_ms` from now (for a periodic timer: moves its
  * next run; the period stays).
  *
@@ -571,6 +680,32 @@ enum tw_status tw_delete(struct tw_wheel *w, tw_timer_id id);
  * `w` is NULL or a live wheel.
  */
 enum tw_status tw_delete_sync(struct tw_wheel *w, tw_timer_id id);
+
+/**
+ * Calls `fn(ctx, info)` for every pending timer of `w`, in deadline order, as of one
+ * instant: the wheel's locks are held for the whole export, so a timer added or deleted
+ * concurrently is either wholly before it or wholly after it, while callbacks already
+ * running go on. Included: timers that are due and wait for a worker. Left out: one-shots
+ * whose callback has started (they are no longer pending) and periodic timers whose
+ * callback is running at that instant: their count goes to `*running` (if `running` is not
+ * NULL); each is pending again when its callback returns, and a later export includes it.
+ *
+ * `fn` runs on the calling thread under the wheel's locks: it must not call any function
+ * of this wheel (that deadlocks), and it delays every add, delete and run of the wheel
+ * meanwhile. Copy out what you need (`info` and what `user_data` points to) and store it
+ * after tw_export returns. `user_data` stays valid during `fn`: no timer of the wheel can
+ * end, and so have its `drop` called, while the locks are held.
+ *
+ * Returns TW_OK, or (and `fn` is not called):
+ * - TW_ERR_INVALID: `w` or `fn` NULL.
+ * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+ * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; `running` is NULL or valid for writing a `size_t`; `fn`
+ * may be called with `ctx` on the calling thread.
+ */
+enum tw_status tw_export(struct tw_wheel *w, tw_export_fn fn, void *ctx, size_t *running);
 
 /**
  * Records that the callback running on this thread failed, for wrappers whose callbacks

@@ -1,0 +1,193 @@
+//! Timers that survive a restart: an export of the pending timers taken at one instant,
+//! for the application to keep in its own store, and the re-creation of a periodic timer
+//! in phase with the schedule it had before the restart.
+
+use std::time::{Duration, SystemTime};
+
+use super::clock::{Clock, Deadline};
+use super::periodic::resume;
+use super::shard::Schedule;
+use super::{period_ns, Error, PeriodMode, Rejected, Runtime, Task, TimerId};
+
+/// What a periodic timer re-created at an absolute start
+/// ([`Runtime::add_periodic_at`]) does with the points of its schedule that passed before
+/// it was added (while the process was down).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Missed {
+    /// One run now, for all of them together; then the schedule goes on at its next point.
+    RunOnce,
+    /// None: the first run is the schedule's next point.
+    Skip,
+}
+
+/// How an exported timer runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerKind {
+    /// Runs once, after a delay.
+    OneShot,
+    /// Runs every `period`, in `mode`.
+    Periodic {
+        /// The time between runs.
+        period: Duration,
+        /// How the next run is scheduled.
+        mode: PeriodMode,
+    },
+    /// Runs once at the wall-clock time `when` (as added with `add_at`).
+    WallClock {
+        /// The time it was added for.
+        when: SystemTime,
+    },
+}
+
+/// One timer of an export.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExportedTimer {
+    /// Its id in the exporting runtime (a new runtime gives the re-created timer a new one).
+    pub id: TimerId,
+    /// Its next run on the runtime's monotonic clock: the time since the runtime started
+    /// (its exact deadline, before rounding up to the tick; it may lie before
+    /// [`Export::at_monotonic`] for a timer that is due and waits for a worker).
+    pub due_monotonic: Duration,
+    /// The same instant on the runtime's wall clock ([`Runtime::now`]: virtual or real),
+    /// as that clock read at the export.
+    pub due: SystemTime,
+    /// How it runs.
+    pub kind: TimerKind,
+}
+
+/// What an export covered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Export {
+    /// The instant of the export on the runtime's monotonic clock (since it started).
+    pub at_monotonic: Duration,
+    /// The same instant on the runtime's wall clock.
+    pub at: SystemTime,
+    /// How many timers were exported.
+    pub timers: usize,
+    /// Periodic timers left out because their callback was running at the export: their
+    /// task is out with the callback. Each is pending again when the callback returns; an
+    /// export taken then includes it.
+    pub running: usize,
+}
+
+impl<T: Task> Runtime<T> {
+    /// Adds a periodic timer on the schedule `first, first + period, first + 2 period, ...`
+    /// given by its absolute start `first` on the runtime's wall clock ([`now`](Self::now)),
+    /// so that a timer re-created after a restart stays in phase with the one exported
+    /// before it. When `first` is still ahead, the first run is at `first`. When it has
+    /// passed, `missed` says what becomes of the points that passed: one run now, then the
+    /// next point ([`Missed::RunOnce`]), or none ([`Missed::Skip`]); a point due right now
+    /// runs now either way. From the first run on, the timer is an ordinary periodic timer
+    /// in `mode` (a fixed-rate one stays on the grid), timed on the monotonic clock like
+    /// every delay: the wall clock is read once, here. `Invalid` for a zero period.
+    pub fn add_periodic_at(
+        &self,
+        first: SystemTime,
+        period: Duration,
+        mode: PeriodMode,
+        missed: Missed,
+        task: T,
+    ) -> Result<TimerId, Rejected<T>> {
+        let Some(period) = period_ns(period) else {
+            let error = Error::Invalid;
+            return Err(Rejected { error, task });
+        };
+        let clock = &self.inner.clock;
+        let (now, wall) = (clock.elapsed_ns(), clock.wall_now());
+        let at = |delay: u64| clock.deadline_of(now.saturating_add(delay));
+        let (delay, then) = match first.duration_since(wall) {
+            Ok(ahead) => (nanos(ahead), None),
+            Err(passed) => resume(nanos(passed.duration()), period, missed),
+        };
+        let schedule = match then {
+            None => Schedule::Every { period, mode },
+            Some(then) => Schedule::EveryAfterCatchUp {
+                period,
+                mode,
+                then: at(then),
+            },
+        };
+        self.inner.add(at(delay), schedule, task)
+    }
+
+    /// Hands every pending timer to `visit`, with its task, as of one instant: every shard
+    /// is locked (in shard order) for the whole export, so a timer added or cancelled
+    /// concurrently is either wholly before it or wholly after it, while callbacks keep
+    /// running. The timers come in deadline order. Left out: one-shots whose callback has
+    /// started (they are no longer pending), and periodic timers whose callback is running
+    /// (counted in [`Export::running`]). A timer that is due and waits for a worker is
+    /// included.
+    ///
+    /// `visit` runs under the runtime's locks: it must not call into this runtime (that
+    /// deadlocks), and whatever it does delays every add, cancel and run of the runtime
+    /// meanwhile. Copy out what you need. `Shutdown` or `Forked` as `add` gives them.
+    pub fn export(&self, mut visit: impl FnMut(&ExportedTimer, &T)) -> Result<Export, Error> {
+        self.inner.check_open()?;
+        let clock = &self.inner.clock;
+        let mut timers = 0;
+        let (at, running) = self.inner.export(
+            || Instant::read(clock),
+            |at, id, deadline, schedule, task| {
+                timers += 1;
+                visit(&at.timer(clock, id, deadline, schedule), task);
+            },
+        );
+        Ok(Export {
+            at_monotonic: Duration::from_nanos(at.ns),
+            at: at.wall,
+            timers,
+            running,
+        })
+    }
+}
+
+/// The instant of an export on both of the runtime's clocks.
+#[derive(Clone, Copy)]
+struct Instant {
+    ns: u64,
+    wall: SystemTime,
+}
+
+impl Instant {
+    fn read(clock: &Clock) -> Self {
+        Instant {
+            ns: clock.elapsed_ns(),
+            wall: clock.wall_now(),
+        }
+    }
+
+    fn timer(
+        self,
+        clock: &Clock,
+        id: TimerId,
+        deadline: Deadline,
+        schedule: Schedule,
+    ) -> ExportedTimer {
+        let due_ns = clock.exact_ns(deadline);
+        let due = match due_ns.checked_sub(self.ns) {
+            Some(ahead) => self.wall + Duration::from_nanos(ahead),
+            None => self.wall - Duration::from_nanos(self.ns - due_ns),
+        };
+        let kind = match schedule {
+            Schedule::Once => TimerKind::OneShot,
+            Schedule::Every { period, mode } | Schedule::EveryAfterCatchUp { period, mode, .. } => {
+                TimerKind::Periodic {
+                    period: Duration::from_nanos(period),
+                    mode,
+                }
+            }
+            Schedule::At(when) => TimerKind::WallClock { when },
+        };
+        ExportedTimer {
+            id,
+            due_monotonic: Duration::from_nanos(due_ns),
+            due,
+            kind,
+        }
+    }
+}
+
+/// A duration in nanoseconds, saturating (584 years).
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
