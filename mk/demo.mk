@@ -6,26 +6,33 @@ DEMO_BUILD := build/demo
 DEMO_SRC := $(wildcard examples/billing/*.c)
 DEMO_CFLAGS := -std=c11 -Wall -Wextra -Werror -pthread -g -Iinclude
 DEMO_LINK := -L$(TW_LIBDIR) -ltimerwheel -Wl,-rpath,$(TW_LIBDIR)
+# The billing demo's --restart-at saves to SQLite (mk/deps.sh: sqlite3).
+SQLITE_LIBS := $(shell pkg-config --libs sqlite3 2>/dev/null || echo -lsqlite3)
 DEMO_SHORT := --sessions 5000 --duration 3 --period 200 --idle 600 --events 5000
 
 $(DEMO_BUILD):
 	mkdir -p $@
 
 $(DEMO_BUILD)/billing: $(DEMO_SRC) examples/billing/billing.h $(TW_HEADER) lib | $(DEMO_BUILD)
-	$(CC) $(DEMO_CFLAGS) -O2 $(DEMO_SRC) -o $@ $(DEMO_LINK)
+	$(call need,pkg-config sqlite3)
+	$(CC) $(DEMO_CFLAGS) -O2 $(DEMO_SRC) -o $@ $(DEMO_LINK) $(SQLITE_LIBS)
 
 $(DEMO_BUILD)/billing.asan: $(DEMO_SRC) examples/billing/billing.h $(TW_HEADER) lib | $(DEMO_BUILD)
-	$(CC) $(DEMO_CFLAGS) -O1 $(C_SANITIZE) $(DEMO_SRC) -o $@ $(DEMO_LINK)
+	$(call need,pkg-config sqlite3)
+	$(CC) $(DEMO_CFLAGS) -O1 $(C_SANITIZE) $(DEMO_SRC) -o $@ $(DEMO_LINK) $(SQLITE_LIBS)
 
 # BILLING_ARGS passes flags through, e.g. make demo BILLING_ARGS="--sessions 50000".
 demo-billing: $(DEMO_BUILD)/billing
 	$(DEMO_BUILD)/billing $(BILLING_ARGS)
 
-# A short run natively, then a shorter one under ASan + UBSan; both must pass their checks.
+# A short run natively, the same with a restart half way (saved to SQLite, re-executed with
+# --resume), then a shorter restart run under ASan + UBSan; each must pass its checks.
+DEMO_ASAN := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 test-demo: $(DEMO_BUILD)/billing $(DEMO_BUILD)/billing.asan
 	$(DEMO_BUILD)/billing $(DEMO_SHORT)
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  $(DEMO_BUILD)/billing.asan --sessions 2000 --duration 2 --period 200 --idle 600 --events 2000
+	$(DEMO_BUILD)/billing $(DEMO_SHORT) --restart-at 1.5
+	$(DEMO_ASAN) $(DEMO_BUILD)/billing.asan --sessions 2000 --duration 2 --period 200 \
+	  --idle 600 --events 2000 --restart-at 1
 
 TEST_TARGETS += test-demo
 

@@ -20,6 +20,7 @@ NAMES=(
     libuv      # bench-c, the C baseline
     go         # test-go, test-go-module, test-examples, bench-go
     venv       # every virtualenv (test-python, test-python-dist, bench-report)
+    sqlite3    # demo-billing, test-demo: the billing demo's --restart-at saves to SQLite
 )
 
 # The Debian package that provides NAME.
@@ -28,6 +29,7 @@ package() {
     libuv) echo libuv1-dev ;;
     go) echo golang-go ;;
     venv) echo python3-venv ;;
+    sqlite3) printf '%s\n' libsqlite3-dev sqlite3 ;;
     *) echo "$1" ;;
     esac
 }
@@ -39,6 +41,7 @@ present() {
     libuv) pkg-config --exists libuv ;;
     go) command -v "${GO:-go}" ;;
     venv) "${PYTHON:-python3}" -c 'import ensurepip, venv' ;;
+    sqlite3) pkg-config --exists sqlite3 && command -v sqlite3 ;;
     *) command -v "$1" ;;
     esac >/dev/null 2>&1
 }

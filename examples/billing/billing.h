@@ -27,6 +27,8 @@ typedef struct options {
     uint64_t slow_ms;       /* how long a slow charging call blocks */
     uint32_t workers;       /* most worker threads */
     uint64_t seed;
+    double restart_at_s;    /* 0, or when to save to the database and restart */
+    const char *resume;     /* the database to start from (--resume), or NULL */
 } options;
 
 /* Parses argv; returns 0 to run, 1 after --help, -1 on a bad flag (message printed). */
@@ -43,6 +45,9 @@ typedef struct account {
     uint64_t start_ns, end_ns;
     tw_timer_id idle_id, charge_id;
     end_reason reason;
+    /* While the restart saves (billing.frozen), charging runs count here instead of
+     * deducting, and idle timeouts do nothing: the restart settles both. */
+    _Atomic int64_t owed_charges;
 } account;
 
 /* The whole simulation: settings, the wheel, the accounts and the counters. */
@@ -61,7 +66,10 @@ typedef struct billing {
     _Atomic uint64_t contexts_freed; /* heap contexts freed by the drop functions */
     _Atomic uint64_t drop_errors;    /* a drop seen more often than the timers it serves */
     _Atomic uint64_t add_errors;
+    _Atomic uint64_t contexts_made;  /* heap contexts made by session_start/resume */
     _Atomic int stop;                /* tells the driver to finish */
+    _Atomic int frozen;              /* the restart is saving: callbacks only record */
+    uint64_t run_start_ns;           /* when the run began (kept across a restart) */
 } billing;
 
 #define LOCK_STRIPES 1024
@@ -73,6 +81,22 @@ pthread_mutex_t *account_lock(billing *b, uint32_t index);
 int session_start(billing *b, uint32_t index, int64_t credit);
 int session_touch(billing *b, uint32_t index);   /* 0 once the session has ended */
 void session_hang_up(billing *b, uint32_t index, end_reason reason);
+/* Re-creates a live session from the database: its idle timeout at `idle_unix_ms`, its
+ * charging on the schedule whose next point is `charge_unix_ms`. */
+int session_resume(billing *b, uint32_t index, int64_t idle_unix_ms, int64_t charge_unix_ms);
+/* The restart's side of the sessions: sessions_freeze makes the callbacks only record
+ * (account.owed_charges); session_suspend deletes a live session's timers
+ * without ending it; session_settle then applies `owed` charging runs, returns 1 if the
+ * session is still live. session_index maps a timer's user_data to its session. */
+void sessions_freeze(billing *b);
+void session_suspend(billing *b, uint32_t index);
+int session_settle(billing *b, uint32_t index, int64_t owed);
+uint32_t session_index(const void *user_data);
+
+/* restart.c: --restart-at saves the live sessions and their timers (tw_export) to SQLite
+ * and re-executes the program with --resume, which loads them. */
+int restart_save_and_exec(billing *b, char **argv);
+int restart_load(billing *b);
 
 /* driver.c: the thread that starts sessions and generates activity and hang-ups. */
 void *driver_main(void *arg);
@@ -80,5 +104,11 @@ void *driver_main(void *arg);
 /* report.c: the status line while running, and the end report with its checks. */
 void status_line(billing *b, const tw_stats *now, const tw_stats *before, double elapsed_s);
 int final_report(billing *b, const tw_stats *st, double elapsed_s);
+int restart_report(billing *b, const tw_stats *st); /* the timers' checks before a restart */
+
+/* main.c: drain waits (10 s at most) until the wheel holds no timer and every session
+ * context is freed, and returns the wheel's counters then; teardown frees the simulation. */
+tw_stats drain(billing *b);
+void teardown(billing *b);
 
 #endif

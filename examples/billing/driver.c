@@ -2,6 +2,8 @@
  * The driver thread: opens sessions evenly over the first ARRIVAL_SHARE of the run and
  * generates activity events at a steady rate, a share of them hang-ups, each on a random
  * live session. It keeps its own list of live sessions and drops the ones found ended.
+ * After a restart it goes on where the run stands (the sessions opened, the time since the
+ * run began).
  */
 #include <stdlib.h>
 #include <time.h>
@@ -55,15 +57,29 @@ static void sleep_step(void) {
     nanosleep(&ts, NULL);
 }
 
+/* After a restart: the sessions opened before it, and the live ones among them. */
+static void pick_up(driver *d) {
+    billing *b = d->b;
+    uint32_t opened = atomic_load(&b->started);
+    for (uint32_t i = 0; i < opened; i++) {
+        pthread_mutex_lock(account_lock(b, i));
+        if (b->accounts[i].reason == LIVE) d->live[d->nlive++] = i;
+        pthread_mutex_unlock(account_lock(b, i));
+    }
+    d->rng = (d->rng ^ opened * 0x9E3779B97F4A7C15u) | 1;
+}
+
 void *driver_main(void *arg) {
     driver d = {arg, 0, NULL, 0};
     billing *b = d.b;
     d.rng = b->opt.seed | 1;
     d.live = malloc(sizeof *d.live * (b->opt.sessions + 1u));
     if (d.live == NULL) return NULL;
+    pick_up(&d);
     double arrival_s = b->opt.duration_s * ARRIVAL_SHARE;
-    uint64_t start = now_ns(), events = 0;
-    uint32_t opened = 0;
+    uint64_t start = b->run_start_ns;
+    uint32_t opened = atomic_load(&b->started);
+    uint64_t events = (uint64_t)((double)(now_ns() - start) / 1e9 * b->opt.events_per_s);
     while (!atomic_load(&b->stop)) {
         double t = (double)(now_ns() - start) / 1e9;
         double due = t >= arrival_s ? b->opt.sessions : b->opt.sessions * t / arrival_s;

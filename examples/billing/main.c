@@ -1,7 +1,8 @@
 /*
  * billing: a prepaid billing simulation on timerwheel, through the public C header.
  * Runs the driver for the given duration with a status line a second, closes the sessions
- * still open, waits until every timer has ended, then checks the accounts (report.c).
+ * still open, waits until every timer has ended, then checks the accounts (report.c). With
+ * --restart-at it saves and re-executes itself part way (restart.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,36 +33,47 @@ static int setup(billing *b) {
     return 0;
 }
 
-/* Prints a status line every second until the duration is over. */
-static void watch(billing *b, uint64_t start) {
+/* Prints a status line every second until `end` (on now_ns). */
+static void watch(billing *b, uint64_t end) {
     tw_stats before = {0}, now = {.size = sizeof now};
-    uint64_t end = start + (uint64_t)(b->opt.duration_s * 1e9), next = start;
+    uint64_t next = now_ns();
     while (now_ns() < end) {
         next += 1000000000u;
         uint64_t wake = next < end ? next : end, t = now_ns();
         if (wake > t) sleep_ms((wake - t + 999999u) / 1000000u);
         tw_get_stats(b->wheel, &now);
-        status_line(b, &now, &before, (double)(now_ns() - start) / 1e9);
+        status_line(b, &now, &before, (double)(now_ns() - b->run_start_ns) / 1e9);
         before = now;
     }
     if (isatty(STDOUT_FILENO)) printf("\n");
 }
 
-/* Closes the sessions still open and waits (10 s at most) until every timer has ended and
- * every drop has run; returns the wheel's counters then. */
-static tw_stats close_and_drain(billing *b) {
-    uint32_t started = atomic_load(&b->started);
+tw_stats drain(billing *b) {
     tw_stats st = {.size = sizeof st};
-    for (uint32_t i = 0; i < started; i++) session_hang_up(b, i, CLOSED);
     for (int waited = 0; waited < 1000; waited++) {
         tw_get_stats(b->wheel, &st);
-        if (st.pending == 0 && atomic_load(&b->contexts_freed) == started) break;
+        if (st.pending == 0 && atomic_load(&b->contexts_freed) == atomic_load(&b->contexts_made))
+            break;
         sleep_ms(10);
     }
     return st;
 }
 
-static void teardown(billing *b) {
+/* Closes the sessions still open and drains the wheel. */
+static tw_stats close_and_drain(billing *b) {
+    uint32_t started = atomic_load(&b->started);
+    for (uint32_t i = 0; i < started; i++) session_hang_up(b, i, CLOSED);
+    return drain(b);
+}
+
+/* When this phase of the run ends: the restart point, or the end of the run. */
+static uint64_t phase_end(const billing *b) {
+    int restarting = b->opt.restart_at_s > 0 && b->opt.resume == NULL;
+    double s = restarting ? b->opt.restart_at_s : b->opt.duration_s;
+    return b->run_start_ns + (uint64_t)(s * 1e9);
+}
+
+void teardown(billing *b) {
     if (b->wheel != NULL) tw_destroy(b->wheel);
     if (b->locks != NULL)
         for (int i = 0; i < LOCK_STRIPES; i++) pthread_mutex_destroy(&b->locks[i]);
@@ -82,17 +94,26 @@ int main(int argc, char **argv) {
         teardown(&b);
         return 1;
     }
+    b.run_start_ns = now_ns();
+    if (b.opt.resume != NULL && restart_load(&b) != 0) {
+        teardown(&b);
+        return 1;
+    }
     pthread_t driver;
-    uint64_t start = now_ns();
     if (pthread_create(&driver, NULL, driver_main, &b) != 0) {
         teardown(&b);
         return 1;
     }
-    watch(&b, start);
+    watch(&b, phase_end(&b));
     atomic_store(&b.stop, 1);
     pthread_join(driver, NULL);
+    if (b.opt.restart_at_s > 0 && b.opt.resume == NULL) {
+        restart_save_and_exec(&b, argv); /* returns only when it failed */
+        teardown(&b);
+        return 1;
+    }
     tw_stats st = close_and_drain(&b);
-    double elapsed = (double)(now_ns() - start) / 1e9;
+    double elapsed = (double)(now_ns() - b.run_start_ns) / 1e9;
     tw_destroy(b.wheel);
     b.wheel = NULL;
     int failed = final_report(&b, &st, elapsed);

@@ -20,6 +20,9 @@ static const char usage[] =
     "  --slow-ms MS     how long a slow charging call blocks    (default 5)\n"
     "  --workers N      most worker threads (min 1)             (default 16)\n"
     "  --seed N         random seed                             (default 42)\n"
+    "  --restart-at S   at S seconds save the live sessions and their timers to SQLite\n"
+    "                   ($TMPDIR), exit and start again from that database (default off)\n"
+    "  --resume DB      start from a database that --restart-at wrote (it passes this)\n"
     "  --help           this text\n"
     "Exit status: 0 when every check passes, 1 when one fails, 2 on a bad flag.\n";
 
@@ -46,6 +49,8 @@ static void set_defaults(options *o) {
     o->slow_ms = 5;
     o->workers = 16;
     o->seed = 42;
+    o->restart_at_s = 0;
+    o->resume = NULL;
 }
 
 /* Stores the value of one flag; -1 when the flag is unknown or its value bad. */
@@ -67,7 +72,12 @@ static int set_flag(options *o, const char *flag, const char *text) {
     NUMBER("--slow-ms", 0, 10000, slow_ms, uint64_t)
     NUMBER("--workers", 1, 1024, workers, uint32_t)
     NUMBER("--seed", 0, 1e15, seed, uint64_t)
+    NUMBER("--restart-at", 0.1, 3600, restart_at_s, double)
 #undef NUMBER
+    if (strcmp(flag, "--resume") == 0 && text != NULL) {
+        o->resume = text;
+        return 0;
+    }
     fprintf(stderr, "billing: unknown flag %s (try --help)\n", flag);
     return -1;
 }
@@ -81,6 +91,10 @@ int options_parse(options *o, int argc, char **argv) {
         }
         if (set_flag(o, argv[i], i + 1 < argc ? argv[i + 1] : NULL) != 0) return -1;
         i++;
+    }
+    if (o->restart_at_s >= o->duration_s) {
+        fprintf(stderr, "billing: --restart-at must come before the end of --duration\n");
+        return -1;
     }
     return 0;
 }

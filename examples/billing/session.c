@@ -51,6 +51,14 @@ static int end_account(billing *b, account *a, end_reason reason) {
     return 1;
 }
 
+/* Deducts one unit; 1 when that used the last of the credit and ended the account. The
+ * caller holds the account's lock and the account is live. */
+static int charge_account(billing *b, account *a) {
+    a->balance -= 1;
+    a->charges += 1;
+    return a->balance == 0 && end_account(b, a, EXHAUSTED);
+}
+
 static void on_idle(tw_timer_id id, void *user_data) {
     (void)id;
     session_ctx *ctx = user_data;
@@ -58,7 +66,7 @@ static void on_idle(tw_timer_id id, void *user_data) {
     account *a = &b->accounts[ctx->index];
     atomic_fetch_add(&b->idle_fired, 1);
     pthread_mutex_lock(account_lock(b, ctx->index));
-    if (end_account(b, a, IDLE)) delete_timer(b, a->charge_id);
+    if (!atomic_load(&b->frozen) && end_account(b, a, IDLE)) delete_timer(b, a->charge_id);
     pthread_mutex_unlock(account_lock(b, ctx->index));
 }
 
@@ -86,26 +94,21 @@ static void on_charge(tw_timer_id id, void *user_data) {
     int64_t charge = 0;
     atomic_fetch_add(&b->charge_runs, 1);
     pthread_mutex_lock(account_lock(b, ctx->index));
-    if (a->reason == LIVE) {
-        a->balance -= 1;
-        a->charges += 1;
-        charge = a->charges;
-        if (a->balance == 0 && end_account(b, a, EXHAUSTED)) {
+    if (a->reason == LIVE && atomic_load(&b->frozen)) {
+        atomic_fetch_add(&a->owed_charges, 1);
+    } else if (a->reason == LIVE) {
+        if (charge_account(b, a)) {
             delete_timer(b, id);
             delete_timer(b, a->idle_id);
         }
+        charge = a->charges;
     }
     pthread_mutex_unlock(account_lock(b, ctx->index));
     if (charge > 0 && is_slow(b, id, charge)) write_charge_record(b);
 }
 
-/* Adds one timer of the session; on refusal the context keeps the reference. */
-static int add_timer(billing *b, session_ctx *ctx, int periodic, tw_timer_id *out) {
-    const options *o = &b->opt;
-    tw_status s = periodic
-        ? tw_add_periodic(b->wheel, o->period_ms, o->period_ms, TW_FIXED_RATE, on_charge, ctx,
-                          session_drop, out)
-        : tw_add(b->wheel, o->idle_ms, on_idle, ctx, session_drop, out);
+/* Counts an add; on refusal (the context keeps the reference) reports it and returns -1. */
+static int counted_add(billing *b, tw_status s) {
     if (s != TW_OK) {
         fprintf(stderr, "billing: add failed: %s\n", tw_status_str(s));
         atomic_fetch_add(&b->add_errors, 1);
@@ -115,27 +118,44 @@ static int add_timer(billing *b, session_ctx *ctx, int periodic, tw_timer_id *ou
     return 0;
 }
 
-/* Opens account `index` with `credit` units and starts its two timers. The lock is held
- * across the adds so that no callback sees the account before both ids are stored. */
-int session_start(billing *b, uint32_t index, int64_t credit) {
+/* When a session's two timers run: the idle timeout `idle_ms` from now, charging from now
+ * (charge_unix_ms < 0) or on the schedule whose next point is charge_unix_ms. */
+typedef struct schedule {
+    uint64_t idle_ms;
+    int64_t charge_unix_ms;
+} schedule;
+
+static int add_charge(billing *b, session_ctx *ctx, int64_t first_unix_ms, tw_timer_id *out) {
+    uint64_t period = b->opt.period_ms;
+    if (first_unix_ms < 0)
+        return counted_add(b, tw_add_periodic(b->wheel, period, period, TW_FIXED_RATE,
+                                              on_charge, ctx, session_drop, out));
+    return counted_add(b, tw_add_periodic_at(b->wheel, first_unix_ms, period, TW_FIXED_RATE,
+                                             TW_MISSED_RUN_ONCE, on_charge, ctx,
+                                             session_drop, out));
+}
+
+/* Opens account `index` (its money already set) and starts its two timers. The lock is
+ * held across the adds so that no callback sees the account before both ids are stored. */
+static int open_account(billing *b, uint32_t index, schedule when) {
     account *a = &b->accounts[index];
     session_ctx *ctx = malloc(sizeof *ctx);
     if (ctx == NULL) return -1;
     ctx->b = b;
     ctx->index = index;
     atomic_init(&ctx->refs, 2);
+    atomic_fetch_add(&b->contexts_made, 1);
     pthread_mutex_lock(account_lock(b, index));
-    a->credit = a->balance = credit;
-    a->start_ns = now_ns();
     a->reason = LIVE;
     atomic_fetch_add(&b->live, 1);
     int rc = 0;
-    if (add_timer(b, ctx, 0, &a->idle_id) != 0) {
+    if (counted_add(b, tw_add(b->wheel, when.idle_ms, on_idle, ctx, session_drop,
+                              &a->idle_id)) != 0) {
         rc = -1;
         end_account(b, a, CLOSED);
         free(ctx); /* no timer holds it */
         atomic_fetch_add(&b->contexts_freed, 1);
-    } else if (add_timer(b, ctx, 1, &a->charge_id) != 0) {
+    } else if (add_charge(b, ctx, when.charge_unix_ms, &a->charge_id) != 0) {
         rc = -1;
         end_account(b, a, CLOSED);
         session_drop(ctx); /* the refused add's reference */
@@ -143,6 +163,51 @@ int session_start(billing *b, uint32_t index, int64_t credit) {
     }
     pthread_mutex_unlock(account_lock(b, index));
     return rc;
+}
+
+/* Opens account `index` with `credit` units. */
+int session_start(billing *b, uint32_t index, int64_t credit) {
+    account *a = &b->accounts[index];
+    a->credit = a->balance = credit;
+    a->start_ns = now_ns();
+    return open_account(b, index, (schedule){b->opt.idle_ms, -1});
+}
+
+int session_resume(billing *b, uint32_t index, int64_t idle_unix_ms, int64_t charge_unix_ms) {
+    int64_t idle_in = idle_unix_ms - tw_now_ms(b->wheel);
+    return open_account(b, index, (schedule){idle_in > 0 ? (uint64_t)idle_in : 0,
+                                             charge_unix_ms});
+}
+
+uint32_t session_index(const void *user_data) {
+    return ((const session_ctx *)user_data)->index;
+}
+
+void sessions_freeze(billing *b) {
+    atomic_store(&b->frozen, 1);
+    for (int i = 0; i < LOCK_STRIPES; i++) { /* no callback still acts on an account */
+        pthread_mutex_lock(&b->locks[i]);
+        pthread_mutex_unlock(&b->locks[i]);
+    }
+}
+
+int session_settle(billing *b, uint32_t index, int64_t owed) {
+    account *a = &b->accounts[index];
+    pthread_mutex_lock(account_lock(b, index));
+    while (a->reason == LIVE && owed-- > 0) charge_account(b, a);
+    int live = a->reason == LIVE;
+    pthread_mutex_unlock(account_lock(b, index));
+    return live;
+}
+
+void session_suspend(billing *b, uint32_t index) {
+    account *a = &b->accounts[index];
+    pthread_mutex_lock(account_lock(b, index));
+    if (a->reason == LIVE) {
+        delete_timer(b, a->idle_id);
+        delete_timer(b, a->charge_id);
+    }
+    pthread_mutex_unlock(account_lock(b, index));
 }
 
 int session_touch(billing *b, uint32_t index) {
