@@ -110,5 +110,6 @@ int restart_report(billing *b, const tw_stats *st); /* the timers' checks before
  * context is freed, and returns the wheel's counters then; teardown frees the simulation. */
 tw_stats drain(billing *b);
 void teardown(billing *b);
+void sleep_ms(uint64_t ms);
 
 #endif

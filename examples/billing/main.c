@@ -11,7 +11,7 @@
 
 #include "billing.h"
 
-static void sleep_ms(uint64_t ms) {
+void sleep_ms(uint64_t ms) {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }

@@ -1,21 +1,22 @@
 /*
- * --restart-at: the run saves itself to an SQLite database part way, exits, and a new
- * process of the same program (--resume DB) goes on from it.
+ * --restart-at: part way through, the run saves itself to an SQLite database, destroys its
+ * wheel and re-executes its own binary (execv) with --resume DB, which starts from the
+ * database alone: nothing else is carried over.
  *
  * Saving: the driver has stopped; the callbacks are frozen (a charge only counts as owed,
  * an idle timeout does nothing, session.c); tw_export takes the timers at one instant
- * (again while a charging callback runs, which the export leaves out), each mapped to its
- * session through user_data, with the charges owed up to that instant; then every timer is
- * deleted and the wheel drained, the owed charges applied, and the accounts and timers
- * written in one transaction. Resuming: each live session's idle timeout is re-armed at its
- * remaining time and its charging re-created with tw_add_periodic_at on the original
- * schedule, running once at once for the points missed while down (TW_MISSED_RUN_ONCE).
- */
+ * (taken again while a charging callback runs, which the export leaves out), each mapped to
+ * its session through user_data, with the charges owed up to that instant; then every timer
+ * is deleted and the wheel drained, the owed charges applied, and the accounts and the live
+ * sessions' timers written in one transaction (an idle timeout the export missed fired while
+ * frozen: it is saved as due at once). Resuming: each live session's idle timeout is
+ * re-armed at its remaining time and its charging re-created with tw_add_periodic_at on the
+ * original schedule, with one run at once for the points missed while down
+ * (TW_MISSED_RUN_ONCE). */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "billing.h"
@@ -47,11 +48,6 @@ static const char schema[] =
     "CREATE TABLE timers (session INTEGER NOT NULL, kind INTEGER NOT NULL,"
     " due_unix_ms INTEGER NOT NULL, period_ms INTEGER NOT NULL, PRIMARY KEY (session, kind));";
 
-static void sleep_ms(uint64_t ms) {
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* tw_export's function: runs under the wheel's locks, so it only copies. With no charging
  * callback running (the caller checks), no owed count moves while the locks are held. */
 static void collect(void *ctx, const tw_timer_info *info) {
@@ -82,7 +78,8 @@ static int export_timers(billing *b, timer_list *l) {
         l->len = 0;
         tw_status s = tw_export(b->wheel, collect, l, &running);
         if (s != TW_OK || l->failed) {
-            fprintf(stderr, "billing: tw_export: %s\n", l->failed ? "out of memory" : tw_status_str(s));
+            fprintf(stderr, "billing: tw_export: %s\n",
+                    l->failed ? "out of memory" : tw_status_str(s));
             return -1;
         }
         if (running == 0) {
