@@ -3,6 +3,7 @@
  * charging (a fixed-rate timer), and the three ways to end: hang-up, idle timeout, or
  * credit exhausted. Whoever ends a session records why and when under the account's lock,
  * then deletes the session's other timers; the drop functions free the shared context.
+ * For a restart (restart.c) a session can also be frozen, suspended, settled and resumed.
  */
 #include <stdio.h>
 #include <stdlib.h>
