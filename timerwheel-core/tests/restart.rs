@@ -3,7 +3,7 @@
 //! virtual time).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, SystemTime};
@@ -368,16 +368,25 @@ fn an_export_is_one_instant_across_shards() {
     const COUNT: u64 = 50_000;
     let rt = Arc::new(Runtime::builder().build::<Session>().unwrap());
     let ys = Arc::new(add_far_from_a_new_thread(&rt, COUNT));
+    // Exports finished so far: every 5,000 cancels the canceller waits for one more, so
+    // that exports fall among the cancels however fast either side runs.
+    let exported = Arc::new(AtomicUsize::new(0));
     let canceller = {
-        let (rt, ys) = (Arc::clone(&rt), Arc::clone(&ys));
+        let (rt, ys, exported) = (Arc::clone(&rt), Arc::clone(&ys), Arc::clone(&exported));
         thread::spawn(move || {
-            let cancel_then_add = |&y| {
+            let mut xs = Vec::new();
+            for (i, &y) in ys.iter().enumerate() {
                 rt.cancel(y).unwrap();
-                rt.add(Duration::from_secs(7200), Session::new(0))
-                    .ok()
-                    .unwrap()
-            };
-            ys.iter().map(cancel_then_add).collect::<Vec<_>>()
+                let x = rt.add(Duration::from_secs(7200), Session::new(0));
+                xs.push(x.ok().unwrap());
+                if i % 5000 == 4999 {
+                    let seen = exported.load(SeqCst);
+                    while exported.load(SeqCst) == seen {
+                        thread::yield_now();
+                    }
+                }
+            }
+            xs
         })
     };
     let mut exports = Vec::new();
@@ -388,9 +397,10 @@ fn an_export_is_one_instant_across_shards() {
         })
         .unwrap();
         exports.push(ids);
+        exported.fetch_add(1, SeqCst);
     }
     let xs = canceller.join().unwrap();
-    assert!(exports.len() > 1, "no export while the cancels ran");
+    assert!(exports.len() >= 10, "the exports fell among the cancels");
     for ids in &exports {
         for (x, y) in xs.iter().zip(ys.iter()) {
             assert!(
