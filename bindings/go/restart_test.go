@@ -3,6 +3,8 @@ package timerwheel
 import (
 	"errors"
 	"reflect"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -164,5 +166,74 @@ func TestEveryFromRefusesWhatCannotKeepTheSchedule(t *testing.T) {
 	}
 	if n := timers.countWheel(w); n != 0 {
 		t.Fatalf("%d registry entries left by refused adds, want 0", n)
+	}
+}
+
+// Exports taken while other goroutines add and stop timers hold each timer once and none
+// stopped before the export began; the last export, after them, holds exactly the timers
+// left.
+func TestExportUnderConcurrentAddsAndStops(t *testing.T) {
+	w := newWheel(t, Config{})
+	const goroutines, perGoroutine = 4, 1000
+	var stopsDone atomic.Int64
+	var stoppedAt sync.Map // *Timer -> the value of stopsDone its Stop made
+	var live sync.Map      // *Timer -> struct{}: added and not stopped
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perGoroutine; i++ {
+				tm, err := w.AfterFunc(time.Hour, func() {})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if i%2 == 0 && tm.Stop() {
+					stoppedAt.Store(tm, stopsDone.Add(1))
+					continue
+				}
+				live.Store(tm, struct{}{})
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	check := func() []Pending {
+		before := stopsDone.Load()
+		pending, running, err := w.Export()
+		if err != nil || running != 0 {
+			t.Fatalf("Export: %d running, %v; want 0, nil", running, err)
+		}
+		seen := make(map[*Timer]bool, len(pending))
+		for _, p := range pending {
+			if seen[p.Timer] {
+				t.Fatalf("timer %p exported twice", p.Timer)
+			}
+			seen[p.Timer] = true
+			if at, ok := stoppedAt.Load(p.Timer); ok && at.(int64) <= before {
+				t.Fatalf("timer %p exported after its Stop returned", p.Timer)
+			}
+		}
+		return pending
+	}
+	for exporting := true; exporting; {
+		select {
+		case <-done:
+			exporting = false
+		default:
+			check()
+		}
+	}
+	last := check()
+	left := 0
+	live.Range(func(any, any) bool { left++; return true })
+	if len(last) != left {
+		t.Fatalf("the last export holds %d timers, %d are pending", len(last), left)
+	}
+	for _, p := range last {
+		if _, ok := live.Load(p.Timer); !ok {
+			t.Fatalf("timer %p exported, not pending", p.Timer)
+		}
 	}
 }
