@@ -1,6 +1,8 @@
 """Timers that survive a restart: export() and call_every_at(), on the virtual clock, so
 every value is exact."""
 
+import time
+
 import pytest
 
 from timerwheel import PendingTimer, Wheel
@@ -117,3 +119,17 @@ def test_call_every_at_refuses_an_unknown_policy_and_a_zero_period():
             wheel.call_every_at(START, 1, noop, missed="later")
         with pytest.raises(ValueError, match="period"):
             wheel.call_every_at(START, 0, noop)
+
+
+def test_export_while_callbacks_run_on_worker_threads():
+    """The export holds the wheel's locks without the GIL, while workers holding the GIL
+    wait for those locks: neither waits for the other for ever, and every timer is in
+    each export, or counted as running."""
+    with Wheel(min_workers=2, max_workers=2) as wheel:
+        busy = [wheel.call_every(0.001, sum, range(100)) for _ in range(50)]
+        end = time.monotonic() + 0.5
+        while time.monotonic() < end:
+            timers, running = wheel.export()
+            assert len(timers) + running == len(busy)
+            assert len({t.id for t in timers}) == len(timers)
+        assert wheel.stats()["fired"] > len(busy)
