@@ -5,7 +5,6 @@
 //! timer's end, so a fired or cancelled timer lets go of its callback and arguments at once.
 
 use std::panic;
-use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -25,30 +24,10 @@ struct Call {
     kwargs: Option<Py<PyDict>>,
 }
 
-/// A timer's task: `func(*args, **kwargs)`. The call is shared so that an export can
-/// hold on to it without the GIL (while the wheel's locks are held).
+/// A timer's task: `func(*args, **kwargs)`.
 pub struct PyTask {
     // `None` only inside `drop`, which takes it out to release it while attached.
-    call: Option<Arc<Call>>,
-}
-
-/// A task's call as an export saw it; turned into Python objects with the GIL held
-/// ([`SharedCall::parts`]), and to be dropped with it held too.
-pub struct SharedCall(Arc<Call>);
-
-impl SharedCall {
-    /// The callable, its positional arguments and its keyword arguments (a new dict).
-    pub fn parts<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>, Bound<'py, PyDict>)> {
-        let call = &self.0;
-        let kwargs = match &call.kwargs {
-            Some(kwargs) => kwargs.bind(py).copy()?,
-            None => PyDict::new(py),
-        };
-        Ok((call.func.bind(py).clone(), call.args.bind(py).clone(), kwargs))
-    }
+    call: Option<Call>,
 }
 
 impl PyTask {
@@ -64,16 +43,19 @@ impl PyTask {
             args: args.unbind(),
             kwargs,
         };
-        PyTask {
-            call: Some(Arc::new(call)),
-        }
+        PyTask { call: Some(call) }
     }
 
-    /// Its call, shared: needs no GIL.
-    pub fn share(&self) -> Option<SharedCall> {
-        self.call.as_ref().map(|call| SharedCall(Arc::clone(call)))
+    /// New references to its callable, positional and keyword arguments (a new dict).
+    pub fn call_parts(&self, py: Python<'_>) -> Option<CallParts> {
+        let call = self.call.as_ref()?;
+        let kwargs = call.kwargs.as_ref().map(|kwargs| kwargs.clone_ref(py));
+        Some((call.func.clone_ref(py), call.args.clone_ref(py), kwargs))
     }
 }
+
+/// A task's callable, positional arguments and keyword arguments (if any).
+pub type CallParts = (Py<PyAny>, Py<PyTuple>, Option<Py<PyDict>>);
 
 impl Call {
     fn invoke(&self, py: Python<'_>) {
@@ -134,7 +116,7 @@ impl Drop for PyTask {
 
 /// Releases the references now, attached to the interpreter (a no-op attach when the
 /// thread already holds the GIL); hands `call` back when the interpreter is gone.
-fn release(call: Arc<Call>) -> Result<(), Arc<Call>> {
+fn release(call: Call) -> Result<(), Call> {
     let mut slot = Some(call);
     match Python::try_attach(|_py| drop(slot.take())) {
         Some(()) => Ok(()),

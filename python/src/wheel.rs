@@ -10,14 +10,14 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyTuple, PyType};
 use timerwheel_core::{
-    Config, Error, ExportedTimer, Missed, PerProcess, PeriodMode, Rejected, Runtime,
-    SharedRuntime, TimerId, TimerKind,
+    Config, Error, ExportedTimer, Missed, PerProcess, PeriodMode, Rejected, Runtime, SharedRuntime,
+    TimerId, TimerKind,
 };
 
 use crate::convert::{config_dict, period, seconds, unix_seconds, unix_time, WheelArgs};
 use crate::errors::{add_refused, invalid, to_py, wrong_mode};
 use crate::stats::stats_dict;
-use crate::task::{PyTask, SharedCall};
+use crate::task::{CallParts, PyTask};
 use crate::timer::Timer;
 
 /// The native wheel: a timerwheel runtime (tick thread and worker pool) running Python
@@ -80,7 +80,7 @@ fn missed(name: &str) -> PyResult<Missed> {
 fn pending_record<'py>(
     py: Python<'py>,
     timer: &ExportedTimer,
-    call: &SharedCall,
+    (callback, args, kwargs): CallParts,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let (period, fixed_delay, at) = match timer.kind {
         TimerKind::OneShot => (None, false, None),
@@ -91,16 +91,23 @@ fn pending_record<'py>(
         ),
         TimerKind::WallClock { when } => (None, false, Some(unix_seconds(when))),
     };
-    let (callback, args, kwargs) = call.parts(py)?;
+    let kwargs = match kwargs {
+        Some(kwargs) => kwargs.bind(py).copy()?,
+        None => PyDict::new(py),
+    };
     let fields: [Bound<'py, PyAny>; 9] = [
         timer.id.as_u64().into_pyobject(py)?.into_any(),
         unix_seconds(timer.due).into_pyobject(py)?.into_any(),
-        timer.due_monotonic.as_secs_f64().into_pyobject(py)?.into_any(),
+        timer
+            .due_monotonic
+            .as_secs_f64()
+            .into_pyobject(py)?
+            .into_any(),
         period.into_pyobject(py)?.into_any(),
         PyBool::new(py, fixed_delay).to_owned().into_any(),
         at.into_pyobject(py)?.into_any(),
-        callback,
-        args.into_any(),
+        callback.into_bound(py),
+        args.into_bound(py).into_any(),
         kwargs.into_any(),
     ];
     PyTuple::new(py, fields)
@@ -262,19 +269,18 @@ impl Wheel {
 
     /// The pending timers at one instant, as `(records, running)`: a tuple of the fields
     /// of `timerwheel.PendingTimer` per timer, in deadline order, and the number of
-    /// periodic timers left out because their callback was running. The wheel's locks are
-    /// held without the GIL; the records are made after they are released.
+    /// periodic timers left out because their callback was running. The GIL stays held:
+    /// under the wheel's locks only new references are taken (no thread holds those locks
+    /// while it waits for the GIL); the records are made after the locks are released.
     fn _export<'py>(&self, py: Python<'py>) -> PyResult<(Vec<Bound<'py, PyTuple>>, usize)> {
-        let (timers, export) = py
-            .detach(|| {
-                let mut timers = Vec::new();
-                let export = self.rt.export(|timer, task| {
-                    timers.extend(task.share().map(|call| (*timer, call)));
-                })?;
-                Ok((timers, export))
-            })
+        let mut timers = Vec::new();
+        let export = self
+            .rt
+            .export(|timer, task| timers.extend(task.call_parts(py).map(|call| (*timer, call))))
             .map_err(|err| to_py(err, "export"))?;
-        let records = timers.iter().map(|(timer, call)| pending_record(py, timer, call));
+        let records = timers
+            .into_iter()
+            .map(|(timer, call)| pending_record(py, &timer, call));
         Ok((records.collect::<PyResult<_>>()?, export.running))
     }
 

@@ -120,8 +120,9 @@ class Wheel(_Wheel):
         periodic timers left out because their callback was running then:
         ``timers, running = wheel.export()``. Each left out timer is pending again when its
         callback returns; export again while ``running`` is not 0. Adds, cancels and the
-        start of runs wait while the export holds the wheel's locks (without the GIL); a
-        timer added or cancelled concurrently is wholly before or after it. A one-shot whose
+        start of runs wait while the export holds the wheel's locks (and other Python
+        threads, as it holds the GIL); a timer added or cancelled concurrently is wholly
+        before or after it. A one-shot whose
         callback has started is not pending and not exported."""
         records, running = self._export()
         return [PendingTimer(*record) for record in records], running
