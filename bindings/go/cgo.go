@@ -42,6 +42,46 @@ static twgo_added twgo_add_periodic(tw_wheel *w, uint64_t delay_ns, uint64_t per
 	return r;
 }
 
+// Adds a fixed-rate timer on the schedule anchored at first_unix_ms.
+static twgo_added twgo_add_periodic_at(tw_wheel *w, int64_t first_unix_ms, uint64_t period_ms,
+		tw_missed missed, uintptr_t handle) {
+	twgo_added r = {TW_OK, 0};
+	r.status = tw_add_periodic_at(w, first_unix_ms, period_ms, TW_FIXED_RATE, missed,
+		twgo_fire, (void *)handle, NULL, &r.id);
+	return r;
+}
+
+// The timers of one tw_export, copied out under the wheel's locks, where no Go code may
+// run: a malloc'd array (free it), grown by doubling. out_of_memory is set when it could
+// not grow; the copy is then incomplete.
+typedef struct twgo_exported {
+	tw_status status;
+	tw_timer_info *timers;
+	size_t len, cap, running;
+	int out_of_memory;
+} twgo_exported;
+
+static void twgo_export_one(void *ctx, const tw_timer_info *info) {
+	twgo_exported *e = ctx;
+	if (e->len == e->cap) {
+		size_t cap = e->cap == 0 ? 64 : 2 * e->cap;
+		tw_timer_info *grown = realloc(e->timers, cap * sizeof *grown);
+		if (grown == NULL) {
+			e->out_of_memory = 1;
+			return;
+		}
+		e->timers = grown;
+		e->cap = cap;
+	}
+	e->timers[e->len++] = *info;
+}
+
+static twgo_exported twgo_export(tw_wheel *w) {
+	twgo_exported e = {TW_OK, NULL, 0, 0, 0, 0};
+	e.status = tw_export(w, twgo_export_one, &e, &e.running);
+	return e;
+}
+
 typedef struct twgo_created {
 	tw_status status;
 	tw_wheel *wheel;
@@ -63,6 +103,7 @@ static char *twgo_config_check(tw_config cfg) {
 import "C"
 
 import (
+	"errors"
 	"time"
 	"unsafe"
 )
@@ -119,6 +160,51 @@ func cAdd(w cWheel, delay, period time.Duration, mode periodMode, handle uintptr
 			C.uintptr_t(handle))
 	}
 	return uint64(r.id), statusErr(r.status)
+}
+
+// cAddEveryFrom adds a fixed-rate timer on the schedule first, first + period, ... that
+// fires the registry entry of handle; first rounds up to the millisecond (never early), the
+// period is a whole number of milliseconds.
+func cAddEveryFrom(w cWheel, first time.Time, period time.Duration, missed Missed,
+	handle uintptr) (uint64, error) {
+	r := C.twgo_add_periodic_at(w, C.int64_t(ceilUnixMilli(first)), C.uint64_t(millis(period)),
+		C.tw_missed(missed), C.uintptr_t(handle))
+	return uint64(r.id), statusErr(r.status)
+}
+
+// cPending is one timer of an export, as the library saw it.
+type cPending struct {
+	handle     uintptr
+	due        time.Time // to the millisecond, rounded down
+	period     time.Duration
+	fixedDelay bool
+}
+
+var errExportMemory = errors.New("timerwheel: export: out of memory")
+
+// cExport copies out the pending timers of the wheel at one instant, in deadline order,
+// with the number of periodic timers left out because their callback was running.
+func cExport(w cWheel) ([]cPending, int, error) {
+	e := C.twgo_export(w)
+	defer C.free(unsafe.Pointer(e.timers))
+	if err := statusErr(e.status); err != nil {
+		return nil, 0, err
+	}
+	if e.out_of_memory != 0 {
+		return nil, 0, errExportMemory
+	}
+	infos := unsafe.Slice(e.timers, e.len)
+	pending := make([]cPending, len(infos))
+	for i := range infos {
+		info := &infos[i]
+		pending[i] = cPending{
+			handle:     uintptr(info.user_data),
+			due:        time.UnixMilli(int64(info.due_unix_ms)),
+			period:     time.Duration(info.period_ns),
+			fixedDelay: info.kind == C.TW_TIMER_PERIODIC && info.mode == C.TW_FIXED_DELAY,
+		}
+	}
+	return pending, int(e.running), nil
 }
 
 // cDelete stops a timer.

@@ -24,3 +24,13 @@ func nanos(d time.Duration) uint64 {
 func millis(d time.Duration) uint64 {
 	return ceilDiv(d, time.Millisecond)
 }
+
+// ceilUnixMilli is t in milliseconds since the Unix epoch, rounded up so that a schedule
+// anchored at t never runs early.
+func ceilUnixMilli(t time.Time) int64 {
+	ms := t.UnixMilli() // rounded down, also before 1970
+	if time.UnixMilli(ms).Before(t) {
+		ms++
+	}
+	return ms
+}

@@ -118,6 +118,19 @@ func (r *registry) countWheel(w *Wheel) int {
 	return n
 }
 
+// lookup returns the timer of each handle, nil where its entry was cleared.
+func (r *registry) lookup(handles []uintptr) []*Timer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	found := make([]*Timer, len(handles))
+	for i, h := range handles {
+		if e := r.find(h); e != nil {
+			found[i] = e.t
+		}
+	}
+	return found
+}
+
 // find returns the entry a handle names, or nil.
 func (r *registry) find(h uintptr) *entry {
 	i := h & indexMask

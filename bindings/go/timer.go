@@ -84,13 +84,21 @@ func (t *Timer) startedInC(err error) bool {
 
 // arm adds the C timer that stands for t, first firing after d. The caller holds t.mu.
 func (t *Timer) arm(d time.Duration) error {
+	return t.armWith(func(h uintptr) (uint64, error) {
+		return cAdd(t.w.c, d, t.period, t.mode, h)
+	})
+}
+
+// armWith adds the C timer that stands for t with add, which gets its registry handle.
+// The caller holds t.mu.
+func (t *Timer) armWith(add func(handle uintptr) (uint64, error)) error {
 	w := t.w
 	if !w.gate.enter() {
 		return w.err
 	}
 	defer w.gate.exit()
 	h := timers.add(t)
-	id, err := cAdd(w.c, d, t.period, t.mode, h)
+	id, err := add(h)
 	if err != nil {
 		timers.release(h)
 		return err

@@ -86,12 +86,18 @@ func (w *Wheel) every(period time.Duration, mode periodMode, f func()) (*Timer, 
 
 // start creates and arms a timer; period 0 makes it a one-shot.
 func (w *Wheel) start(delay, period time.Duration, mode periodMode, f func()) (*Timer, error) {
+	return w.startWith(period, mode, f, func(t *Timer) error { return t.arm(delay) })
+}
+
+// startWith creates a timer and arms it with arm.
+func (w *Wheel) startWith(period time.Duration, mode periodMode, f func(),
+	arm func(t *Timer) error) (*Timer, error) {
 	if f == nil {
 		return nil, errNilFunc
 	}
 	t := &Timer{w: w, f: f, period: period, mode: mode}
 	t.mu.Lock() // t's C timer may fire before arm returns
-	err := t.arm(delay)
+	err := arm(t)
 	t.mu.Unlock()
 	if err != nil {
 		return nil, err

@@ -48,6 +48,14 @@ pub fn unix_time(value: f64) -> PyResult<SystemTime> {
     when.ok_or_else(|| invalid(format!("when is out of range: {value}")))
 }
 
+/// A `SystemTime` as a Unix timestamp in float seconds (as `time.time()` gives).
+pub fn unix_seconds(time: SystemTime) -> f64 {
+    match time.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(after) => after.as_secs_f64(),
+        Err(before) => -before.duration().as_secs_f64(),
+    }
+}
+
 /// The arguments of `Wheel(...)`, as Python passes them; `None` takes the default.
 pub struct WheelArgs {
     pub tick: Option<f64>,

@@ -45,7 +45,17 @@ impl PyTask {
         };
         PyTask { call: Some(call) }
     }
+
+    /// New references to its callable, positional and keyword arguments (a new dict).
+    pub fn call_parts(&self, py: Python<'_>) -> Option<CallParts> {
+        let call = self.call.as_ref()?;
+        let kwargs = call.kwargs.as_ref().map(|kwargs| kwargs.clone_ref(py));
+        Some((call.func.clone_ref(py), call.args.clone_ref(py), kwargs))
+    }
 }
+
+/// A task's callable, positional arguments and keyword arguments (if any).
+pub type CallParts = (Py<PyAny>, Py<PyTuple>, Option<Py<PyDict>>);
 
 impl Call {
     fn invoke(&self, py: Python<'_>) {

@@ -10,13 +10,14 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyTuple, PyType};
 use timerwheel_core::{
-    Config, Error, PerProcess, PeriodMode, Rejected, Runtime, SharedRuntime, TimerId,
+    Config, Error, ExportedTimer, Missed, PerProcess, PeriodMode, Rejected, Runtime, SharedRuntime,
+    TimerId, TimerKind,
 };
 
-use crate::convert::{config_dict, period, seconds, unix_time, WheelArgs};
-use crate::errors::{add_refused, to_py, wrong_mode};
+use crate::convert::{config_dict, period, seconds, unix_seconds, unix_time, WheelArgs};
+use crate::errors::{add_refused, invalid, to_py, wrong_mode};
 use crate::stats::stats_dict;
-use crate::task::PyTask;
+use crate::task::{CallParts, PyTask};
 use crate::timer::Timer;
 
 /// The native wheel: a timerwheel runtime (tick thread and worker pool) running Python
@@ -52,6 +53,64 @@ fn task(
         )));
     }
     Ok(PyTask::new(callback, args, kwargs))
+}
+
+/// The mode of `call_every(..., fixed_delay=...)`.
+fn mode(fixed_delay: bool) -> PeriodMode {
+    if fixed_delay {
+        PeriodMode::FixedDelay
+    } else {
+        PeriodMode::FixedRate
+    }
+}
+
+/// The policy `missed="run_once"` / `missed="skip"` names.
+fn missed(name: &str) -> PyResult<Missed> {
+    match name {
+        "run_once" => Ok(Missed::RunOnce),
+        "skip" => Ok(Missed::Skip),
+        other => Err(invalid(format!(
+            "missed must be 'run_once' or 'skip', got {other:?}"
+        ))),
+    }
+}
+
+/// One exported timer as the fields of `timerwheel.PendingTimer`: id, due, due_monotonic,
+/// period, fixed_delay, at, callback, args, kwargs.
+fn pending_record<'py>(
+    py: Python<'py>,
+    timer: &ExportedTimer,
+    (callback, args, kwargs): CallParts,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (period, fixed_delay, at) = match timer.kind {
+        TimerKind::OneShot => (None, false, None),
+        TimerKind::Periodic { period, mode } => (
+            Some(period.as_secs_f64()),
+            mode == PeriodMode::FixedDelay,
+            None,
+        ),
+        TimerKind::WallClock { when } => (None, false, Some(unix_seconds(when))),
+    };
+    let kwargs = match kwargs {
+        Some(kwargs) => kwargs.bind(py).copy()?,
+        None => PyDict::new(py),
+    };
+    let fields: [Bound<'py, PyAny>; 9] = [
+        timer.id.as_u64().into_pyobject(py)?.into_any(),
+        unix_seconds(timer.due).into_pyobject(py)?.into_any(),
+        timer
+            .due_monotonic
+            .as_secs_f64()
+            .into_pyobject(py)?
+            .into_any(),
+        period.into_pyobject(py)?.into_any(),
+        PyBool::new(py, fixed_delay).to_owned().into_any(),
+        at.into_pyobject(py)?.into_any(),
+        callback.into_bound(py),
+        args.into_bound(py).into_any(),
+        kwargs.into_any(),
+    ];
+    PyTuple::new(py, fields)
 }
 
 impl Wheel {
@@ -172,16 +231,57 @@ impl Wheel {
     ) -> PyResult<Timer> {
         let period = self::period(period)?;
         let first = first.map_or(Ok(period), |f| seconds("first", f))?;
-        let mode = if fixed_delay {
-            PeriodMode::FixedDelay
-        } else {
-            PeriodMode::FixedRate
-        };
         let task = task(callback, args, kwargs)?;
         self.added(
-            self.rt.add_periodic(first, period, mode, task),
+            self.rt.add_periodic(first, period, mode(fixed_delay), task),
             "call_every",
         )
+    }
+
+    /// Runs `callback(*args, **kwargs)` every `period` seconds on the schedule `first`,
+    /// `first + period`, ... anchored at the Unix time `first` (seconds, on the wheel's
+    /// clock): the schedule of a timer exported before a restart. When `first` has passed,
+    /// `missed` says what becomes of the points that passed: "run_once" runs once now,
+    /// then at the next point; "skip" waits for the next point. A point due right now runs
+    /// now either way. From its first run on, it is a timer of `call_every`.
+    #[pyo3(signature = (first, period, callback, /, *args, fixed_delay=false, missed="run_once", **kwargs))]
+    #[allow(clippy::too_many_arguments)]
+    fn call_every_at(
+        &self,
+        first: f64,
+        period: f64,
+        callback: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+        fixed_delay: bool,
+        missed: &str,
+        kwargs: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<Timer> {
+        let first = unix_time(first)?;
+        let period = self::period(period)?;
+        let missed = self::missed(missed)?;
+        let task = task(callback, args, kwargs)?;
+        let mode = mode(fixed_delay);
+        self.added(
+            self.rt.add_periodic_at(first, period, mode, missed, task),
+            "call_every_at",
+        )
+    }
+
+    /// The pending timers at one instant, as `(records, running)`: a tuple of the fields
+    /// of `timerwheel.PendingTimer` per timer, in deadline order, and the number of
+    /// periodic timers left out because their callback was running. The GIL stays held:
+    /// under the wheel's locks only new references are taken (no thread holds those locks
+    /// while it waits for the GIL); the records are made after the locks are released.
+    fn _export<'py>(&self, py: Python<'py>) -> PyResult<(Vec<Bound<'py, PyTuple>>, usize)> {
+        let mut timers = Vec::new();
+        let export = self
+            .rt
+            .export(|timer, task| timers.extend(task.call_parts(py).map(|call| (*timer, call))))
+            .map_err(|err| to_py(err, "export"))?;
+        let records = timers
+            .into_iter()
+            .map(|(timer, call)| pending_record(py, &timer, call));
+        Ok((records.collect::<PyResult<_>>()?, export.running))
     }
 
     /// A snapshot of the wheel's counters, as a dict with the keys of `tw_stats`.
@@ -248,11 +348,7 @@ impl Wheel {
     /// The wheel's clock as a Unix time in seconds (as `time.time()`): the virtual clock,
     /// or the system clock.
     fn now(&self) -> f64 {
-        let now = self.rt.now();
-        match now.duration_since(SystemTime::UNIX_EPOCH) {
-            Ok(after) => after.as_secs_f64(),
-            Err(before) => -before.duration().as_secs_f64(),
-        }
+        unix_seconds(self.rt.now())
     }
 }
 

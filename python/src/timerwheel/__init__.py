@@ -23,7 +23,7 @@ from ._errors import (
     TimerwheelFullError,
 )
 from ._timerwheel import Timer, __version__, defaults
-from ._wheel import Wheel
+from ._wheel import PendingTimer, Wheel
 from ._default import (
     call_at,
     call_every,
@@ -34,6 +34,7 @@ from ._default import (
 )
 
 __all__ = [
+    "PendingTimer",
     "Timer",
     "TimerwheelBusyError",
     "TimerwheelClosedError",

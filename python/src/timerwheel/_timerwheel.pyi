@@ -1,6 +1,6 @@
 """Type stubs of the native module ``timerwheel._timerwheel``."""
 
-from typing import Any, Callable, Dict, Optional, Type, Union, final
+from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Type, Union, final
 
 __version__: str
 
@@ -56,6 +56,25 @@ class _Wheel:
         """Runs ``callback(*args, **kwargs)`` every ``period`` seconds (> 0), first after
         ``first`` seconds (default: one period). Runs never overlap. Fixed rate by
         default; ``fixed_delay=True`` waits ``period`` after each run returns."""
+    def call_every_at(
+        self,
+        first: float,
+        period: float,
+        callback: Callable[..., object],
+        /,
+        *args: Any,
+        fixed_delay: bool = False,
+        missed: Literal["run_once", "skip"] = "run_once",
+        **kwargs: Any,
+    ) -> Timer:
+        """Runs ``callback(*args, **kwargs)`` every ``period`` seconds on the schedule
+        ``first, first + period, ...`` anchored at the Unix time ``first`` on the wheel's
+        clock. When ``first`` has passed, ``missed="run_once"`` runs once now, then at the
+        next point; ``missed="skip"`` waits for the next point. ValueError for another
+        ``missed``."""
+    def _export(self) -> Tuple[List[Tuple[Any, ...]], int]:
+        """The pending timers as tuples of the fields of ``PendingTimer``, and the count
+        of periodic timers left out because their callback was running."""
     def stats(self) -> Dict[str, int]:
         """The counters: pending, added, fired, fired_one_shot, cancelled, discarded,
         workers, workers_peak, workers_spawned, workers_retired, queue_depth, late_p50_us,

@@ -6,7 +6,18 @@ import asyncio
 import atexit
 import weakref
 from types import TracebackType
-from typing import Any, Optional, Type, TypeVar, Union
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    List,
+    NamedTuple,
+    Optional,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+)
 
 from . import _asyncio
 from ._timerwheel import _exiting, _Wheel
@@ -17,6 +28,33 @@ W = TypeVar("W", bound="Wheel")
 # Every wheel not yet garbage collected; those still open are closed at interpreter exit,
 # before the interpreter starts tearing down, so that no callback runs during teardown.
 _wheels: "weakref.WeakSet[Wheel]" = weakref.WeakSet()
+
+
+class PendingTimer(NamedTuple):
+    """One pending timer of ``Wheel.export()``.
+
+    - ``id``: its id in the exporting wheel (a re-created timer gets a new one).
+    - ``due``: its next run as a Unix time in seconds on the wheel's clock (``now()``:
+      virtual or real); before the export's instant for a timer due and waiting.
+    - ``due_monotonic``: the same run in seconds since the wheel started (exact).
+    - ``period``: seconds between runs; None for a one-shot.
+    - ``fixed_delay``: True for a periodic timer of ``fixed_delay=True``.
+    - ``at``: for a ``call_at`` timer, the Unix time it was added for; None otherwise.
+    - ``callback``, ``args``, ``kwargs``: the call it makes (``kwargs`` a new dict).
+
+    Re-create it on a new wheel with ``call_every_at(due, period, ...)`` (periodic), or
+    ``call_at(at or due, ...)`` (one-shot).
+    """
+
+    id: int
+    due: float
+    due_monotonic: float
+    period: Optional[float]
+    fixed_delay: bool
+    at: Optional[float]
+    callback: Callable[..., object]
+    args: Tuple[Any, ...]
+    kwargs: Dict[str, Any]
 
 
 class Wheel(_Wheel):
@@ -76,6 +114,18 @@ class Wheel(_Wheel):
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"pending={self.stats()['pending']}"
         return f"<timerwheel.{type(self).__name__} {state}>"
+
+    def export(self) -> Tuple[List[PendingTimer], int]:
+        """The pending timers at one instant, in deadline order, and the number of
+        periodic timers left out because their callback was running then:
+        ``timers, running = wheel.export()``. Each left out timer is pending again when its
+        callback returns; export again while ``running`` is not 0. Adds, cancels and the
+        start of runs wait while the export holds the wheel's locks (and other Python
+        threads, as it holds the GIL); a timer added or cancelled concurrently is wholly
+        before or after it. A one-shot whose
+        callback has started is not pending and not exported."""
+        records, running = self._export()
+        return [PendingTimer(*record) for record in records], running
 
     def future_later(self, delay: float, result: Any = None) -> asyncio.Future[Any]:
         """An asyncio future, of the running event loop, that gets ``result`` after
