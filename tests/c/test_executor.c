@@ -203,19 +203,28 @@ static void test_mixed_load_instant_callbacks_never_wait_for_slow_ones(void) {
 
 /* One worker (max 1), a run that blocks 300 ms and 10 more due 5 ms after it: while the
  * first runs, queue_depth counts the 10 that wait. */
-static void test_queue_depth_counts_every_waiting_run(void) {
-    enum { WAITING = 10 };
-    long done = 0, started = 0;
-    job jobs[WAITING + 1];
-    memset(jobs, 0, sizeof jobs);
+enum { WAITING = 10 };
+
+/* One worker (max 1) busy for block_ms from first_ms on, and WAITING instant runs due at
+ * rest_ms (after it started); returns when the busy one has started. */
+static tw_wheel *one_busy_worker(job jobs[WAITING + 1], long *done, long *started, long block_ms,
+                                 uint64_t first_ms, uint64_t rest_ms) {
+    memset(jobs, 0, sizeof(job) * (WAITING + 1));
     tw_wheel *w = pool(1, 1, 1000);
     for (int i = 0; i <= WAITING; i++) {
-        jobs[i].done = &done;
-        jobs[i].started = &started;
-        jobs[i].block_ms = i == 0 ? 300 : 0;
-        job_add(w, &jobs[i], i == 0 ? 20 : 25);
+        jobs[i].done = done;
+        jobs[i].started = started;
+        jobs[i].block_ms = i == 0 ? block_ms : 0;
+        job_add(w, &jobs[i], i == 0 ? first_ms : rest_ms);
     }
-    CHECK(wait_for(&started, 1, WAIT_MS));
+    CHECK(wait_for(started, 1, WAIT_MS));
+    return w;
+}
+
+static void test_queue_depth_counts_every_waiting_run(void) {
+    long done = 0, started = 0;
+    job jobs[WAITING + 1];
+    tw_wheel *w = one_busy_worker(jobs, &done, &started, 300, 20, 25);
     sleep_ms(100);
     tw_stats s = stats(w);
     printf("     queue_depth %llu while %d runs wait\n", (unsigned long long)s.queue_depth,
@@ -246,18 +255,9 @@ static long process_wakeups(void) {
  * context switches (a tick thread that looks at the queue every millisecond makes ~300)
  * and process CPU time (~5 ms for those wake-ups; about nothing without them). */
 static void test_tick_thread_sleeps_while_the_pool_cannot_grow(void) {
-    enum { WAITING = 10 };
     long done = 0, started = 0;
     job jobs[WAITING + 1];
-    memset(jobs, 0, sizeof jobs);
-    tw_wheel *w = pool(1, 1, 1000);
-    for (int i = 0; i <= WAITING; i++) {
-        jobs[i].done = &done;
-        jobs[i].started = &started;
-        jobs[i].block_ms = i == 0 ? 700 : 0;
-        job_add(w, &jobs[i], i == 0 ? 10 : 40); /* the 10 come due after the worker is busy */
-    }
-    CHECK(wait_for(&started, 1, WAIT_MS));
+    tw_wheel *w = one_busy_worker(jobs, &done, &started, 700, 10, 40);
     sleep_ms(100);
     int64_t cpu = process_cpu_ns();
     long wakeups = process_wakeups();
