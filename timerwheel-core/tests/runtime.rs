@@ -745,3 +745,37 @@ fn stress_conserves_every_timer() {
     assert_eq!(tally.runs() as u64, s.fired_one_shot);
     assert_eq!(rt.shutdown(), Ok(0));
 }
+
+/// A task whose batches begin, on the worker, outside any callback, by shutting down the
+/// runtime that runs them (what an interpreter hook on a worker thread could do).
+struct ShutsDownInItsBatch;
+
+static IN_BATCH_RUNTIME: std::sync::OnceLock<Runtime<ShutsDownInItsBatch>> =
+    std::sync::OnceLock::new();
+static IN_BATCH_RESULT: Mutex<Option<Result<usize, Error>>> = Mutex::new(None);
+
+impl Task for ShutsDownInItsBatch {
+    fn run(&mut self, _: TimerId) {}
+
+    fn enter_batch(batch: &mut dyn FnMut()) {
+        let result = IN_BATCH_RUNTIME.get().map(Runtime::shutdown);
+        IN_BATCH_RESULT
+            .lock()
+            .unwrap()
+            .get_or_insert(result.unwrap());
+        batch()
+    }
+}
+
+#[test]
+fn a_shutdown_on_one_of_the_runtimes_own_threads_is_busy() {
+    let runtime = IN_BATCH_RUNTIME.get_or_init(|| runtime(1));
+    assert!(runtime.add(ms(1), ShutsDownInItsBatch).is_ok());
+    wait_until("the worker's batch", || {
+        IN_BATCH_RESULT.lock().unwrap().is_some()
+    });
+    // It would wait for the very thread it runs on: refused, nothing changed.
+    assert_eq!(*IN_BATCH_RESULT.lock().unwrap(), Some(Err(Error::Busy)));
+    assert!(runtime.add(ms(1), ShutsDownInItsBatch).is_ok());
+    assert!(runtime.shutdown().is_ok());
+}

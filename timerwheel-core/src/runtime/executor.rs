@@ -307,8 +307,7 @@ impl Executor {
     pub(crate) fn close(&self) {
         self.stop();
         let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(|p| p.into_inner()));
-        let me = thread::current().id();
-        for handle in handles.into_iter().filter(|h| h.thread().id() != me) {
+        for handle in handles {
             let _ = handle.join();
         }
         let mut queue = self.lock();
@@ -318,6 +317,14 @@ impl Executor {
                 .wait(queue)
                 .unwrap_or_else(|p| p.into_inner());
         }
+    }
+
+    /// Whether the calling thread is one of the executor's (the tick thread or a worker),
+    /// which [`close`](Self::close) would wait for.
+    pub(crate) fn runs_here(&self) -> bool {
+        let me = thread::current().id();
+        let handles = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        handles.iter().any(|h| h.thread().id() == me)
     }
 
     pub(crate) fn counts(&self) -> WorkerCounts {

@@ -459,6 +459,12 @@ impl<T: Task> Inner<T> {
         running(|c| c.runtime == self.id())
     }
 
+    /// Whether a shutdown that waits for the runtime's threads would wait for the calling
+    /// thread: inside one of its callbacks, or on one of its threads at all.
+    pub(crate) fn would_wait_for_itself(&self) -> bool {
+        self.in_callback() || self.executor.runs_here()
+    }
+
     /// Marks the runtime as shutting down; false if it already was.
     pub(crate) fn begin_shutdown(&self) -> bool {
         !self.shutting_down.swap(true, Relaxed)

@@ -275,7 +275,7 @@ impl<T: Task> Runtime<T> {
     /// shared default wheel so, before the interpreter is torn down).
     pub fn shutdown_at_exit(&self) -> Result<usize, Error> {
         let inner = &self.inner;
-        if inner.in_callback() {
+        if inner.would_wait_for_itself() {
             return Err(Error::Busy);
         }
         if !inner.begin_shutdown() {
@@ -343,7 +343,7 @@ impl<T: Task> Drop for Runtime<T> {
     /// callbacks or drops, where waiting would wait for itself,
     /// [`shutdown_nowait`](Runtime::shutdown_nowait).
     fn drop(&mut self) {
-        if self.inner.in_callback() {
+        if self.inner.would_wait_for_itself() {
             let _ = self.shutdown_nowait();
         } else {
             let _ = self.shutdown();

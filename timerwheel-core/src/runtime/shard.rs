@@ -180,6 +180,13 @@ impl<T> Shard<T> {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
+    /// Removes the node of a timer whose run ended and whose task was dropped
+    /// ([`ShardState::forget`]), and wakes the `cancel_sync` callers waiting for it.
+    pub(crate) fn forget(&self, state: &mut ShardState<T>, key: Key) {
+        state.forget(key);
+        self.notify_finished(state);
+    }
+
     /// Wakes `cancel_sync` callers if any wait on this shard.
     pub(crate) fn notify_finished(&self, state: &ShardState<T>) {
         if state.sync_waiters > 0 {

@@ -76,8 +76,7 @@ impl<'a, T: Task> Runner<'a, T> {
         };
         let mut state = shard.lock();
         if let Some(ended) = self.ended.take_if(|e| std::ptr::eq(e.shard, shard)) {
-            state.forget(ended.key);
-            shard.notify_finished(&state);
+            shard.forget(&mut state, ended.key);
         }
         let started = state.start(key);
         drop(state);
@@ -118,9 +117,7 @@ impl<'a, T: Task> Runner<'a, T> {
     /// Removes the node of the last ended timer, if any.
     fn forget_ended(&mut self) {
         if let Some(ended) = self.ended.take() {
-            let mut state = ended.shard.lock();
-            state.forget(ended.key);
-            ended.shard.notify_finished(&state);
+            ended.shard.forget(&mut ended.shard.lock(), ended.key);
         }
     }
 }
