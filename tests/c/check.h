@@ -100,6 +100,17 @@ static inline int wait_for(const long *counter, long want, long timeout_ms) {
     return 1;
 }
 
+/* A wheel on a virtual clock that starts at `start_unix_ms`: time moves only by tw_advance. */
+static inline tw_wheel *virtual_wheel_at(int64_t start_unix_ms) {
+    tw_config cfg;
+    tw_config_init(&cfg);
+    cfg.clock = TW_CLOCK_VIRTUAL;
+    cfg.virtual_start_unix_ms = start_unix_ms;
+    tw_wheel *w = NULL;
+    CHECK_OK(tw_create(&cfg, &w));
+    return w;
+}
+
 /* A size from the environment (e.g. shrunk under valgrind), or the default. */
 static inline long env_long(const char *name, long fallback) {
     const char *value = getenv(name);

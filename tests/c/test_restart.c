@@ -10,16 +10,6 @@
 #define MAX_RUNS 64
 #define MAX_TIMERS 16
 
-static tw_wheel *virtual_wheel_at(int64_t start_unix_ms) {
-    tw_config cfg;
-    tw_config_init(&cfg);
-    cfg.clock = TW_CLOCK_VIRTUAL;
-    cfg.virtual_start_unix_ms = start_unix_ms;
-    tw_wheel *w = NULL;
-    CHECK_OK(tw_create(&cfg, &w));
-    return w;
-}
-
 /* When a wheel's timers ran, in ms since START_MS. */
 typedef struct runs {
     tw_wheel *w;

@@ -62,15 +62,7 @@ static void drop_entry(void *user_data) {
     free(user_data);
 }
 
-static tw_wheel *virtual_wheel(void) {
-    tw_config cfg;
-    tw_config_init(&cfg);
-    cfg.clock = TW_CLOCK_VIRTUAL;
-    cfg.virtual_start_unix_ms = START_MS;
-    tw_wheel *w = NULL;
-    CHECK_OK(tw_create(&cfg, &w));
-    return w;
-}
+static tw_wheel *virtual_wheel(void) { return virtual_wheel_at(START_MS); }
 
 /* Adds a one-shot that logs `label` after `delay_ms`. */
 static void add_logged(run_log *log, uint64_t delay_ms, long label) {
