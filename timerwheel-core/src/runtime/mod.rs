@@ -47,6 +47,7 @@ mod sync;
 mod task;
 mod ticker;
 mod timer;
+mod tsc;
 mod virtual_clock;
 mod worker;
 
