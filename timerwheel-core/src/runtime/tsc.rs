@@ -16,6 +16,7 @@
 //!   source is `tsc`), which it allows only for counters that are invariant and in step;
 //! - a counter that reads below its anchor (another processor behind), an anchor older
 //!   than [`ANCHOR_AGE_NS`], or an anchor being written: the monotonic clock itself.
+//!
 //! Each new anchor also checks the old one: had its reading now been behind the monotonic
 //! clock, the counter is not trusted again in this process.
 //!
@@ -80,7 +81,7 @@ mod imp {
             if let Some((count, ns)) = anchor() {
                 let counts = counter().wrapping_sub(count);
                 if counts < ANCHOR_COUNTS.load(Relaxed) {
-                    return ns + (counts * scale >> SCALE_BITS) + MARGIN_NS;
+                    return reading(ns, counts, scale);
                 }
             }
         }
@@ -114,6 +115,12 @@ mod imp {
         ns
     }
 
+    /// The reading `counts` after an anchor taken at `anchor_ns`.
+    #[inline]
+    fn reading(anchor_ns: u64, counts: u64, scale: u64) -> u64 {
+        anchor_ns + ((counts * scale) >> SCALE_BITS) + MARGIN_NS
+    }
+
     /// Whether the first anchor is too recent to measure the scale from yet.
     fn measuring(now_ns: u64) -> bool {
         SCALE.load(Relaxed) == 0
@@ -138,8 +145,7 @@ mod imp {
         let (old_count, old_ns) = (ANCHOR_COUNT.load(Relaxed), ANCHOR_NS.load(Relaxed));
         let counts = count.wrapping_sub(old_count);
         if scale != 0 && counts < ANCHOR_COUNTS.load(Relaxed) {
-            let reading = old_ns + (counts * scale >> SCALE_BITS) + MARGIN_NS;
-            if reading < ns_before {
+            if reading(old_ns, counts, scale) < ns_before {
                 DISTRUSTED.store(true, Relaxed);
                 SCALE.store(0, Relaxed);
             }
