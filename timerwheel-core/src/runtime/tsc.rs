@@ -144,11 +144,10 @@ mod imp {
         let scale = SCALE.load(Relaxed);
         let (old_count, old_ns) = (ANCHOR_COUNT.load(Relaxed), ANCHOR_NS.load(Relaxed));
         let counts = count.wrapping_sub(old_count);
-        if scale != 0 && counts < ANCHOR_COUNTS.load(Relaxed) {
-            if reading(old_ns, counts, scale) < ns_before {
-                DISTRUSTED.store(true, Relaxed);
-                SCALE.store(0, Relaxed);
-            }
+        let in_reach = scale != 0 && counts < ANCHOR_COUNTS.load(Relaxed);
+        if in_reach && reading(old_ns, counts, scale) < ns_before {
+            DISTRUSTED.store(true, Relaxed);
+            SCALE.store(0, Relaxed);
         }
     }
 
