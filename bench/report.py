@@ -214,6 +214,17 @@ def mt_no_collapse(label, impl):
     return label, check
 
 
+def mt_throughput(label, impl, least):
+    """W5: the add throughput of two threads at once over one thread's (W1), at least."""
+    def check(rows):
+        mt, single = pick(rows, impl, "W5", "mt_add_ns"), pick(rows, impl, "W1", "add_ns")
+        if mt is None or single is None or not mt:
+            return None
+        return (f"{single / mt:.2f}x ({fmt(single)} / {fmt(mt)} ns)", f">= {least}x",
+                single / mt >= least)
+    return label, check
+
+
 def drain_vs_ideal(case, limit):
     """A W7 burst: its ratio of drain time to ideal, shown with both times."""
     impl = f"timerwheel-{case}"
@@ -258,10 +269,13 @@ TARGETS = {
         ratio_target("W2 touch (reset) vs heap delete + add", "timerwheel-rust", "heap-timer",
                      "W2", "touch_ns", 0.15),
         all_fired("W3 every timer fired", "timerwheel-rust"),
+        bound_target("W3 late p50 (us) at a 1 ms tick", "timerwheel-rust", "W3", "late_p50_us",
+                     300),
         bound_target("W3 late p99 (us) at a 1 ms tick", "timerwheel-rust", "W3", "late_p99_us",
                      1500),
         bound_target("W4 idle CPU (%)", "timerwheel-rust", "W4", "idle_cpu_pct", 0.01),
         mt_no_collapse("W5 add on 2 threads, no collapse", "timerwheel-rust"),
+        mt_throughput("W5 add throughput, 2 threads vs 1", "timerwheel-rust", 1.5),
         ratio_target("W6 drain, adaptive vs 1 fixed worker", "timerwheel-adaptive",
                      "timerwheel-fixed1", "W6", "drain_s", 0.25),
         bound_target("W6 workers after the idle (min 1)", "timerwheel-adaptive", "W6",
@@ -277,23 +291,31 @@ TARGETS = {
         ratio_target("W1 add vs libuv", "timerwheel-c", "libuv", "W1", "add_ns", 0.3),
         ratio_target("W1 delete vs libuv", "timerwheel-c", "libuv", "W1", "cancel_ns", 0.15),
         bound_target("W1 bytes per timer, C payload included", "timerwheel-c", "W1",
-                     "bytes_per_timer", 64),
+                     "bytes_per_timer", 56),
         ratio_target("W1 add vs the Rust API", "timerwheel-c", "timerwheel-rust", "W1",
                      "add_ns", 1.3),
         ratio_target("W1 delete vs the Rust API", "timerwheel-c", "timerwheel-rust", "W1",
                      "cancel_ns", 1.3),
+        ratio_target("W1 add vs timeout.c (TIMEOUT_C=dir)", "timerwheel-c", "timeout.c", "W1",
+                     "add_ns", 1.5),
+        ratio_target("W1 delete vs timeout.c", "timerwheel-c", "timeout.c", "W1", "cancel_ns",
+                     2.0),
+        ratio_target("W2 touch vs timeout.c", "timerwheel-c", "timeout.c", "W2", "touch_ns",
+                     1.5),
         all_fired("W3 every timer fired", "timerwheel-c"),
+        bound_target("W3 late p50 (us) at a 1 ms tick", "timerwheel-c", "W3", "late_p50_us",
+                     300),
         bound_target("W3 late p99 (us) at a 1 ms tick", "timerwheel-c", "W3", "late_p99_us",
                      1500),
     ],
     "bench-python": [
-        add_cancel_at_baseline_size("W1 call_later + cancel vs asyncio (5x faster)",
-                                    "timerwheel-python", "asyncio", 0.2),
+        add_cancel_at_baseline_size("W1 call_later + cancel vs asyncio",
+                                    "timerwheel-python", "asyncio", 0.12),
         all_fired("W3 keeps up: every timer fired (largest n)", "timerwheel-python"),
     ],
     "bench-go": [
         add_cancel_at_baseline_size("W1 AfterFunc + Stop vs time.AfterFunc", "timerwheel-go",
-                                    "go-time", 1.5),
+                                    "go-time", 1.2),
         ratio_target("W2 Reset vs time.Timer.Reset", "timerwheel-go", "go-time", "W2",
                      "touch_ns", 1.5),
         all_fired("W3 every timer fired", "timerwheel-go"),

@@ -126,9 +126,12 @@ test-install: lib
 
 # W1-W3 through the C ABI against libuv (make deps installs it), and W1 through the
 # Rust API with the same input for the cost of the ABI. BENCH_ARGS=--quick for a short run.
+# TIMEOUT_C=dir: also W1 and W2 against timeout.c, from a directory holding its timeout.h
+# and a timeout.o you built there (docs/benchmarks.md says how); nothing here builds it.
 bench-c: lib | $(C_BUILD)
 	$(call need,pkg-config libuv)
 	$(CC) -std=c99 $(C_WARN) -pthread -O2 -Iinclude bench/c/bench.c -o $(C_BUILD)/bench \
+	  $(if $(TIMEOUT_C),-DTW_BENCH_TIMEOUT_C -I$(TIMEOUT_C) $(TIMEOUT_C)/timeout.o) \
 	  $(C_LINK) $$(pkg-config --cflags --libs libuv)
 	$(CARGO) run --release -q -p timerwheel-ffi --example w1_rust -- $(BENCH_ARGS) | tee $(C_BUILD)/w1_rust.json
 	$(C_BUILD)/bench --rust $(C_BUILD)/w1_rust.json $(BENCH_ARGS)
