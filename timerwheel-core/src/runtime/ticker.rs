@@ -34,6 +34,7 @@ use std::collections::BinaryHeap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use super::clock::Clock;
 use super::inner::Inner;
 use super::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use super::sync::thread::{self, Thread};
@@ -45,7 +46,7 @@ pub(crate) const WALL_CHECK: Duration = Duration::from_secs(1);
 
 /// The shortest time between two wake-ups for held timers: an eighth of the tick, at
 /// least 50 us (and at most the tick).
-pub(crate) fn min_gap(tick_ns: u64) -> u64 {
+fn min_gap(tick_ns: u64) -> u64 {
     (tick_ns / 8).max(50_000).min(tick_ns)
 }
 
@@ -145,7 +146,7 @@ pub(crate) fn ticker_main<T: Task>(inner: Arc<Inner<T>>) {
         inner.ticker.begin_scan();
         let woke_ns = inner.clock.elapsed_ns();
         let (next, longest) = inner.tick(&mut held);
-        let wake_ns = wake_time(&inner, woke_ns, next, &held);
+        let wake_ns = wake_time(&inner.clock, woke_ns, next, &held);
         let now_ns = inner.clock.elapsed_ns();
         let timeout = match wake_ns {
             Some(ns) => Some(Duration::from_nanos(ns.saturating_sub(now_ns)).min(longest)),
@@ -162,13 +163,7 @@ pub(crate) fn ticker_main<T: Task>(inner: Arc<Inner<T>>) {
 /// When the thread must wake next (`None`: only when woken): at the start of the tick
 /// before the wheel's `next` expiry, or for the earliest held timer, but no sooner than
 /// [`min_gap`] after it woke at `woke_ns`.
-fn wake_time<T: Task>(
-    inner: &Inner<T>,
-    woke_ns: u64,
-    next: Option<u64>,
-    held: &HeldTimers,
-) -> Option<u64> {
-    let clock = &inner.clock;
+fn wake_time(clock: &Clock, woke_ns: u64, next: Option<u64>, held: &HeldTimers) -> Option<u64> {
     let for_wheel = next.map(|tick| clock.tick_start_ns(tick.saturating_sub(1)));
     let gap = min_gap(clock.tick_ns());
     let for_held = held
