@@ -14,9 +14,10 @@ use crate::types::{timer_id, tw_callback, tw_drop_fn, tw_status, tw_timer_id};
 use crate::types::{RawMissed, RawPeriodMode};
 
 /// Adds a one-shot timer: `cb(id, user_data)` runs once, not before `delay_ms` has passed
-/// (within about a tick after), on a worker thread (the tick thread when max_workers is 0,
-/// inside tw_poll for a manual wheel). Then `drop(user_data)` is called, if `drop` is not
-/// NULL. `*out_id` receives the timer's id.
+/// (normally within an eighth of a tick after; a manual or virtual wheel rounds the deadline
+/// up to the tick), on a worker thread (the tick thread when max_workers is 0, inside
+/// tw_poll for a manual wheel). Then `drop(user_data)` is called, if `drop` is not NULL.
+/// `*out_id` receives the timer's id.
 ///
 /// Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called (the
 /// caller still owns `user_data`) and `*out_id` is left untouched:
@@ -50,8 +51,8 @@ pub unsafe extern "C" fn tw_add(
 /// deleted (and its running callback, if any, returned) or at destroy.
 ///
 /// TW_FIXED_RATE keeps the schedule delay, delay + period, delay + 2 period, ...: each point
-/// is exact (from the time of the add) and rounded up to the tick on its own, so a period
-/// that is not a multiple of the tick does not drift; lateness (tw_stats) is measured from
+/// is exact (from the time of the add), each one on its own, so a period that is not a
+/// multiple of the tick does not drift; lateness (tw_stats) is measured from
 /// the exact point. When a run returns, the next run is the latest point that has come by
 /// then, if any: it starts at once, late, and the points before it, which passed entirely
 /// while the callback ran or the process stalled, are coalesced into it (no burst).

@@ -2,8 +2,8 @@
 
 A hierarchical timing wheel (O(1) add, cancel and reset) with a tick thread that sleeps
 until the next deadline and an adaptive pool of worker threads that run the callbacks.
-Delays are float seconds; a timer never fires before its deadline (deadlines round up to
-the tick) and fires within about one tick after it.
+Delays are float seconds; a timer never fires before its deadline and fires normally
+within an eighth of a tick after it.
 
     from timerwheel import Wheel
 

@@ -65,7 +65,8 @@ class Wheel(_Wheel):
     Arguments (all optional; left out or None, each takes the library's default, which
     ``timerwheel.defaults()`` gives):
 
-    - ``tick``: the granularity in seconds; deadlines round up to it.
+    - ``tick``: the wheel's slot width in seconds; a timer runs within about an eighth of
+      it after its deadline.
     - ``min_workers``: workers kept while idle.
     - ``max_workers``: the most workers; 0 runs the callbacks on the tick thread itself.
     - ``worker_keepalive``: seconds an idle worker lives beyond ``min_workers``.

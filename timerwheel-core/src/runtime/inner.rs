@@ -13,7 +13,7 @@ use super::shard::{Ids, Run, Schedule, Shard, MAX_SHARDS};
 use super::stats::Histogram;
 use super::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use super::sync::thread_local;
-use super::ticker::{Ticker, WALL_CHECK};
+use super::ticker::{HeldTimers, Ticker, WALL_CHECK};
 use super::worker::{run_queued, spawn_worker};
 use super::{Config, Error, Rejected, Stats, Task, TimerId};
 use crate::wheel::Key;
@@ -308,17 +308,17 @@ impl<T: Task> Inner<T> {
             .is_ok_and(|(shard, key)| shard.lock().is_live(key))
     }
 
-    /// Expires every shard up to `now`, collecting the due ids in deadline order (see
-    /// [`Deadline`]: within a tick, the one that waited longest goes first).
-    pub(crate) fn collect_due(&self, now: u64, due: &mut Vec<TimerId>) {
+    /// Expires every shard up to `tick`; the due ids with their deadlines, in deadline order
+    /// (see [`Deadline`]: within a tick, the one that waited longest goes first).
+    pub(crate) fn collect_due(&self, tick: u64) -> Vec<(Deadline, TimerId)> {
         let mut ordered = Vec::new();
         for (index, shard) in self.shards.iter().enumerate() {
-            shard.lock().expire_due(now, |key, deadline| {
+            shard.lock().expire_due(tick, |key, deadline| {
                 ordered.push((deadline, self.ids.encode(index, key)))
             });
         }
         ordered.sort_unstable_by_key(|&(deadline, _)| deadline);
-        due.extend(ordered.into_iter().map(|(_, id)| id));
+        ordered
     }
 
     /// The wheels' work ahead of time, after the due ids went out. Returns the next tick
@@ -371,22 +371,50 @@ impl<T: Task> Inner<T> {
         self.capacity.release(1);
     }
 
-    /// One step of time, shared by the tick thread and manual `poll`: follows a step of the
-    /// system clock, queues every due run for the executor and moves far timers closer.
-    /// Returns the next tick with work and whether wall-clock timers are pending.
+    /// One step of time for manual `poll` and the virtual clock: queues every run due by
+    /// the current tick (its exact deadline is then past too). Returns as
+    /// [`step_time`](Self::step_time).
     pub(crate) fn advance_time(&self) -> (Option<u64>, bool) {
+        self.step_time(self.clock.now_tick(), |expired| {
+            let mut due = expired.into_iter().map(|(_, id)| id).collect();
+            self.executor.push(&mut due);
+        })
+    }
+
+    /// The tick thread's step of time: expires one tick ahead, queues what is due by its
+    /// exact deadline and holds the rest until then (see `ticker.rs`), then queues the held
+    /// timers whose time has come. Returns as [`step_time`](Self::step_time).
+    fn advance_ahead(&self, held: &mut HeldTimers) -> (Option<u64>, bool) {
+        let ahead = self.clock.now_tick().saturating_add(1);
+        self.step_time(ahead, |expired| {
+            for (deadline, id) in expired {
+                held.hold(self.clock.exact_ns(deadline), id);
+            }
+            let mut due = Vec::new();
+            held.release(self.clock.elapsed_ns(), &mut due);
+            self.executor.push(&mut due);
+        })
+    }
+
+    /// Follows a step of the system clock, expires what is due by `tick` and hands it to
+    /// `dispatch` in deadline order, then moves far timers closer. Returns the next tick
+    /// with work and whether wall-clock timers are pending.
+    fn step_time(
+        &self,
+        tick: u64,
+        dispatch: impl FnOnce(Vec<(Deadline, TimerId)>),
+    ) -> (Option<u64>, bool) {
         self.follow_wall_clock();
-        let mut due = Vec::new();
-        self.collect_due(self.clock.now_tick(), &mut due);
-        self.executor.push(&mut due);
+        dispatch(self.collect_due(tick));
         self.move_ahead()
     }
 
-    /// One round of the tick thread: advance time, then run what is due here (no workers)
-    /// or let the executor's monitor grow the pool. Returns the tick to sleep until and the
-    /// longest sleep allowed.
-    pub(crate) fn tick(self: &Arc<Self>) -> (Option<u64>, Duration) {
-        let (next, wall) = self.advance_time();
+    /// One round of the tick thread: its step of time (timers held until their exact
+    /// deadline stay in `held`), then run what is due here (no workers) or let the
+    /// executor's monitor grow the pool. Returns the next tick with work in the wheel and
+    /// the longest sleep allowed.
+    pub(crate) fn tick(self: &Arc<Self>, held: &mut HeldTimers) -> (Option<u64>, Duration) {
+        let (next, wall) = self.advance_ahead(held);
         let mut longest = if wall { WALL_CHECK } else { Duration::MAX };
         if self.config.max_workers == 0 {
             run_queued(self, usize::MAX);

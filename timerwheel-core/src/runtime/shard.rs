@@ -352,13 +352,18 @@ impl<T> ShardState<T> {
         self.sides.has_walls()
     }
 
-    /// Takes the task of an expired timer for a run. `None` if the id went stale, was
-    /// re-armed, or is running already (the queue may hold an id more than once).
-    pub(crate) fn start(&mut self, key: Key) -> Option<Run<T>> {
+    /// Takes the task of an expired timer for a run at `now_ns`. `None` if the id went
+    /// stale, was re-armed, is running already (the queue may hold an id more than once),
+    /// or is not due yet: the tick thread expires a tick early and holds a timer until its
+    /// exact deadline, and an older entry of a timer reset since must not start it early.
+    pub(crate) fn start(&mut self, key: Key, now_ns: u64, clock: &Clock) -> Option<Run<T>> {
         if self.wheel.is_pending(key) {
             return None;
         }
         let deadline = self.deadline(key)?;
+        if clock.exact_ns(deadline) > now_ns {
+            return None;
+        }
         let entry = self.wheel.get_mut(key)?;
         let task = entry.task.take()?;
         self.counters.fired += 1;
@@ -547,7 +552,7 @@ mod tests {
     fn run_next(state: &mut ShardState<fn(TimerId)>, key: Key, clock: &Clock) -> u64 {
         let due = state.deadline(key).unwrap();
         state.expire_due(due.tick, |_, _| {});
-        let run = state.start(key).unwrap();
+        let run = state.start(key, u64::MAX, clock).unwrap();
         assert_eq!(run.deadline, due);
         assert!(matches!(
             state.finish(key, run.task, clock),
@@ -604,7 +609,7 @@ mod tests {
         let (mut state, key) = every_second(&clock, SECOND);
         let due = state.deadline(key).unwrap();
         state.expire_due(due.tick, |_, _| {});
-        let run = state.start(key).unwrap();
+        let run = state.start(key, u64::MAX, &clock).unwrap();
         assert!(run.periodic && state.is_live(key));
         assert!(
             state.cancel(key).unwrap().is_none(),

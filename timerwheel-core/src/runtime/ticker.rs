@@ -1,22 +1,89 @@
 //! The tick thread: it sleeps until the wheel's next expiry (not every tick), moves what is
-//! due into the run queue, and watches the queue for the executor's monitor.
+//! due into the run queue at its exact deadline, and watches the queue for the executor's
+//! monitor.
 //!
-//! Wake-ups: `wake_at` holds the tick the thread sleeps until. An add or reset earlier than
-//! that unparks it. While it scans the shards `wake_at` is `u64::MAX`, so an add racing
-//! with the scan unparks it too; an unpark before `park` makes `park` return at once, so no
-//! wake-up is lost.
+//! Exact dispatch. The wheel keeps ticks; each timer also keeps its exact deadline (see
+//! [`Deadline`](super::clock::Deadline)). For the wheel's next expiry `e` the thread wakes at
+//! the start of tick `e - 1`, one tick early, and expires up to `e`: it queues at once what
+//! is due by its exact time and keeps the rest in [`HeldTimers`], its own list sorted by exact
+//! time, then sleeps until the earliest held time and queues each held timer when its time
+//! has come. A timer so runs at its exact deadline, never before, normally within
+//! [`min_gap`] after, instead of up to a tick after rounded up to the tick's end.
+//!
+//! Why this shape. Expiring a tick early costs nothing when idle: the thread still sleeps
+//! until the wheel has work (one wake-up per expiry, as before, a tick sooner). While timers
+//! are due the thread wakes for held ones, but at most once per [`min_gap`] (an eighth of
+//! the tick, at least 50 us): a wake-up queues every held timer due by then, so a dense
+//! load costs at most 8 wake-ups per tick and lateness about half the gap, while a sparse
+//! one wakes once per timer, on time. A held timer is detached from the wheel exactly like
+//! an expired one waiting in the run queue, so cancel (it never runs), reset (moved back into
+//! the wheel), export and shutdown (dropped with the shard, once) treat it as they treat a
+//! queued one; the held id is then stale and starting it does nothing. A run never starts
+//! before its exact deadline: a stale entry in the run queue whose timer was reset and then
+//! expired early again is refused when a worker would start it (`ShardState::start`).
+//!
+//! Wake-ups: `wake_at` holds the first tick whose timers the thread will expire in time at
+//! its next wake-up: the tick after the one its wake-up time lies in, or the wheel's next
+//! expiry itself when it sleeps until the start of the tick before (see [`wake_tick`]). An
+//! add or reset due earlier than that unparks it. While it scans the shards `wake_at` is
+//! `u64::MAX`, so an add racing with the scan unparks it too; an unpark before `park`
+//! makes `park` return at once, so no wake-up is lost.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use super::clock::Clock;
 use super::inner::Inner;
 use super::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use super::sync::thread::{self, Thread};
-use super::Task;
+use super::{Task, TimerId};
 
 /// How often the thread looks at the clocks while wall-clock timers are pending, to catch
 /// a step of the system clock.
 pub(crate) const WALL_CHECK: Duration = Duration::from_secs(1);
+
+/// The shortest time between two wake-ups for held timers: an eighth of the tick, at
+/// least 50 us (and at most the tick).
+fn min_gap(tick_ns: u64) -> u64 {
+    (tick_ns / 8).max(50_000).min(tick_ns)
+}
+
+/// The first tick whose timers a thread waking at `wake_ns` expires in time: it expires up
+/// to the tick after the one it wakes in, and a timer of tick `t` is due after the start
+/// of tick `t - 1`.
+fn wake_tick(wake_ns: u64, tick_ns: u64) -> u64 {
+    wake_ns.div_ceil(tick_ns).saturating_add(1)
+}
+
+/// Timers the tick thread expired ahead of their exact deadline, earliest first; only the
+/// tick thread touches it.
+#[derive(Default)]
+pub(crate) struct HeldTimers(BinaryHeap<Reverse<(u64, TimerId)>>);
+
+impl HeldTimers {
+    /// Keeps `id` until `exact_ns`.
+    pub(crate) fn hold(&mut self, exact_ns: u64, id: TimerId) {
+        self.0.push(Reverse((exact_ns, id)));
+    }
+
+    /// Moves every id due by `now_ns` to `due`, earliest first.
+    pub(crate) fn release(&mut self, now_ns: u64, due: &mut Vec<TimerId>) {
+        while let Some(&Reverse((exact_ns, id))) = self.0.peek() {
+            if exact_ns > now_ns {
+                break;
+            }
+            self.0.pop();
+            due.push(id);
+        }
+    }
+
+    /// The earliest exact deadline held.
+    fn earliest(&self) -> Option<u64> {
+        self.0.peek().map(|&Reverse((exact_ns, _))| exact_ns)
+    }
+}
 
 #[derive(Default)]
 pub(crate) struct Ticker {
@@ -49,7 +116,8 @@ impl Ticker {
         self.wake_at.store(u64::MAX, SeqCst);
     }
 
-    /// Sleeps until `tick` (`None`: until woken), at most `limit`.
+    /// Sleeps until woken for a timer of a tick before `tick` (`None`: any), at most
+    /// `timeout` (`None`: until woken).
     pub(crate) fn sleep(&self, tick: Option<u64>, timeout: Option<Duration>) {
         self.wake_at.store(tick.unwrap_or(u64::MAX - 1), SeqCst);
         match timeout {
@@ -69,20 +137,39 @@ impl Ticker {
     }
 }
 
-/// The tick thread: a round of [`Inner::tick`], then sleep until the next tick with work
+/// The tick thread: a round of [`Inner::tick`], then sleep until the next wake-up it needs
 /// (or until woken, or the longest sleep the round allows).
 pub(crate) fn ticker_main<T: Task>(inner: Arc<Inner<T>>) {
     tighten_timer_slack();
+    let mut held = HeldTimers::default();
     while !inner.ticker.stopped() {
         inner.ticker.begin_scan();
-        let (next, longest) = inner.tick();
-        let timeout = match next {
-            Some(tick) => Some(inner.clock.until(tick).min(longest)),
+        let woke_ns = inner.clock.elapsed_ns();
+        let (next, longest) = inner.tick(&mut held);
+        let wake_ns = wake_time(&inner.clock, woke_ns, next, &held);
+        let now_ns = inner.clock.elapsed_ns();
+        let timeout = match wake_ns {
+            Some(ns) => Some(Duration::from_nanos(ns.saturating_sub(now_ns)).min(longest)),
             None => (longest != Duration::MAX).then_some(longest),
         };
-        inner.ticker.sleep(next, timeout);
+        let tick_ns = inner.clock.tick_ns();
+        inner
+            .ticker
+            .sleep(wake_ns.map(|ns| wake_tick(ns, tick_ns)), timeout);
     }
     inner.executor.ticker_exited();
+}
+
+/// When the thread must wake next (`None`: only when woken): at the start of the tick
+/// before the wheel's `next` expiry, or for the earliest held timer, but no sooner than
+/// [`min_gap`] after it woke at `woke_ns`.
+fn wake_time(clock: &Clock, woke_ns: u64, next: Option<u64>, held: &HeldTimers) -> Option<u64> {
+    let for_wheel = next.map(|tick| clock.tick_start_ns(tick.saturating_sub(1)));
+    let gap = min_gap(clock.tick_ns());
+    let for_held = held
+        .earliest()
+        .map(|exact_ns| exact_ns.max(woke_ns.saturating_add(gap)));
+    for_wheel.into_iter().chain(for_held).min()
 }
 
 /// Asks the kernel to wake this thread within about a microsecond of its deadline instead

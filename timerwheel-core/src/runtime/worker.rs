@@ -74,11 +74,13 @@ impl<'a, T: Task> Runner<'a, T> {
         let Ok((shard, key)) = self.inner.shard_of(id) else {
             return false;
         };
+        // Read after the id was taken: at least the time at which it was queued.
+        let now_ns = self.inner.clock.elapsed_ns();
         let mut state = shard.lock();
         if let Some(ended) = self.ended.take_if(|e| std::ptr::eq(e.shard, shard)) {
             shard.forget(&mut state, ended.key);
         }
-        let started = state.start(key);
+        let started = state.start(key, now_ns, &self.inner.clock);
         drop(state);
         self.forget_ended();
         let Some(mut run) = started else {
