@@ -8,7 +8,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use timerwheel_core::{BoxTask, Config, Runtime};
+use timerwheel_core::{BoxTask, Config, PeriodMode, Runtime};
 
 const PATIENCE: Duration = Duration::from_secs(10);
 
@@ -233,4 +233,27 @@ impl Drop for DropLog {
     fn drop(&mut self) {
         self.1.lock().unwrap().push(self.0);
     }
+}
+
+/// On a 1 s tick, a fixed-rate timer every 20 ms: the tick thread's wake-ups for held
+/// timers are spaced by at most a millisecond, not an eighth of the tick (125 ms), which
+/// would fold most of the points into back-to-back pairs.
+#[test]
+fn a_period_much_shorter_than_the_tick_keeps_its_points() {
+    let grid = Grid::new(ms(1000), 2);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&runs);
+    let task: BoxTask = Box::new(move |_| {
+        counted.fetch_add(1, SeqCst);
+    });
+    let rate = PeriodMode::FixedRate;
+    grid.rt
+        .add_periodic(ms(20), ms(20), rate, task)
+        .ok()
+        .unwrap();
+    thread::sleep(ms(1000));
+    let runs = runs.load(SeqCst);
+    // 50 points passed; a busy machine may fold a few (each run is at most 20 ms late
+    // before the next point folds into it). Folded by the gap, about 16 would run.
+    assert!(runs >= 40, "{runs} runs of 50 points");
 }

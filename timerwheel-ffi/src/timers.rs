@@ -14,7 +14,7 @@ use crate::types::{timer_id, tw_callback, tw_drop_fn, tw_status, tw_timer_id};
 use crate::types::{RawMissed, RawPeriodMode};
 
 /// Adds a one-shot timer: `cb(id, user_data)` runs once, not before `delay_ms` has passed
-/// (normally within an eighth of a tick after; a manual or virtual wheel rounds the deadline
+/// (normally within an eighth of a tick, 50 us to 1 ms, after; a manual or virtual wheel rounds the deadline
 /// up to the tick), on a worker thread (the tick thread when max_workers is 0, inside
 /// tw_poll for a manual wheel). Then `drop(user_data)` is called, if `drop` is not NULL.
 /// `*out_id` receives the timer's id.

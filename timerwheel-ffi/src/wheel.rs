@@ -147,8 +147,11 @@ pub unsafe extern "C" fn tw_destroy(w: *mut tw_wheel) -> tw_status {
 /// functions (where tw_destroy returns TW_ERR_BUSY), for example when a callback releases
 /// the last reference to the object that owns the wheel. Safe from any other thread too.
 ///
-/// When it returns, no callback starts any more and every pending timer's drop function has
-/// run; a callback still running has its timer's drop run when it returns. The wheel's own
+/// When it returns, no further run begins and every pending timer's drop function has run.
+/// A run a worker had already begun may still be entering its callback, on its thread, a
+/// moment after this returns, or be inside it; that timer's drop runs when the callback
+/// returns. So free what callbacks use in their drop functions, not after this call
+/// (after tw_destroy, which waits, nothing runs any more). The wheel's own
 /// threads may still use `w` until their callbacks return (every call then returns
 /// TW_ERR_SHUTDOWN); it is freed when the last of them has returned. For every other
 /// thread `w` is invalid at once, as after tw_destroy.

@@ -66,7 +66,7 @@ class Wheel(_Wheel):
     ``timerwheel.defaults()`` gives):
 
     - ``tick``: the wheel's slot width in seconds; a timer runs within about an eighth of
-      it after its deadline.
+      it (50 us to 1 ms) after its deadline.
     - ``min_workers``: workers kept while idle.
     - ``max_workers``: the most workers; 0 runs the callbacks on the tick thread itself.
     - ``worker_keepalive``: seconds an idle worker lives beyond ``min_workers``.

@@ -12,10 +12,10 @@
 //!
 //! Why this shape. Expiring a tick early costs nothing when idle: the thread still sleeps
 //! until the wheel has work (one wake-up per expiry, as before, a tick sooner). While timers
-//! are due the thread wakes for held ones, but at most once per [`min_gap`] (an eighth of
-//! the tick, at least 50 us): a wake-up queues every held timer due by then, so a dense
-//! load costs at most 8 wake-ups per tick and lateness about half the gap, while a sparse
-//! one wakes once per timer, on time. A held timer is detached from the wheel exactly like
+//! are due the thread wakes for held ones, but no sooner than [`min_gap`] (an eighth of the
+//! tick, from 50 us to 1 ms) after it last released some: a wake-up queues every held timer
+//! due by then, so a dense load costs at most 8 such wake-ups per tick and lateness about
+//! half the gap, while a sparse one wakes once per timer, on time. A held timer is detached from the wheel exactly like
 //! an expired one waiting in the run queue, so cancel (it never runs), reset (moved back into
 //! the wheel), export and shutdown (dropped with the shard, once) treat it as they treat a
 //! queued one; the held id is then stale and starting it does nothing. A run never starts
@@ -45,9 +45,10 @@ use super::{Task, TimerId};
 pub(crate) const WALL_CHECK: Duration = Duration::from_secs(1);
 
 /// The shortest time between two wake-ups for held timers: an eighth of the tick, at
-/// least 50 us (and at most the tick).
+/// least 50 us (and at most the tick), at most 1 ms (so that a large tick does not fold
+/// the points of a periodic timer whose period is shorter than an eighth of it).
 fn min_gap(tick_ns: u64) -> u64 {
-    (tick_ns / 8).max(50_000).min(tick_ns)
+    (tick_ns / 8).clamp(50_000, 1_000_000).min(tick_ns)
 }
 
 /// The first tick whose timers a thread waking at `wake_ns` expires in time: it expires up
@@ -60,28 +61,35 @@ fn wake_tick(wake_ns: u64, tick_ns: u64) -> u64 {
 /// Timers the tick thread expired ahead of their exact deadline, earliest first; only the
 /// tick thread touches it.
 #[derive(Default)]
-pub(crate) struct HeldTimers(BinaryHeap<Reverse<(u64, TimerId)>>);
+pub(crate) struct HeldTimers {
+    timers: BinaryHeap<Reverse<(u64, TimerId)>>,
+    /// When timers were last released (0: never).
+    released_ns: u64,
+}
 
 impl HeldTimers {
     /// Keeps `id` until `exact_ns`.
     pub(crate) fn hold(&mut self, exact_ns: u64, id: TimerId) {
-        self.0.push(Reverse((exact_ns, id)));
+        self.timers.push(Reverse((exact_ns, id)));
     }
 
     /// Moves every id due by `now_ns` to `due`, earliest first.
     pub(crate) fn release(&mut self, now_ns: u64, due: &mut Vec<TimerId>) {
-        while let Some(&Reverse((exact_ns, id))) = self.0.peek() {
+        while let Some(&Reverse((exact_ns, id))) = self.timers.peek() {
             if exact_ns > now_ns {
                 break;
             }
-            self.0.pop();
+            self.timers.pop();
             due.push(id);
+            self.released_ns = now_ns;
         }
     }
 
-    /// The earliest exact deadline held.
-    fn earliest(&self) -> Option<u64> {
-        self.0.peek().map(|&Reverse((exact_ns, _))| exact_ns)
+    /// When the thread should wake for the earliest held timer: at its exact deadline, but
+    /// no sooner than `gap` after timers were last released.
+    fn wake_ns(&self, gap: u64) -> Option<u64> {
+        let earliest = self.timers.peek().map(|&Reverse((exact_ns, _))| exact_ns)?;
+        Some(earliest.max(self.released_ns.saturating_add(gap)))
     }
 }
 
@@ -144,9 +152,8 @@ pub(crate) fn ticker_main<T: Task>(inner: Arc<Inner<T>>) {
     let mut held = HeldTimers::default();
     while !inner.ticker.stopped() {
         inner.ticker.begin_scan();
-        let woke_ns = inner.clock.elapsed_ns();
         let (next, longest) = inner.tick(&mut held);
-        let wake_ns = wake_time(&inner.clock, woke_ns, next, &held);
+        let wake_ns = wake_time(&inner.clock, next, &held);
         let now_ns = inner.clock.elapsed_ns();
         let timeout = match wake_ns {
             Some(ns) => Some(Duration::from_nanos(ns.saturating_sub(now_ns)).min(longest)),
@@ -161,21 +168,19 @@ pub(crate) fn ticker_main<T: Task>(inner: Arc<Inner<T>>) {
 }
 
 /// When the thread must wake next (`None`: only when woken): at the start of the tick
-/// before the wheel's `next` expiry, or for the earliest held timer, but no sooner than
-/// [`min_gap`] after it woke at `woke_ns`.
-fn wake_time(clock: &Clock, woke_ns: u64, next: Option<u64>, held: &HeldTimers) -> Option<u64> {
+/// before the wheel's `next` expiry, or for the earliest held timer (see
+/// [`HeldTimers::wake_ns`]).
+fn wake_time(clock: &Clock, next: Option<u64>, held: &HeldTimers) -> Option<u64> {
     let for_wheel = next.map(|tick| clock.tick_start_ns(tick.saturating_sub(1)));
-    let gap = min_gap(clock.tick_ns());
-    let for_held = held
-        .earliest()
-        .map(|exact_ns| exact_ns.max(woke_ns.saturating_add(gap)));
+    let for_held = held.wake_ns(min_gap(clock.tick_ns()));
     for_wheel.into_iter().chain(for_held).min()
 }
 
 /// Asks the kernel to wake this thread within about a microsecond of its deadline instead
-/// of the default 50 us timer slack: the tick thread's wake-up is every timer's lateness.
+/// of the default 50 us timer slack: the tick thread's wake-up, and a worker's, is part of
+/// every timer's lateness.
 #[cfg(target_os = "linux")]
-fn tighten_timer_slack() {
+pub(crate) fn tighten_timer_slack() {
     const PR_SET_TIMERSLACK: std::ffi::c_int = 29;
     extern "C" {
         fn prctl(option: std::ffi::c_int, ...) -> std::ffi::c_int;
@@ -188,4 +193,4 @@ fn tighten_timer_slack() {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn tighten_timer_slack() {}
+pub(crate) fn tighten_timer_slack() {}

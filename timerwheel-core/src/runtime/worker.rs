@@ -14,6 +14,7 @@ use std::sync::Arc;
 use super::inner::Inner;
 use super::shard::{Finished, Run, Shard};
 use super::sync::thread;
+use super::ticker::tighten_timer_slack;
 use super::{Task, TimerId};
 use crate::wheel::Key;
 
@@ -35,6 +36,7 @@ pub(crate) fn spawn_worker<T: Task>(inner: &Arc<Inner<T>>) {
 
 /// A worker thread: runs what is queued until told to exit.
 fn worker_main<T: Task>(inner: Arc<Inner<T>>) {
+    tighten_timer_slack();
     while inner.executor.wait_for_work() {
         run_queued(&inner, MAX_BATCH);
     }
