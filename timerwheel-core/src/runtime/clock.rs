@@ -206,7 +206,12 @@ impl Clock {
 
     /// How long from now until `tick` starts (zero if it has).
     pub(crate) fn until(&self, tick: u64) -> Duration {
-        Duration::from_nanos(self.tick_start_ns(tick).saturating_sub(self.elapsed_ns()))
+        self.until_ns(self.tick_start_ns(tick))
+    }
+
+    /// How long from now until `ns` since the origin (zero if it has passed).
+    pub(crate) fn until_ns(&self, ns: u64) -> Duration {
+        Duration::from_nanos(ns.saturating_sub(self.elapsed_ns()))
     }
 
     /// The system clock minus the monotonic one, in nanoseconds: constant unless the

@@ -11,16 +11,17 @@
 //! [`min_gap`] after, instead of up to a tick after rounded up to the tick's end.
 //!
 //! Why this shape. Expiring a tick early costs nothing when idle: the thread still sleeps
-//! until the wheel has work (one wake-up per expiry, as before, a tick sooner). While timers
-//! are due the thread wakes for held ones, but no sooner than [`min_gap`] (an eighth of the
-//! tick, from 50 us to 1 ms) after it last released some: a wake-up queues every held timer
-//! due by then, so a dense load costs at most 8 such wake-ups per tick and lateness about
-//! half the gap, while a sparse one wakes once per timer, on time. A held timer is detached from the wheel exactly like
-//! an expired one waiting in the run queue, so cancel (it never runs), reset (moved back into
-//! the wheel), export and shutdown (dropped with the shard, once) treat it as they treat a
-//! queued one; the held id is then stale and starting it does nothing. A run never starts
-//! before its exact deadline: a stale entry in the run queue whose timer was reset and then
-//! expired early again is refused when a worker would start it (`ShardState::start`).
+//! until the wheel has work (one wake-up per expiry, as before, a tick sooner). While
+//! timers are due the thread wakes for held ones, but no sooner than [`min_gap`] (an eighth
+//! of the tick, from 50 us to 1 ms) after it last released some: a wake-up queues every
+//! held timer due by then, so a dense load costs at most 8 such wake-ups per tick and
+//! lateness about half the gap, while a sparse one wakes once per timer, on time. A held
+//! timer is detached from the wheel exactly like an expired one waiting in the run queue,
+//! so cancel (it never runs), reset (moved back into the wheel), export and shutdown
+//! (dropped with the shard, once) treat it as they treat a queued one; the held id is then
+//! stale and starting it does nothing. A run never starts before its exact deadline: a
+//! stale entry in the run queue whose timer was reset and then expired early again is
+//! refused when a worker would start it (`ShardState::start`).
 //!
 //! Wake-ups: `wake_at` holds the first tick whose timers the thread will expire in time at
 //! its next wake-up: the tick after the one its wake-up time lies in, or the wheel's next
@@ -154,9 +155,8 @@ pub(crate) fn ticker_main<T: Task>(inner: Arc<Inner<T>>) {
         inner.ticker.begin_scan();
         let (next, longest) = inner.tick(&mut held);
         let wake_ns = wake_time(&inner.clock, next, &held);
-        let now_ns = inner.clock.elapsed_ns();
         let timeout = match wake_ns {
-            Some(ns) => Some(Duration::from_nanos(ns.saturating_sub(now_ns)).min(longest)),
+            Some(ns) => Some(inner.clock.until_ns(ns).min(longest)),
             None => (longest != Duration::MAX).then_some(longest),
         };
         let tick_ns = inner.clock.tick_ns();
