@@ -18,8 +18,10 @@ include mk/rust.mk
 include $(filter-out mk/rust.mk,$(sort $(wildcard mk/*.mk)))
 
 # The full tier, what CI runs (.ci/run): the system packages (mk/deps.mk), then every suite
-# with sanitizers, valgrind, loom, fuzzing, the soak and the install routes.
-test: deps $(TEST_TARGETS)
+# with sanitizers, valgrind, loom, fuzzing, the soak and the install routes; at the end,
+# check-clean fails when the run changed a file git tracks or left one .gitignore misses.
+test: tree-record deps $(TEST_TARGETS)
+	@mk/tree-state.sh check $(TREE_STATE)
 	@echo "make test: all suites passed ($(TEST_TARGETS))"
 
 # The fast tier, before every commit (a few minutes): formatting, lint, the Rust docs and
