@@ -16,8 +16,9 @@
 //
 // # Semantics
 //
-// Durations round up to the millisecond (and to the wheel's tick): a timer never fires
-// early, and fires within about one tick after its deadline. Stop and Reset return what
+// A one-shot's duration rounds up to the millisecond (a period keeps its nanoseconds): a
+// timer never fires early, and fires normally within an eighth of a tick (50 us to 1 ms)
+// after its deadline. Stop and Reset return what
 // time.Timer's do. Runs of one periodic timer never overlap. A panic in a func is recovered
 // and counted in Stats.CallbackPanics; the wheel goes on. Close waits for running funcs and
 // discards pending timers.
