@@ -18,10 +18,9 @@
 //
 // A one-shot's duration rounds up to the millisecond (a period keeps its nanoseconds): a
 // timer never fires early, and fires normally within an eighth of a tick (50 us to 1 ms)
-// after its deadline. Stop and Reset return what
-// time.Timer's do. Runs of one periodic timer never overlap. A panic in a func is recovered
-// and counted in Stats.CallbackPanics; the wheel goes on. Close waits for running funcs and
-// discards pending timers.
+// after its deadline. Stop and Reset return what time.Timer's do. Runs of one periodic
+// timer never overlap. A panic in a func is recovered and counted in Stats.CallbackPanics;
+// the wheel goes on. Close waits for running funcs and discards pending timers.
 //
 // # How funcs run
 //
