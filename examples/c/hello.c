@@ -1,5 +1,6 @@
 /* A session with an idle timeout that activity pushes back, and a periodic charge.
- * Build: cc -std=c11 hello.c $(pkg-config --cflags --libs timerwheel) */
+ * Build: cc -std=c11 -Wall -Werror hello.c $(pkg-config --cflags --libs timerwheel) */
+#define _POSIX_C_SOURCE 200809L /* nanosleep: POSIX, which -std=c11 alone does not declare */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
