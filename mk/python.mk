@@ -1,6 +1,6 @@
 # The Python module (python/): a virtualenv at .venv with maturin and pytest, the package
 # installed into it with `pip install ./python`, its pytest suite and its benchmark.
-.PHONY: venv python-install test-python bench-python wheel sdist test-python-dist
+.PHONY: venv zig python-install test-python bench-python wheel sdist test-python-dist
 
 VENV_PY := $(VENV)/bin/python
 PIP_INSTALL := $(VENV_PY) -m pip install -q --disable-pip-version-check --root-user-action=ignore
@@ -21,11 +21,18 @@ test-python: python-install
 bench-python: python-install
 	$(VENV_PY) python/bench/bench.py $(if $(filter --quick,$(BENCH_ARGS)),--n 100000 --asyncio-n 20000 --touches 200000)
 
-# An abi3 wheel (CPython 3.9+) for this platform in dist/: tagged manylinux when maturin's
-# check of the libraries and symbol versions it links passes (the lowest tag that holds),
-# plain linux otherwise; the licences are inside.
-wheel: venv
-	$(VENV)/bin/maturin build -m python/Cargo.toml --out $(CURDIR)/dist
+# zig from PyPI (the ziglang package, in .venv): the linker maturin uses for the wheel.
+zig: venv
+	@$(VENV_PY) -c 'import ziglang' 2>/dev/null || $(PIP_INSTALL) ziglang
+
+# An abi3 wheel (CPython 3.9+) in dist/ for manylinux2014 (glibc 2.17 and later: RHEL 7 and
+# 8, Ubuntu 18.04 and 20.04, ...), whatever glibc this machine has: zig links the extension
+# against glibc 2.17's symbols, and maturin checks the libraries and symbol versions it
+# uses against the tag; the licences are inside.
+WHEEL_TAG := manylinux2014
+wheel: zig
+	PATH="$(VENV)/bin:$$PATH" $(VENV)/bin/maturin build -m python/Cargo.toml --out $(CURDIR)/dist \
+	  --zig --compatibility $(WHEEL_TAG)
 
 # The source distribution in dist/ (the Rust sources of the module and the core, licences).
 sdist: venv

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make test-python-dist: the Python package as a user gets it. The wheel `make wheel` wrote
-# is abi3 and tagged manylinux, with the licences inside; installed into a fresh virtualenv
+# is abi3 and tagged manylinux2014, its extension needs no glibc symbol newer than 2.17, and
+# the licences are inside; installed into a fresh virtualenv
 # with no Rust toolchain on PATH, the pytest suite passes against the installed package (a
 # copy of python/tests run from outside the source tree). The sdist carries the licences and
 # the Rust sources it builds from.
@@ -26,14 +27,22 @@ expect_names() {
 }
 
 shopt -s nullglob
-wheels=(dist/timerwheel-"$version"-cp39-abi3-manylinux_*.whl)
-[ ${#wheels[@]} = 1 ] || fail "expected one abi3 manylinux wheel of $version in dist/, found: $(ls dist)"
+wheels=(dist/timerwheel-"$version"-cp39-abi3-manylinux2014_*.whl)
+[ ${#wheels[@]} = 1 ] || fail "expected one abi3 manylinux2014 wheel of $version in dist/, found: $(ls dist)"
 wheel=${wheels[0]}
 listing=$("$python" -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$wheel")
 info=timerwheel-$version.dist-info
 expect_names "$listing" "$info/licenses/LICENSE-MIT" "$info/licenses/LICENSE-APACHE" \
     timerwheel/py.typed timerwheel/_timerwheel.pyi timerwheel/_timerwheel.abi3.so
-pass "$(basename "$wheel"): abi3, manylinux, licences and stubs inside"
+pass "$(basename "$wheel"): abi3, manylinux2014, licences and stubs inside"
+
+# The newest glibc symbol version the extension needs: at most 2.17, what the tag promises.
+"$python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])' \
+    "$wheel" timerwheel/_timerwheel.abi3.so "$work/ext"
+newest=$(objdump -T "$work/ext/timerwheel/_timerwheel.abi3.so" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)
+[ "$(printf '%s\n' "$newest" GLIBC_2.17 | sort -V | tail -n 1)" = GLIBC_2.17 ] ||
+    fail "the extension needs $newest, newer than manylinux2014's GLIBC_2.17"
+pass "the extension needs at most GLIBC_2.17 (its newest: $newest)"
 
 sdist=dist/timerwheel-$version.tar.gz
 [ -f "$sdist" ] || fail "$sdist is missing"
