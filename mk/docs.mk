@@ -18,6 +18,7 @@ readme-figures:
 	$(PYTHON) bench/sections.py --write
 
 check-figures:
+	@cd bench && PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m unittest -q test_sections
 	@$(PYTHON) bench/sections.py --check
 
 # The working tree's state when make test begins (git status and a hash of each file it
