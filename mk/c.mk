@@ -1,5 +1,5 @@
 # The C ABI (crate timerwheel-ffi): library, header, C/C++ tests, install, C benchmark.
-.PHONY: lib header check-header test-c test-c-plain test-c-asan test-c-valgrind test-cpp \
+.PHONY: lib header check-header check-c-runner test-c test-c-plain test-c-asan test-c-valgrind test-cpp \
         test-install install uninstall bench-c
 
 # The version (Cargo.toml) and the ABI number (timerwheel-ffi/Cargo.toml), each set there only.
@@ -46,7 +46,7 @@ $(C_BUILD):
 # C_TESTS=test_contract builds and runs that program alone; TW_TEST=part runs only the tests
 # whose name contains part (tests/c/check.h; test-cpp takes it too), e.g.
 #   make test-c-plain C_TESTS=test_contract TW_TEST=delete_sync
-test-c: check-header test-c-plain test-c-asan test-c-valgrind
+test-c: check-header check-c-runner test-c-plain test-c-asan test-c-valgrind
 
 test-c-plain: lib | $(C_BUILD)
 	@set -e; for t in $(C_TESTS); do \
@@ -59,6 +59,13 @@ test-c-asan: lib | $(C_BUILD)
 	  echo "== $$t (ASan + UBSan)"; \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    $(C_BUILD)/$$t.asan; done
+
+# The runner names the tests that failed in its last line (tests/c/runner_fails.c).
+check-c-runner: | $(C_BUILD)
+	@$(CC) $(C_FLAGS) tests/c/runner_fails.c -o $(C_BUILD)/runner_fails
+	@last=$$($(C_BUILD)/runner_fails 2>/dev/null | tail -n 1); \
+	if [ "$$last" = "runner_fails: failed: fails_on_purpose" ]; then echo "check-c-runner: ok"; \
+	else echo "check-c-runner: the last line does not name the failed test: $$last" >&2; exit 1; fi
 
 test-c-valgrind: test-c-plain
 	$(call need,valgrind)
@@ -136,6 +143,6 @@ bench-c: lib | $(C_BUILD)
 	$(CARGO) run --release -q -p timerwheel-ffi --example w1_rust -- $(BENCH_ARGS) | tee $(C_BUILD)/w1_rust.json
 	$(C_BUILD)/bench --rust $(C_BUILD)/w1_rust.json $(BENCH_ARGS)
 
-CHECK_TARGETS += check-header test-c-plain test-cpp
+CHECK_TARGETS += check-header check-c-runner test-c-plain test-cpp
 TEST_TARGETS += test-c test-cpp test-install
 BENCH_TARGETS += bench-c

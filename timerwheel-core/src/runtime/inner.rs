@@ -36,13 +36,15 @@ fn running(matches: impl Fn(&Current) -> bool) -> bool {
     CURRENT.with(|c| matches(&c.get())) || OUTER.with(|outer| outer.borrow().iter().any(matches))
 }
 
-/// The runtime and timer whose callback runs on a thread (0, 0 when none), and whether it
-/// reported a failure ([`record_callback_failure`]).
+/// The runtime and timer whose callback runs on a thread (0, 0 when none), whether it
+/// reported a failure ([`record_callback_failure`]), and the runtime's count of failed
+/// callbacks that a report goes to (null in a drop function, which is not a callback).
 #[derive(Clone, Copy)]
 struct Current {
     runtime: usize,
     timer: u64,
     failed: bool,
+    panics: *const AtomicU64,
 }
 
 impl Current {
@@ -50,6 +52,7 @@ impl Current {
         runtime: 0,
         timer: 0,
         failed: false,
+        panics: std::ptr::null(),
     };
 }
 
@@ -60,11 +63,12 @@ struct CallbackScope {
 }
 
 impl CallbackScope {
-    fn enter(runtime: usize, id: TimerId) -> Self {
+    fn enter(runtime: usize, id: TimerId, panics: *const AtomicU64) -> Self {
         let current = Current {
             runtime,
             timer: id.as_u64(),
             failed: false,
+            panics,
         };
         let previous = CURRENT.with(|c| c.replace(current));
         if previous.runtime != 0 {
@@ -96,14 +100,20 @@ impl Drop for CallbackScope {
 }
 
 /// Records that the callback running on this thread failed, for an interface whose
-/// callbacks report failure rather than panic (a C++ exception caught by its wrapper): when
-/// the callback returns, it is counted in `callback_panics` of its runtime, once however
-/// often it was recorded. `Invalid`, and nothing is counted, outside a callback.
+/// callbacks report failure rather than panic (a C++ exception caught by its wrapper, a Go
+/// panic recovered by its binding): it is counted in `callback_panics` of its runtime at
+/// once (a report made right after sees it), once per callback however often it was
+/// recorded. `Invalid`, and nothing is counted, outside a callback.
 pub fn record_callback_failure() -> Result<(), Error> {
     CURRENT.with(|c| {
         let mut current = c.get();
         if current.runtime == 0 {
             return Err(Error::Invalid);
+        }
+        if !current.failed && !current.panics.is_null() {
+            // SAFETY: `panics` is the counter of the runtime whose callback runs on this
+            // thread: `run_task` borrows that runtime for as long as its scope is current.
+            unsafe { &*current.panics }.fetch_add(1, Relaxed);
         }
         current.failed = true;
         c.set(current);
@@ -349,9 +359,10 @@ impl<T: Task> Inner<T> {
             .elapsed_ns()
             .saturating_sub(self.clock.exact_ns(run.deadline));
         self.lateness.record(late_ns / 1000);
-        let scope = CallbackScope::enter(self.id(), id);
+        let scope = CallbackScope::enter(self.id(), id, &self.panics);
         let panicked = catch_unwind(AssertUnwindSafe(|| run.task.run(id))).is_err();
-        if scope.leave() || panicked {
+        let recorded = scope.leave(); // counted when it was recorded
+        if panicked && !recorded {
             self.panics.fetch_add(1, Relaxed);
         }
     }
@@ -361,7 +372,7 @@ impl<T: Task> Inner<T> {
     /// callback could (`cancel_sync` of its own timer is `Busy`, a shutdown does not wait
     /// for this thread).
     pub(crate) fn drop_ended(&self, id: TimerId, task: T) {
-        let _scope = CallbackScope::enter(self.id(), id);
+        let _scope = CallbackScope::enter(self.id(), id, std::ptr::null());
         drop_task(task, &self.panics);
     }
 
