@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::clock::{Clock, Deadline};
 use super::executor::Executor;
+use super::export::{exporting_here, ExportGuard, Exports};
 use super::fork::{self, Held, Lockable};
 use super::shard::{Ids, Run, Schedule, Shard, MAX_SHARDS};
 use super::stats::Histogram;
@@ -164,10 +165,24 @@ pub(crate) struct Inner<T> {
     pub(crate) shared: bool,
     /// The fork generation the runtime started in (see `fork.rs`).
     born: u64,
+    /// Exports under way, and the drops they defer (see `export.rs`).
+    exports: Exports<T>,
+}
+
+/// The exportable timers of one instant, copied ([`Inner::export`]).
+pub(crate) struct Snapshot<'a, A, T, S> {
+    /// What was read at that instant.
+    pub(crate) at: A,
+    /// Deadline, id, schedule and the copy of each task, in deadline order, then id order.
+    pub(crate) timers: Vec<(Deadline, TimerId, Schedule, S)>,
+    /// Periodic timers left out because their callback was running.
+    pub(crate) running: usize,
+    /// The export under way: drop it once the copies were read, the deferred drops run then.
+    pub(crate) exporting: ExportGuard<'a, T>,
 }
 
 /// Drops a task outside every lock; a panicking drop is counted, not propagated.
-fn drop_task<T>(task: T, panics: &AtomicU64) {
+pub(crate) fn drop_task<T>(task: T, panics: &AtomicU64) {
     if catch_unwind(AssertUnwindSafe(move || drop(task))).is_err() {
         panics.fetch_add(1, Relaxed);
     }
@@ -214,6 +229,7 @@ impl<T: Task> Inner<T> {
             wall_offset,
             shared,
             born: fork::generation(),
+            exports: Exports::default(),
         }
     }
 
@@ -230,9 +246,22 @@ impl<T: Task> Inner<T> {
         if self.forked() {
             return Err(Error::Forked);
         }
-        match self.shutting_down.load(Relaxed) {
-            true => Err(Error::Shutdown),
+        if self.shutting_down.load(Relaxed) {
+            return Err(Error::Shutdown);
+        }
+        match exporting_here(self.id()) {
+            true => Err(Error::Busy),
             false => Ok(()),
+        }
+    }
+
+    /// Drops the task of a timer that ended, or, while an export's function runs, once it
+    /// returned (see `export.rs`). In a fork() child at once: an export of the parent's
+    /// threads never ends there.
+    fn end_task(&self, task: T) {
+        match self.forked() {
+            true => drop_task(task, &self.panics),
+            false => self.exports.drop_or_defer(task, &self.panics),
         }
     }
 
@@ -291,8 +320,10 @@ impl<T: Task> Inner<T> {
         let result = state.cancel(key);
         let state = shard.wait_not_running(state, key);
         drop(state);
-        self.release(result?);
-        Ok(())
+        let released = result.map(|task| self.release(task));
+        // A drop deferred by an export (this one's, or that of the run waited for) has run.
+        self.exports.wait_settled(self.id());
+        released
     }
 
     /// After a cancel: the timer is no longer pending, so its place under `max_timers` is
@@ -300,7 +331,7 @@ impl<T: Task> Inner<T> {
     fn release(&self, task: Option<T>) {
         self.capacity.release(1);
         if let Some(task) = task {
-            drop_task(task, &self.panics);
+            self.end_task(task);
         }
     }
 
@@ -373,7 +404,7 @@ impl<T: Task> Inner<T> {
     /// for this thread).
     pub(crate) fn drop_ended(&self, id: TimerId, task: T) {
         let _scope = CallbackScope::enter(self.id(), id, std::ptr::null());
-        drop_task(task, &self.panics);
+        self.end_task(task);
     }
 
     /// A one-shot timer started its run: no longer pending, its place under `max_timers`
@@ -467,30 +498,37 @@ impl<T: Task> Inner<T> {
         stats
     }
 
-    /// Hands every exportable timer (see [`ShardState::export`](super::shard::ShardState))
-    /// to `visit` in deadline order, then id order, with every shard locked in shard order,
-    /// so the timers are those of one instant; `at` runs first, under the locks, to read
-    /// the clocks at that instant, and `visit` gets what it read. Returns that and how many
-    /// running periodic timers were left out.
-    pub(crate) fn export<A>(
+    /// Hands a copy of every exportable timer (see
+    /// [`ShardState::export`](super::shard::ShardState)) to `visit` in deadline order, then
+    /// id order. The timers are those of one instant: every shard is locked, in shard order,
+    /// `at` reads the clocks, and `copy` takes what `visit` needs of each task; each shard is
+    /// unlocked once copied. `visit` runs after, outside every lock, while the drops of
+    /// tasks that end meanwhile wait for it (the returned guard: drop it after `visit`).
+    /// Returns what `at` read and how many running periodic timers were left out.
+    pub(crate) fn export<A, S>(
         &self,
         at: impl FnOnce() -> A,
-        mut visit: impl FnMut(&A, TimerId, Deadline, Schedule, &T),
-    ) -> (A, usize) {
-        let states: Vec<_> = self.shards.iter().map(Shard::lock).collect();
-        let instant = at();
+        mut copy: impl FnMut(&T) -> S,
+    ) -> Snapshot<'_, A, T, S> {
         let mut timers = Vec::new();
+        let held: usize = self.shards.iter().map(|shard| shard.lock().timers()).sum();
+        prefault(&mut timers, held + held / 8);
+        let states: Vec<_> = self.shards.iter().map(Shard::lock).collect();
+        let guard = self.exports.begin(self.id(), &self.panics);
+        let instant = at();
         let mut running = 0;
-        for (index, state) in states.iter().enumerate() {
+        for (index, state) in states.into_iter().enumerate() {
             running += state.export(|key, deadline, schedule, task| {
-                timers.push((deadline, self.ids.encode(index, key), schedule, task));
+                timers.push((deadline, self.ids.encode(index, key), schedule, copy(task)));
             });
         }
         timers.sort_unstable_by_key(|&(deadline, id, _, _)| (deadline, id));
-        for (deadline, id, schedule, task) in timers {
-            visit(&instant, id, deadline, schedule, task);
+        Snapshot {
+            at: instant,
+            timers,
+            running,
+            exporting: guard,
         }
-        (instant, running)
     }
 
     /// Whether the calling thread runs a callback of this runtime, at any depth.
@@ -501,7 +539,13 @@ impl<T: Task> Inner<T> {
     /// Whether a shutdown that waits for the runtime's threads would wait for the calling
     /// thread: inside one of its callbacks, or on one of its threads at all.
     pub(crate) fn would_wait_for_itself(&self) -> bool {
-        self.in_callback() || self.executor.runs_here()
+        self.in_callback() || self.executor.runs_here() || self.exporting_here()
+    }
+
+    /// Whether an export of this runtime runs on the calling thread (its function called
+    /// back in).
+    pub(crate) fn exporting_here(&self) -> bool {
+        exporting_here(self.id())
     }
 
     /// Marks the runtime as shutting down; false if it already was.
@@ -517,9 +561,10 @@ impl<T: Task> Inner<T> {
             discarded += tasks.len();
             self.capacity.release(tasks.len());
             for task in tasks {
-                drop_task(task, &self.panics);
+                self.end_task(task);
             }
         }
+        self.exports.wait_settled(self.id());
         discarded
     }
 }
@@ -530,6 +575,14 @@ impl<T: Task> Lockable for Inner<T> {
         let shards: Vec<_> = self.shards.iter().map(Shard::lock).collect();
         Box::new((shards, self.executor.lock_all()))
     }
+}
+
+/// Reserves room for `len` more elements and writes every byte of it once, so that filling
+/// it later (under locks) takes no page faults.
+fn prefault<E>(vec: &mut Vec<E>, len: usize) {
+    vec.reserve(len);
+    let room = vec.spare_capacity_mut();
+    room.fill_with(std::mem::MaybeUninit::zeroed);
 }
 
 fn saturate_i64(value: i128) -> i64 {
