@@ -1,6 +1,6 @@
 # The C ABI (crate timerwheel-ffi): library, header, C/C++ tests, install, C benchmark.
-.PHONY: lib header check-header check-c-runner test-c test-c-plain test-c-asan test-c-valgrind test-cpp \
-        test-install install uninstall bench-c
+.PHONY: lib header check-header check-c-runner test-c test-c-plain test-c-asan test-c-valgrind \
+        test-cpp test-cpp-asan test-install install uninstall bench-c
 
 # The version (Cargo.toml) and the ABI number (timerwheel-ffi/Cargo.toml), each set there only.
 TW_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
@@ -72,10 +72,18 @@ test-c-valgrind: test-c-plain
 	@set -e; for t in $(C_TESTS); do \
 	  echo "== $$t (valgrind)"; TW_STRESS_OPS=300 $(VALGRIND) $(C_BUILD)/$$t; done
 
+CPP_FLAGS := -std=c++17 $(C_WARN) -pthread -g -O1 -Iinclude -Ibindings/cpp -Itests/c
+
 test-cpp: lib | $(C_BUILD)
-	$(CXX) -std=c++17 $(C_WARN) -pthread -g -O1 -Iinclude -Ibindings/cpp -Itests/c \
-	  tests/cpp/test_wrapper.cpp -o $(C_BUILD)/test_wrapper $(C_LINK)
+	$(CXX) $(CPP_FLAGS) tests/cpp/test_wrapper.cpp -o $(C_BUILD)/test_wrapper $(C_LINK)
 	$(C_BUILD)/test_wrapper
+
+# The C++ test under ASan + UBSan, as the C tests (the wrapper owns callables through drops).
+test-cpp-asan: lib | $(C_BUILD)
+	$(CXX) $(CPP_FLAGS) $(C_SANITIZE) tests/cpp/test_wrapper.cpp -o $(C_BUILD)/test_wrapper.asan \
+	  $(C_LINK)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(C_BUILD)/test_wrapper.asan
 
 # Where `make install` puts things; DESTDIR, if set, is prepended to each (staged installs).
 PREFIX ?= /usr/local
@@ -144,5 +152,5 @@ bench-c: lib | $(C_BUILD)
 	$(C_BUILD)/bench --rust $(C_BUILD)/w1_rust.json $(BENCH_ARGS)
 
 CHECK_TARGETS += check-header check-c-runner test-c-plain test-cpp
-TEST_TARGETS += test-c test-cpp test-install
+TEST_TARGETS += test-c test-cpp test-cpp-asan test-install
 BENCH_TARGETS += bench-c
