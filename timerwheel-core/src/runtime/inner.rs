@@ -265,6 +265,13 @@ impl<T: Task> Inner<T> {
         }
     }
 
+    /// Waits until the drops deferred by exports have run (none in a fork() child).
+    fn wait_for_deferred_drops(&self) {
+        if !self.forked() {
+            self.exports.wait_settled(self.id());
+        }
+    }
+
     pub(crate) fn shard_of(&self, id: TimerId) -> Result<(&Shard<T>, Key), Error> {
         match self.ids.decode(id) {
             (shard, Some(key)) if shard < self.shards.len() => Ok((&self.shards[shard], key)),
@@ -322,7 +329,7 @@ impl<T: Task> Inner<T> {
         drop(state);
         let released = result.map(|task| self.release(task));
         // A drop deferred by an export (this one's, or that of the run waited for) has run.
-        self.exports.wait_settled(self.id());
+        self.wait_for_deferred_drops();
         released
     }
 
@@ -564,7 +571,7 @@ impl<T: Task> Inner<T> {
                 self.end_task(task);
             }
         }
-        self.exports.wait_settled(self.id());
+        self.wait_for_deferred_drops();
         discarded
     }
 }
