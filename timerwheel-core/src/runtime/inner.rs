@@ -505,13 +505,13 @@ impl<T: Task> Inner<T> {
         stats
     }
 
-    /// Hands a copy of every exportable timer (see
-    /// [`ShardState::export`](super::shard::ShardState)) to `visit` in deadline order, then
-    /// id order. The timers are those of one instant: every shard is locked, in shard order,
-    /// `at` reads the clocks, and `copy` takes what `visit` needs of each task; each shard is
-    /// unlocked once copied. `visit` runs after, outside every lock, while the drops of
-    /// tasks that end meanwhile wait for it (the returned guard: drop it after `visit`).
-    /// Returns what `at` read and how many running periodic timers were left out.
+    /// Copies every exportable timer (see [`ShardState::export`](super::shard::ShardState)),
+    /// in deadline order, then id order. The timers are those of one instant: every shard
+    /// is locked, in shard order, `at` reads the clocks, and `copy` takes what the caller
+    /// needs of each task; each shard is unlocked once copied (into memory prepared before
+    /// the locks, so that no page fault lengthens them). Until the snapshot's guard drops,
+    /// the tasks of timers that end wait to be dropped, so what the copies point into stays
+    /// valid while the caller reads them outside the locks.
     pub(crate) fn export<A, S>(
         &self,
         at: impl FnOnce() -> A,
