@@ -196,6 +196,18 @@ def bound_target(label, impl, workload, figure, limit, offset=0.0):
     return label, check
 
 
+def export_pause(label, impl, limit_ms):
+    """W10: the longest add during an export, as a ratio of the time the same timers took to
+    add in the same run, held to an absolute bound in ms."""
+    def check(rows):
+        blocked, adds = (pick(rows, impl, "W10", f) for f in ("blocked_max_ms", "add_all_ms"))
+        if blocked is None or not adds:
+            return None
+        return (f"{blocked / adds:.2f}x the adds ({fmt(blocked)} / {fmt(adds)} ms)",
+                f"<= {fmt(limit_ms)} ms", blocked <= limit_ms)
+    return label, check
+
+
 def all_fired(label, impl):
     def check(rows):
         fired, n = pick(rows, impl, "W3", "fired"), pick(rows, impl, "W3", "n")
@@ -298,6 +310,7 @@ TARGETS = {
                      300),
         bound_target("W3 late p99 (us) at a 1 ms tick", "timerwheel-c", "W3", "late_p99_us",
                      1500),
+        export_pause("W10 longest add during an export of n timers", "timerwheel-c", 100),
     ],
     "bench-python": [
         add_cancel_at_baseline_size("W1 call_later + cancel vs asyncio",

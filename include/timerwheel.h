@@ -687,21 +687,26 @@ enum tw_status tw_delete_sync(struct tw_wheel *w, tw_timer_id id);
 
 /**
  * Calls `fn(ctx, info)` for every pending timer of `w`, in deadline order, as of one
- * instant: the wheel's locks are held for the whole export, so a timer added or deleted
- * concurrently is either wholly before it or wholly after it, while callbacks already
- * running go on. Included: timers that are due and wait for a worker. Left out: one-shots
- * whose callback has started (they are no longer pending) and periodic timers whose
- * callback is running at that instant: their count goes to `*running` (if `running` is not
- * NULL); each is pending again when its callback returns, and a later export includes it.
+ * instant: the wheel's locks are held while its timers are copied (their ids, deadlines
+ * and `user_data`, a few milliseconds for a million), so a timer added or deleted
+ * concurrently is either wholly before the export or wholly after it. `fn` runs on the
+ * calling thread after the locks were released: adds, deletes and runs go on meanwhile.
+ * Included: timers that are due and wait for a worker. Left out: one-shots whose callback
+ * has started (they are no longer pending) and periodic timers whose callback is running
+ * at that instant: their count goes to `*running` (if `running` is not NULL); each is
+ * pending again when its callback returns, and a later export includes it.
  *
- * `fn` runs on the calling thread under the wheel's locks: it must not call any function
- * of this wheel (that deadlocks), and it delays every add, delete and run of the wheel
- * meanwhile. Copy out what you need (`info` and what `user_data` points to) and store it
- * after tw_export returns. `user_data` stays valid during `fn`: no timer of the wheel can
- * end, and so have its `drop` called, while the locks are held.
+ * `user_data` stays valid while `fn` runs: until `fn` has returned for the last timer, no
+ * `drop` function of this wheel runs. A timer that ends meanwhile (deleted, fired,
+ * discarded) has its `drop` called on this thread after that, before tw_export returns;
+ * tw_delete_sync of such a timer waits for it. Called from `fn`, every function of this
+ * wheel that changes it or waits (tw_add*, tw_reset, tw_delete*, tw_poll, tw_advance*,
+ * tw_export, tw_destroy*) returns TW_ERR_BUSY at once and changes nothing; tw_get_stats,
+ * tw_now_ms and tw_next_timeout_ms work.
  *
  * Returns TW_OK, or (and `fn` is not called):
  * - TW_ERR_INVALID: `w` or `fn` NULL.
+ * - TW_ERR_BUSY: called from the `fn` of an export of `w` on this thread.
  * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
  * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
  *
@@ -714,8 +719,9 @@ enum tw_status tw_export(struct tw_wheel *w, tw_export_fn fn, void *ctx, size_t 
 /**
  * Records that the callback running on this thread failed, for wrappers whose callbacks
  * fail by throwing (the C++ wrapper calls it when it catches an exception, which must not
- * cross into C): once the callback returns, it is counted in callback_panics of its
- * wheel, once however often it was recorded. Call it from the callback itself, on its
+ * cross into C; the Go binding when it recovers a panic): it is counted in
+ * callback_panics of its wheel at once, so tw_get_stats right after sees it, and once per
+ * callback however often it was recorded. Call it from the callback itself, on its
  * thread; from a callback of another wheel run by a nested tw_poll, it records for that
  * innermost callback.
  *

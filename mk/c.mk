@@ -1,6 +1,6 @@
 # The C ABI (crate timerwheel-ffi): library, header, C/C++ tests, install, C benchmark.
-.PHONY: lib header check-header test-c test-c-plain test-c-asan test-c-valgrind test-cpp \
-        test-install install uninstall bench-c
+.PHONY: lib header check-header check-c-runner test-c test-c-plain test-c-asan test-c-valgrind \
+        test-cpp test-cpp-asan test-install install uninstall bench-c
 
 # The version (Cargo.toml) and the ABI number (timerwheel-ffi/Cargo.toml), each set there only.
 TW_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
@@ -46,7 +46,7 @@ $(C_BUILD):
 # C_TESTS=test_contract builds and runs that program alone; TW_TEST=part runs only the tests
 # whose name contains part (tests/c/check.h; test-cpp takes it too), e.g.
 #   make test-c-plain C_TESTS=test_contract TW_TEST=delete_sync
-test-c: check-header test-c-plain test-c-asan test-c-valgrind
+test-c: check-header check-c-runner test-c-plain test-c-asan test-c-valgrind
 
 test-c-plain: lib | $(C_BUILD)
 	@set -e; for t in $(C_TESTS); do \
@@ -60,15 +60,30 @@ test-c-asan: lib | $(C_BUILD)
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    $(C_BUILD)/$$t.asan; done
 
+# The runner names the tests that failed in its last line (tests/c/runner_fails.c).
+check-c-runner: | $(C_BUILD)
+	@$(CC) $(C_FLAGS) tests/c/runner_fails.c -o $(C_BUILD)/runner_fails
+	@last=$$($(C_BUILD)/runner_fails 2>/dev/null | tail -n 1); \
+	if [ "$$last" = "runner_fails: failed: fails_on_purpose" ]; then echo "check-c-runner: ok"; \
+	else echo "check-c-runner: the last line does not name the failed test: $$last" >&2; exit 1; fi
+
 test-c-valgrind: test-c-plain
 	$(call need,valgrind)
 	@set -e; for t in $(C_TESTS); do \
 	  echo "== $$t (valgrind)"; TW_STRESS_OPS=300 $(VALGRIND) $(C_BUILD)/$$t; done
 
+CPP_FLAGS := -std=c++17 $(C_WARN) -pthread -g -O1 -Iinclude -Ibindings/cpp -Itests/c
+
 test-cpp: lib | $(C_BUILD)
-	$(CXX) -std=c++17 $(C_WARN) -pthread -g -O1 -Iinclude -Ibindings/cpp -Itests/c \
-	  tests/cpp/test_wrapper.cpp -o $(C_BUILD)/test_wrapper $(C_LINK)
+	$(CXX) $(CPP_FLAGS) tests/cpp/test_wrapper.cpp -o $(C_BUILD)/test_wrapper $(C_LINK)
 	$(C_BUILD)/test_wrapper
+
+# The C++ test under ASan + UBSan, as the C tests (the wrapper owns callables through drops).
+test-cpp-asan: lib | $(C_BUILD)
+	$(CXX) $(CPP_FLAGS) $(C_SANITIZE) tests/cpp/test_wrapper.cpp -o $(C_BUILD)/test_wrapper.asan \
+	  $(C_LINK)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(C_BUILD)/test_wrapper.asan
 
 # Where `make install` puts things; DESTDIR, if set, is prepended to each (staged installs).
 PREFIX ?= /usr/local
@@ -149,6 +164,6 @@ bench-c: lib | $(C_BUILD)
 	$(CARGO) run --release -q -p timerwheel-ffi --example w1_rust -- $(BENCH_ARGS) | tee $(C_BUILD)/w1_rust.json
 	$(C_BUILD)/bench --rust $(C_BUILD)/w1_rust.json $(BENCH_ARGS)
 
-CHECK_TARGETS += check-header test-c-plain test-cpp
-TEST_TARGETS += test-c test-cpp test-install
+CHECK_TARGETS += check-header check-c-runner test-c-plain test-cpp
+TEST_TARGETS += test-c test-cpp test-cpp-asan test-install
 BENCH_TARGETS += bench-c

@@ -49,9 +49,12 @@ go-fresh: lib
 	$(call need,pkg-config)
 	$(MAKE) -s --no-print-directory install PREFIX=$(GO_FRESH_PREFIX)
 
+# go test, its last line naming the tests that failed (mk/go-test-summary.sh).
+GO_TEST := $(CURDIR)/mk/go-test-summary.sh $(GO) test
+
 # vet and test against the fresh build of the sources; $(1): more go test flags.
 go_test_fresh = cd $(GO_DIR) && $(GO_FRESH_ENV) $(GO) vet -tags timerwheel_system ./... && \
-  $(GO_FRESH_ENV) $(GO) test -tags timerwheel_system -count=1 $(1) ./...
+  $(GO_FRESH_ENV) $(GO_TEST) -tags timerwheel_system -count=1 $(1) ./...
 
 # The fast tier (make check): the tests against this build, without the race detector.
 # GO_TEST_FLAGS picks tests, e.g. make check-go GO_TEST_FLAGS="-run TestUseAfterClose -v".
@@ -61,7 +64,7 @@ check-go: go-toolchain go-fresh
 # The tests with the race detector against the committed library, then against a fresh
 # build of the sources.
 test-go: check-fmt-go lint-go check-go-lib go-fresh
-	cd $(GO_DIR) && $(GO) test -race -count=1 ./...
+	cd $(GO_DIR) && $(GO_TEST) -race -count=1 ./...
 	$(call go_test_fresh,-race)
 
 # As `go get` would: the module served from a local proxy, used by a program of its own

@@ -5,7 +5,9 @@
  * docs/benchmarks.md; `make bench-c TIMEOUT_C=dir`), W1 and W2 also run against it, the
  * single-threaded floor. `--quick` runs a tenth of the sizes; `--rust FILE` reads the W1 line of the Rust
  * API (examples/w1_rust.rs, same delays and order) to compare the C ABI with it. W3 runs
- * three times per implementation and reports the run with the median p99.
+ * three times per implementation and reports the run with the median p99. W10 exports a
+ * million timers while another thread keeps adding: the longest add during the export
+ * against the time the same timers took to add. `--only-export` runs W10 alone.
  */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <uv.h>
@@ -212,6 +215,74 @@ static result ours_w3(const uint64_t *delays) {
     return r;
 }
 
+/* W10: the export of n_timers timers while another thread adds and deletes. */
+typedef struct {
+    tw_wheel *wheel;
+    int started, stop;
+    int64_t longest_ns; /* the longest add + delete pair while the export ran */
+    long pairs;
+} export_adder;
+
+static void *export_adder_main(void *arg) {
+    export_adder *a = arg;
+    __atomic_store_n(&a->started, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&a->stop, __ATOMIC_ACQUIRE)) {
+        tw_timer_id id;
+        int64_t start = now_ns();
+        tw_add(a->wheel, 60000, noop_cb, NULL, NULL, &id);
+        tw_delete(a->wheel, id);
+        int64_t took = now_ns() - start;
+        if (took > a->longest_ns) a->longest_ns = took;
+        a->pairs++;
+    }
+    return NULL;
+}
+
+typedef struct {
+    tw_timer_info *copied;
+    size_t count;
+} export_copy;
+
+/* What an application's export function does: copy each timer out. */
+static void export_copy_one(void *ctx, const tw_timer_info *info) {
+    export_copy *c = ctx;
+    c->copied[c->count++] = *info;
+}
+
+typedef struct {
+    double add_all_ms, export_ms, blocked_max_ms;
+    long adds_during;
+} export_result;
+
+static export_result ours_w9(const uint64_t *delays) {
+    export_result r = {0};
+    tw_wheel *w = new_wheel();
+    tw_timer_id id;
+    int64_t start = now_ns();
+    for (size_t i = 0; i < n_timers; i++) tw_add(w, 60000 + delays[i], noop_cb, NULL, NULL, &id);
+    r.add_all_ms = (double)(now_ns() - start) / 1e6;
+    export_copy copy = {xmalloc((n_timers + 16) * sizeof *copy.copied), 0};
+    export_adder adder = {.wheel = w};
+    pthread_t thread;
+    pthread_create(&thread, NULL, export_adder_main, &adder);
+    while (!__atomic_load_n(&adder.started, __ATOMIC_ACQUIRE)) sleep(0);
+    struct timespec settle = {0, 20000000}; /* the adder at full pace first */
+    nanosleep(&settle, NULL);
+    adder.longest_ns = 0;
+    long before = adder.pairs;
+    start = now_ns();
+    tw_export(w, export_copy_one, &copy, NULL);
+    r.export_ms = (double)(now_ns() - start) / 1e6;
+    __atomic_store_n(&adder.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(thread, NULL);
+    r.blocked_max_ms = (double)adder.longest_ns / 1e6;
+    r.adds_during = adder.pairs - before;
+    if (copy.count < n_timers) fprintf(stderr, "W10: %zu of %zu exported\n", copy.count, n_timers);
+    free(copy.copied);
+    tw_destroy(w);
+    return r;
+}
+
 /* ---- libuv, driven the documented way -------------------------------------------------- */
 
 static void uv_noop(uv_timer_t *t) { (void)t; }
@@ -330,6 +401,21 @@ static void row(const char *what, double ours, double base, double max_ratio, do
     }
     printf("%-34s %12.1f %12.1f %8s %10s  %s\n", what, ours, base, ratio, target,
            target[0] ? (ok ? "ok" : "MISSED") : "");
+}
+
+static void json_w9(export_result r) {
+    printf("{\"impl\": \"timerwheel-c\", \"baseline\": false, \"workload\": \"W10\", \"n\": %zu, "
+           "\"add_all_ms\": %.1f, \"export_ms\": %.1f, \"blocked_max_ms\": %.1f, "
+           "\"adds_during\": %ld}\n",
+           n_timers, r.add_all_ms, r.export_ms, r.blocked_max_ms, r.adds_during);
+    fflush(stdout);
+}
+
+static void table_w9(export_result r) {
+    printf("\n%-34s %12s %12s %8s %10s\n", "W10 export vs adding the timers", "ms",
+           "add all, ms", "ratio", "target");
+    row("W10 export_ms", r.export_ms, r.add_all_ms, 0, 0);
+    row("W10 blocked_max_ms (adds)", r.blocked_max_ms, r.add_all_ms, 0, 100);
 }
 
 /* add_ns and cancel_ns from the JSON line of the Rust API's W1, if given. */
@@ -451,18 +537,29 @@ static void timeout_c_table(result ours1, result ours2, result tc1, result tc2) 
 
 int main(int argc, char **argv) {
     const char *rust_json = NULL;
+    int only_export = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
+        if (strcmp(argv[i], "--only-export") == 0) {
+            only_export = 1;
+        } else if (strcmp(argv[i], "--quick") == 0) {
             n_timers /= 10;
             n_touches /= 10;
         } else if (strcmp(argv[i], "--rust") == 0 && i + 1 < argc) {
             rust_json = argv[++i];
         } else {
-            fprintf(stderr, "usage: %s [--quick] [--rust W1_JSON_FILE]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--only-export] [--rust W1_JSON_FILE]\n",
+                    argv[0]);
             return 2;
         }
     }
     uint64_t *delays = w1_delays();
+    export_result ours9 = ours_w9(delays);
+    json_w9(ours9);
+    if (only_export) {
+        table_w9(ours9);
+        free(delays);
+        return 0;
+    }
     size_t *order = shuffled(n_timers);
     result ours1 = ours_w1(delays, order), uv1 = uv_w1(delays, order);
     json_w1("timerwheel-c", 0, ours1);
@@ -501,6 +598,7 @@ int main(int argc, char **argv) {
 #ifdef TW_BENCH_TIMEOUT_C
     timeout_c_table(ours1, ours2, tc1, tc2);
 #endif
+    table_w9(ours9);
     if (ours3.fired != (long)n_timers) printf("W3: only %ld of %zu fired\n", ours3.fired, n_timers);
     free(delays);
     free(order);

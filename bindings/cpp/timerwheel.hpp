@@ -7,8 +7,16 @@
  *     auto t = wheel.after(std::chrono::milliseconds(50), [] { bill(); });
  *     t.reset(std::chrono::seconds(1));    // false when it is no longer pending
  *     t.cancel();                          // true when it was pending
+ *     timerwheel::UniqueTimer idle(wheel.after(30s, [] { hang_up(); }));
+ *     // ~UniqueTimer deletes its timer (and waits for its callback running elsewhere)
  *     // ~Wheel destroys the wheel: waits for running callbacks, discards pending ones
  *     // (from inside one of its own callbacks it stops the wheel without waiting)
+ *
+ * Also: every(first, period, f) with a first delay; every_from(first, period, f, missed),
+ * a fixed-rate timer anchored at a wall-clock start (tw_add_periodic_at); export_timers()
+ * (tw_export); on a virtual clock (Config::virtual_clock) advance(), advance_to_next() and
+ * now(). A config out of range throws an Error whose what() carries tw_config_check's
+ * message. docs/contract.md is the contract; this header states only its differences.
  *
  * A callback is any callable taking no arguments, move-only ones included (a lambda that
  * owns a std::unique_ptr): it is moved to the heap at add and freed through the timer's
@@ -17,7 +25,8 @@
  * counted in the wheel's callback_panics (tw_record_callback_failure) and goes no further;
  * the wheel goes on. Durations round up to whole milliseconds. A Timer is a plain handle:
  * dropping it does not cancel the timer, and it must not be used after its Wheel is
- * destroyed.
+ * destroyed. A UniqueTimer owns its timer: declare it after the Wheel (members are
+ * destroyed in reverse order), so that it is destroyed first.
  */
 #ifndef TIMERWHEEL_HPP
 #define TIMERWHEEL_HPP
@@ -26,21 +35,28 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "timerwheel.h"
 
 namespace timerwheel {
 
-/* A failed call: what() names the C function and the status; status() is the tw_status. */
+/* A failed call: what() names the C function and the status, then what was wrong when the
+ * library says more (a config out of range: "tw_create: invalid argument: tick 50µs is out
+ * of range: 100µs..=1s"); status() is the tw_status. */
 class Error : public std::runtime_error {
 public:
     Error(tw_status status, const char *call)
         : std::runtime_error(std::string(call) + ": " + tw_status_str(status)), status_(status) {}
+    Error(tw_status status, const char *call, const char *detail)
+        : std::runtime_error(std::string(call) + ": " + tw_status_str(status) + ": " + detail),
+          status_(status) {}
 
     tw_status status() const noexcept { return status_; }
 
@@ -51,6 +67,34 @@ private:
 /* The C configuration, filled with the defaults; change the fields you need. */
 struct Config : tw_config {
     Config() noexcept : tw_config() { tw_config_init(this); }
+
+    /* Puts the wheel on a virtual clock that starts at `start` (to the millisecond): time
+     * moves only by Wheel::advance and Wheel::advance_to_next. For tests of timer logic. */
+    Config &virtual_clock(std::chrono::system_clock::time_point start) noexcept {
+        clock = TW_CLOCK_VIRTUAL;
+        virtual_start_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+            start.time_since_epoch()).count();
+        return *this;
+    }
+};
+
+/* One pending timer of Wheel::export_timers (tw_timer_info). Timers are known by their
+ * id: keep what each one stands for (a session's key) by the id its add returned. */
+struct PendingTimer {
+    tw_timer_id id = 0;
+    tw_timer_kind kind = TW_TIMER_ONE_SHOT;
+    tw_period_mode mode = TW_FIXED_RATE;       /* periodic timers */
+    std::chrono::nanoseconds period{0};        /* periodic timers */
+    std::chrono::nanoseconds due_monotonic{0}; /* its next run since the wheel was created */
+    std::chrono::system_clock::time_point due; /* the same on the wheel's wall clock (ms) */
+    std::chrono::system_clock::time_point at;  /* wall-clock timers: the time added for */
+};
+
+/* What Wheel::export_timers gives: the pending timers of one instant in deadline order,
+ * and how many periodic timers were left out because their callback was running. */
+struct Export {
+    std::vector<PendingTimer> timers;
+    std::size_t running = 0;
 };
 
 namespace detail {
@@ -58,6 +102,38 @@ namespace detail {
 inline void check(tw_status status, const char *call) {
     if (status != TW_OK) throw Error(status, call);
 }
+
+inline std::chrono::system_clock::time_point from_unix_ms(std::int64_t ms) {
+    return std::chrono::system_clock::time_point(std::chrono::milliseconds(ms));
+}
+
+inline std::int64_t to_unix_ms(std::chrono::system_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+/* tw_export's function: copies each timer into the Export at ctx. An allocation failure
+ * cannot unwind into C: it is kept and rethrown after tw_export returned. */
+struct Exporting {
+    Export result;
+    bool out_of_memory = false;
+
+    static void one(void *ctx, const tw_timer_info *info) noexcept {
+        auto *e = static_cast<Exporting *>(ctx);
+        PendingTimer t;
+        t.id = info->id;
+        t.kind = static_cast<tw_timer_kind>(info->kind);
+        t.mode = static_cast<tw_period_mode>(info->mode);
+        t.period = std::chrono::nanoseconds(info->period_ns);
+        t.due_monotonic = std::chrono::nanoseconds(info->due_ns);
+        t.due = from_unix_ms(info->due_unix_ms);
+        t.at = from_unix_ms(info->at_unix_ms);
+        try {
+            e->result.timers.push_back(t);
+        } catch (const std::bad_alloc &) {
+            e->out_of_memory = true;
+        }
+    }
+};
 
 /* Milliseconds, rounded up; negative durations are 0. */
 template <class Rep, class Period>
@@ -140,12 +216,63 @@ private:
     tw_timer_id id_ = 0;
 };
 
+/* A timer that belongs to its handle, as a std::unique_ptr owns its object: move-only, and
+ * destroying it (or assigning another timer to it) deletes its timer and waits for its
+ * callback running on another thread (tw_delete_sync), so that what the callback uses
+ * may go right after; from the timer's own callback it deletes without waiting. Made from
+ * what the Wheel's adds return: UniqueTimer idle(wheel.after(30s, ...)). Destroy it before
+ * its Wheel. */
+class UniqueTimer {
+public:
+    UniqueTimer() noexcept = default;
+    explicit UniqueTimer(Timer timer) noexcept : timer_(timer) {}
+    UniqueTimer(const UniqueTimer &) = delete;
+    UniqueTimer &operator=(const UniqueTimer &) = delete;
+    UniqueTimer(UniqueTimer &&other) noexcept : timer_(other.release()) {}
+    UniqueTimer &operator=(UniqueTimer &&other) noexcept {
+        if (this != &other) {
+            end();
+            timer_ = other.release();
+        }
+        return *this;
+    }
+    ~UniqueTimer() { end(); }
+
+    tw_timer_id id() const noexcept { return timer_.id(); }
+    /* The plain handle, still owned here. */
+    Timer get() const noexcept { return timer_; }
+    /* Gives the timer up: it is no longer deleted here. */
+    Timer release() noexcept { return std::exchange(timer_, Timer()); }
+
+    bool cancel() noexcept { return timer_.cancel(); }
+    bool cancel_sync() { return timer_.cancel_sync(); }
+    template <class Rep, class Period>
+    bool reset(std::chrono::duration<Rep, Period> delay) noexcept {
+        return timer_.reset(delay);
+    }
+
+private:
+    void end() noexcept {
+        Timer timer = release();
+        try {
+            timer.cancel_sync();
+        } catch (const Error &) {  // TW_ERR_BUSY: from its own callback
+            timer.cancel();
+        }
+    }
+
+    Timer timer_;
+};
+
 /* Owns a tw_wheel: non-copyable, movable; the destructor destroys it. */
 class Wheel {
 public:
     Wheel() : Wheel(Config()) {}
 
+    /* Throws Error(TW_ERR_INVALID) with tw_config_check's message for a field out of
+     * range, Error for any other failure of tw_create. */
     explicit Wheel(const tw_config &config) {
+        if (const char *wrong = tw_config_check(&config)) throw Error(TW_ERR_INVALID, "tw_create", wrong);
         detail::check(tw_create(&config, &wheel_), "tw_create");
     }
 
@@ -197,18 +324,41 @@ public:
     template <class Rep, class Period, class F>
     Timer every(std::chrono::duration<Rep, Period> period, F &&f,
                 tw_period_mode mode = TW_FIXED_RATE) {
-        std::uint64_t ms = detail::to_ms(period);
+        return every(period, period, std::forward<F>(f), mode);
+    }
+
+    /* Runs `f` every `period`, the first time after `first`. */
+    template <class Rep1, class Period1, class Rep2, class Period2, class F>
+    Timer every(std::chrono::duration<Rep1, Period1> first,
+                std::chrono::duration<Rep2, Period2> period, F &&f,
+                tw_period_mode mode = TW_FIXED_RATE) {
+        std::uint64_t first_ms = detail::to_ms(first), period_ms = detail::to_ms(period);
         auto add = [&](tw_callback cb, void *data, tw_drop_fn drop, tw_timer_id *id) {
-            return tw_add_periodic(wheel_, ms, ms, mode, cb, data, drop, id);
+            return tw_add_periodic(wheel_, first_ms, period_ms, mode, cb, data, drop, id);
         };
         return Timer(wheel_, detail::add(std::forward<F>(f), add, "tw_add_periodic"));
+    }
+
+    /* Runs `f` on the schedule first, first + period, ... of the wheel's wall clock: a
+     * timer re-created after a restart in phase with the one exported before it. For the
+     * points that passed before the add, `missed` says: one run now (TW_MISSED_RUN_ONCE)
+     * or none (TW_MISSED_SKIP); see tw_add_periodic_at. */
+    template <class Rep, class Period, class F>
+    Timer every_from(std::chrono::system_clock::time_point first,
+                     std::chrono::duration<Rep, Period> period, F &&f,
+                     tw_missed missed = TW_MISSED_RUN_ONCE, tw_period_mode mode = TW_FIXED_RATE) {
+        std::int64_t first_ms = detail::to_unix_ms(first);
+        std::uint64_t period_ms = detail::to_ms(period);
+        auto add = [&](tw_callback cb, void *data, tw_drop_fn drop, tw_timer_id *id) {
+            return tw_add_periodic_at(wheel_, first_ms, period_ms, mode, missed, cb, data, drop, id);
+        };
+        return Timer(wheel_, detail::add(std::forward<F>(f), add, "tw_add_periodic_at"));
     }
 
     /* Runs `f` once at the wall-clock time `when`. */
     template <class F>
     Timer at(std::chrono::system_clock::time_point when, F &&f) {
-        std::int64_t unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-            when.time_since_epoch()).count();
+        std::int64_t unix_ms = detail::to_unix_ms(when);
         auto add = [&](tw_callback cb, void *data, tw_drop_fn drop, tw_timer_id *id) {
             return tw_add_at(wheel_, unix_ms, cb, data, drop, id);
         };
@@ -233,6 +383,38 @@ public:
         std::size_t ran = 0;
         detail::check(tw_poll(wheel_, &ran), "tw_poll");
         return ran;
+    }
+
+    /* The pending timers of one instant (tw_export): the wheel pauses only while they are
+     * copied. Called from the wheel's own callbacks it works as from any thread. */
+    Export export_timers() {
+        detail::Exporting e;
+        detail::check(tw_export(wheel_, &detail::Exporting::one, &e, &e.result.running),
+                      "tw_export");
+        if (e.out_of_memory) throw std::bad_alloc();
+        return std::move(e.result);
+    }
+
+    /* Virtual clock: moves time forward by `by`, running here every callback due on the
+     * way, in deadline order; returns how many ran. */
+    template <class Rep, class Period>
+    std::size_t advance(std::chrono::duration<Rep, Period> by) {
+        std::size_t ran = 0;
+        detail::check(tw_advance(wheel_, detail::to_ms(by), &ran), "tw_advance");
+        return ran;
+    }
+
+    /* Virtual clock: moves time to the next deadline and runs what is due there; returns
+     * how many ran (0, the clock unmoved, when nothing is pending). */
+    std::size_t advance_to_next() {
+        std::size_t ran = 0;
+        detail::check(tw_advance_to_next(wheel_, &ran), "tw_advance_to_next");
+        return ran;
+    }
+
+    /* The wheel's wall clock (tw_now_ms): the virtual clock's time, or the system clock. */
+    std::chrono::system_clock::time_point now() const noexcept {
+        return detail::from_unix_ms(tw_now_ms(wheel_));
     }
 
     tw_wheel *get() const noexcept { return wheel_; }

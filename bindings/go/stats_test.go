@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -83,6 +84,27 @@ func TestPanicIsRecoveredAndCounted(t *testing.T) {
 	w.Close()
 	if n := w.Stats().CallbackPanics; n != 1 {
 		t.Fatalf("CallbackPanics after Close = %d, want 1", n)
+	}
+}
+
+// OnPanic runs after the panic was counted: Stats inside it already includes it, for a
+// handler that reports the count or alerts on it.
+func TestOnPanicSeesThePanicCounted(t *testing.T) {
+	var wheel atomic.Pointer[Wheel]
+	counted := make(chan uint64, 2)
+	w := newWheel(t, Config{OnPanic: func(any) { counted <- wheel.Load().Stats().CallbackPanics }})
+	wheel.Store(w)
+	mustAfterFunc(t, w, 0, func() { panic("first") })
+	if n := receive(t, counted, "OnPanic of the first panic"); n != 1 {
+		t.Fatalf("CallbackPanics inside OnPanic = %d, want 1", n)
+	}
+	mustAfterFunc(t, w, 0, func() { panic("second") })
+	if n := receive(t, counted, "OnPanic of the second panic"); n != 2 {
+		t.Fatalf("CallbackPanics inside OnPanic = %d, want 2", n)
+	}
+	w.Close()
+	if n := w.Stats().CallbackPanics; n != 2 {
+		t.Fatalf("CallbackPanics after Close = %d, want 2 (counted once each)", n)
 	}
 }
 

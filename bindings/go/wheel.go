@@ -164,8 +164,8 @@ func closedStats(s Stats, discarded int) Stats {
 	return s
 }
 
-// panicked has the library count a recovered callback panic (in callback_panics, once the
-// callback returns) and hands it to Config.OnPanic. A panic in OnPanic itself is dropped:
+// panicked has the library count a recovered callback panic (in callback_panics, at once)
+// and then hands it to Config.OnPanic. A panic in OnPanic itself is dropped:
 // no panic may unwind into the C library.
 func (w *Wheel) panicked(v any) {
 	cRecordCallbackFailure()

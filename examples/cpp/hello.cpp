@@ -17,15 +17,16 @@ int main() {
         cfg.max_workers = 4;
         timerwheel::Wheel wheel(cfg);      // destroyed (tw_destroy) at the end of the scope
 
-        timerwheel::Timer idle = wheel.after(100ms, [&] { closed = true; });
-        timerwheel::Timer charge = wheel.every(20ms, [&] { charges++; });
+        // Owning handles: each deletes its timer (waiting for its callback) when it goes.
+        timerwheel::UniqueTimer idle(wheel.after(100ms, [&] { closed = true; }));
+        timerwheel::UniqueTimer charge(wheel.every(10ms, 20ms, [&] { charges++; }));
 
         for (int i = 0; i < 5; i++) {      // activity pushes the idle timeout back
             std::this_thread::sleep_for(50ms);
             idle.reset(100ms);
         }
         while (!closed) std::this_thread::sleep_for(5ms);
-        charge.cancel_sync();              // stopped, and no charge is still running
+        charge = {};                       // hang-up: stopped, no charge is still running
 
         tw_stats st = wheel.stats();
         std::printf("session closed after %d charges; timers added %llu, late p99 %llu us\n",

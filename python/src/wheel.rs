@@ -276,7 +276,10 @@ impl Wheel {
         let mut timers = Vec::new();
         let export = self
             .rt
-            .export(|timer, task| timers.extend(task.call_parts(py).map(|call| (*timer, call))))
+            .export(
+                |task| task.call_parts(py),
+                |timer, call| timers.extend(call.map(|call| (*timer, call))),
+            )
             .map_err(|err| to_py(err, "export"))?;
         let records = timers
             .into_iter()

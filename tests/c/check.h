@@ -1,6 +1,7 @@
 /*
  * A small test runner for the C tests: CHECK macros, a RUN macro per test, a summary
- * line "name: N passed, M failed" and an exit status. TW_TEST=part runs only the tests
+ * line "name: N passed, M failed" (followed by "failed: test, test, ..." naming the tests
+ * that failed, so a log's last lines say which) and an exit status. TW_TEST=part runs only the tests
  * whose name contains "part" (e.g. TW_TEST=delete_sync build/c/test_contract). Helpers for time, sleeping,
  * waiting with a timeout and atomic counters (the callbacks run on other threads).
  */
@@ -19,6 +20,15 @@
 static int check_failures_now;    /* failures in the running test (any thread) */
 static int check_tests_passed;
 static int check_tests_failed;
+static char check_failed_names[1024]; /* the failed tests, ", " between them */
+
+/* Adds a failed test's name to the summary's list (cut short, with "...", when full). */
+static inline void check_note_failed(const char *name) {
+    size_t used = strlen(check_failed_names), room = sizeof check_failed_names - used;
+    const char *sep = used > 0 ? ", " : "";
+    int n = snprintf(check_failed_names + used, room, "%s%s", sep, name);
+    if (n < 0 || (size_t)n >= room) strcpy(check_failed_names + sizeof check_failed_names - 4, "...");
+}
 
 static inline long atomic_add(long *p, long v) {
     return __atomic_add_fetch(p, v, __ATOMIC_SEQ_CST);
@@ -64,6 +74,7 @@ static inline int check_selected(const char *name) {
             printf("ok   %s\n", #test);                                                \
         } else {                                                                       \
             check_tests_failed++;                                                      \
+            check_note_failed(#test);                                                  \
             printf("FAIL %s\n", #test);                                                \
         }                                                                              \
         fflush(stdout);                                                                \
@@ -72,6 +83,7 @@ static inline int check_selected(const char *name) {
 /* Prints the summary line; the exit status of main. */
 static inline int check_summary(const char *name) {
     printf("%s: %d passed, %d failed\n", name, check_tests_passed, check_tests_failed);
+    if (check_tests_failed > 0) printf("%s: failed: %s\n", name, check_failed_names);
     return check_tests_failed == 0 ? 0 : 1;
 }
 

@@ -5,6 +5,9 @@
  */
 #include "check.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
 #define START_MS INT64_C(1704067200000) /* 2024-01-01T00:00:00Z */
 #define MS UINT64_C(1000000)
 #define MAX_RUNS 64
@@ -212,6 +215,139 @@ static void a_periodic_timer_whose_callback_runs_is_left_out_and_counted(void) {
     CHECK_OK(tw_destroy(w));
 }
 
+/* ---- the export's function and the rest of the wheel ---------------------------------- */
+
+static void noop_run(tw_timer_id id, void *user_data) {
+    (void)id;
+    (void)user_data;
+}
+
+static long calls_back_seen;
+
+/* An export function that calls back into its wheel (ctx): everything that changes the
+ * wheel or waits is refused at once, reads work. */
+static void call_back(void *ctx, const tw_timer_info *info) {
+    tw_wheel *w = ctx;
+    tw_timer_id id = 0;
+    CHECK_STATUS(tw_add(w, 1, noop_run, NULL, NULL, &id), TW_ERR_BUSY);
+    CHECK_STATUS(tw_add_periodic(w, 1, 1, TW_FIXED_RATE, noop_run, NULL, NULL, &id), TW_ERR_BUSY);
+    CHECK_STATUS(tw_add_at(w, START_MS, noop_run, NULL, NULL, &id), TW_ERR_BUSY);
+    CHECK(id == 0);
+    CHECK_STATUS(tw_reset(w, info->id, 1), TW_ERR_BUSY);
+    CHECK_STATUS(tw_delete(w, info->id), TW_ERR_BUSY);
+    CHECK_STATUS(tw_delete_sync(w, info->id), TW_ERR_BUSY);
+    size_t ran = 0;
+    CHECK_STATUS(tw_poll(w, &ran), TW_ERR_BUSY);
+    exported inner = {0};
+    CHECK_STATUS(tw_export(w, copy_info, &inner, NULL), TW_ERR_BUSY);
+    CHECK(inner.count == 0);
+    CHECK_STATUS(tw_destroy(w), TW_ERR_BUSY);
+    CHECK_STATUS(tw_destroy_nowait(w), TW_ERR_BUSY);
+    tw_stats s = {.size = sizeof s};
+    CHECK_OK(tw_get_stats(w, &s));
+    CHECK(s.pending == 2);
+    atomic_add(&calls_back_seen, 1);
+}
+
+/* A C programmer's export function that calls its wheel gets what a callback gets from
+ * tw_destroy: TW_ERR_BUSY at once, nothing changed (it used to deadlock: the alarm turns
+ * a hang into a failure). */
+static void calls_back_from_the_export_function_are_busy_and_change_nothing(void) {
+    tw_config cfg;
+    tw_config_init(&cfg);
+    cfg.manual = 1;
+    tw_wheel *w = NULL;
+    CHECK_OK(tw_create(&cfg, &w));
+    tw_timer_id a = 0, b = 0;
+    CHECK_OK(tw_add(w, 3600 * 1000, noop_run, NULL, NULL, &a));
+    CHECK_OK(tw_add_periodic(w, 60000, 60000, TW_FIXED_RATE, noop_run, NULL, NULL, &b));
+    tw_stats before = {.size = sizeof before};
+    CHECK_OK(tw_get_stats(w, &before));
+    atomic_set(&calls_back_seen, 0);
+    alarm(60);
+    CHECK_OK(tw_export(w, call_back, w, NULL));
+    alarm(0);
+    CHECK(atomic_get(&calls_back_seen) == 2);
+    tw_stats after = {.size = sizeof after};
+    CHECK_OK(tw_get_stats(w, &after));
+    CHECK(after.pending == 2 && after.added == before.added && after.cancelled == 0);
+    exported e = {0};
+    CHECK_OK(tw_export(w, copy_info, &e, NULL)); /* the wheel works afterwards */
+    CHECK(e.count == 2);
+    CHECK_OK(tw_delete(w, a));
+    CHECK_OK(tw_destroy(w));
+}
+
+/* A session whose drop frees it: here it marks itself freed, so the test can look. */
+typedef struct session {
+    long freed;
+} session;
+
+static void free_session(void *user_data) { atomic_set(&((session *)user_data)->freed, 1); }
+
+typedef struct racing_delete {
+    tw_wheel *w;
+    tw_timer_id plain, sync;
+    session *sync_session;
+    long deleted;              /* the plain tw_delete returned */
+    long freed_at_sync_return; /* the sync session was freed when tw_delete_sync returned */
+    tw_status plain_status, sync_status;
+} racing_delete;
+
+static void *delete_both(void *arg) {
+    racing_delete *r = arg;
+    r->plain_status = tw_delete(r->w, r->plain);
+    atomic_set(&r->deleted, 1);
+    r->sync_status = tw_delete_sync(r->w, r->sync);
+    atomic_set(&r->freed_at_sync_return, atomic_get(&r->sync_session->freed));
+    return NULL;
+}
+
+typedef struct reading_export {
+    racing_delete *race;
+    session *sessions;
+    pthread_t thread;
+    size_t seen;
+    long delete_waited, freed_while_reading;
+} reading_export;
+
+/* The export function: on the first timer, another thread deletes both timers; the delete
+ * returns while the function still runs, and no session is freed before it returned. */
+static void read_while_deleted(void *ctx, const tw_timer_info *info) {
+    reading_export *x = ctx;
+    (void)info;
+    if (x->seen++ == 0) {
+        pthread_create(&x->thread, NULL, delete_both, x->race);
+        x->delete_waited = !wait_for(&x->race->deleted, 1, 10000);
+        sleep_ms(50);
+    }
+    for (int i = 0; i < 2; i++) x->freed_while_reading += atomic_get(&x->sessions[i].freed);
+}
+
+/* An export keeps the wheel going: a delete on another thread during the export's
+ * function returns at once (it used to wait for the whole export); the session it ends is
+ * freed by its drop only after the function returned, before tw_export returns;
+ * tw_delete_sync returns after that drop. */
+static void an_export_function_blocks_no_delete_and_user_data_stay_valid(void) {
+    tw_wheel *w = NULL;
+    CHECK_OK(tw_create(NULL, &w));
+    session sessions[2] = {{0}, {0}};
+    racing_delete race = {.w = w, .sync_session = &sessions[1]};
+    CHECK_OK(tw_add(w, 3600 * 1000, noop_run, &sessions[0], free_session, &race.plain));
+    CHECK_OK(tw_add(w, 3600 * 1000, noop_run, &sessions[1], free_session, &race.sync));
+    reading_export x = {.race = &race, .sessions = sessions};
+    CHECK_OK(tw_export(w, read_while_deleted, &x, NULL));
+    CHECK(x.seen == 2);
+    CHECK(!x.delete_waited);
+    CHECK(x.freed_while_reading == 0);
+    CHECK(atomic_get(&sessions[0].freed) == 1); /* dropped before tw_export returned */
+    pthread_join(x.thread, NULL);
+    CHECK_OK(race.plain_status);
+    CHECK_OK(race.sync_status);
+    CHECK(race.freed_at_sync_return == 1);
+    CHECK_OK(tw_destroy(w));
+}
+
 int main(void) {
     RUN(export_in_virtual_time_gives_exact_values_in_deadline_order);
     RUN(export_refuses_a_null_wheel_or_function);
@@ -221,5 +357,7 @@ int main(void) {
     RUN(add_periodic_at_refuses_bad_arguments_and_takes_any_start);
     RUN(a_timer_exported_and_re_created_after_a_restart_stays_in_phase);
     RUN(a_periodic_timer_whose_callback_runs_is_left_out_and_counted);
+    RUN(calls_back_from_the_export_function_are_busy_and_change_nothing);
+    RUN(an_export_function_blocks_no_delete_and_user_data_stay_valid);
     return check_summary("test_restart");
 }

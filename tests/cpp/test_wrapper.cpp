@@ -7,8 +7,11 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "timerwheel.hpp"
 
@@ -255,6 +258,156 @@ void test_destroyed_from_its_own_callback() {
     std::this_thread::sleep_for(20ms);  // the wheel is freed as its worker lets go
 }
 
+// ---- the rest of the C API, and the owning handle -------------------------------------
+
+using std::chrono::system_clock;
+using timerwheel::UniqueTimer;
+
+// 2024-01-01T00:00:00Z, where the virtual wheels start.
+const system_clock::time_point start{std::chrono::milliseconds(1704067200000)};
+
+Wheel virtual_wheel() {
+    timerwheel::Config cfg;
+    return Wheel(cfg.virtual_clock(start));
+}
+
+// The times (ms since `start`, on the wheel's clock) at which a callback ran.
+struct RunLog {
+    Wheel *wheel;
+    std::vector<long long> at;
+    void operator()() {
+        at.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(wheel->now() - start)
+                         .count());
+    }
+};
+
+void test_bad_config_says_what_is_wrong() {
+    timerwheel::Config cfg;
+    cfg.tick_us = 50;
+    bool thrown = false;
+    try {
+        Wheel wheel(cfg);
+    } catch (const timerwheel::Error &e) {
+        thrown = true;
+        std::string what = e.what();
+        CHECK(e.status() == TW_ERR_INVALID);
+        CHECK(what.find("tw_create") == 0);
+        CHECK(what.find(tw_config_check(&cfg)) != std::string::npos);  // the field, its range
+        CHECK(what.find("tick") != std::string::npos);
+    }
+    CHECK(thrown);
+}
+
+void test_virtual_clock_and_every_with_a_first_delay() {
+    Wheel wheel = virtual_wheel();
+    CHECK(wheel.now() == start);
+    RunLog log{&wheel, {}};
+    Timer t = wheel.every(250ms, 1s, std::ref(log));
+    CHECK(wheel.advance(2300ms) == 3);
+    CHECK((log.at == std::vector<long long>{250, 1250, 2250}));
+    CHECK(wheel.now() == start + 2300ms);
+    CHECK(wheel.advance_to_next() == 1);
+    CHECK(wheel.now() == start + 3250ms && log.at.back() == 3250);
+    CHECK(t.cancel());
+    CHECK(wheel.advance_to_next() == 0 && wheel.now() == start + 3250ms);
+    Wheel real(small_config());
+    bool refused = false;
+    try {
+        real.advance(1s);
+    } catch (const timerwheel::Error &e) {
+        refused = e.status() == TW_ERR_INVALID;
+    }
+    CHECK(refused);
+}
+
+void test_every_from_keeps_the_phase_with_either_policy() {
+    // Anchored 2.5 s back, every second: the points -2.5, -1.5, -0.5 s passed, +0.5 s is next.
+    Wheel once = virtual_wheel(), skip = virtual_wheel();
+    RunLog once_log{&once, {}}, skip_log{&skip, {}};
+    once.every_from(start - 2500ms, 1s, std::ref(once_log), TW_MISSED_RUN_ONCE);
+    skip.every_from(start - 2500ms, 1s, std::ref(skip_log), TW_MISSED_SKIP);
+    once.advance(1600ms);
+    skip.advance(1600ms);
+    CHECK((once_log.at == std::vector<long long>{0, 500, 1500}));
+    CHECK((skip_log.at == std::vector<long long>{500, 1500}));
+}
+
+void test_export_timers() {
+    Wheel wheel = virtual_wheel();
+    Timer rate = wheel.every(250ms, 1s, [] {});
+    Timer once = wheel.after(1500ms, [] {});
+    Timer wall = wheel.at(start + 10s, [] {});
+    wheel.after(50ms, [] {}).cancel();
+    timerwheel::Export e = wheel.export_timers();
+    CHECK(e.running == 0 && e.timers.size() == 3);
+    if (e.timers.size() == 3) {
+        const timerwheel::PendingTimer &r = e.timers[0], &o = e.timers[1], &w = e.timers[2];
+        CHECK(r.id == rate.id() && r.kind == TW_TIMER_PERIODIC && r.period == 1s);
+        CHECK(r.mode == TW_FIXED_RATE && r.due == start + 250ms && r.due_monotonic == 250ms);
+        CHECK(o.id == once.id() && o.kind == TW_TIMER_ONE_SHOT && o.due == start + 1500ms);
+        CHECK(w.id == wall.id() && w.kind == TW_TIMER_WALL_CLOCK && w.at == start + 10s);
+    }
+}
+
+void test_unique_timer_deletes_its_timer_when_destroyed() {
+    Wheel wheel(small_config());
+    std::atomic<int> runs{0};
+    auto token = std::make_shared<int>(0);
+    {
+        UniqueTimer t(wheel.after(50ms, [&runs, token] { runs++; }));
+        CHECK(t.id() != 0 && token.use_count() == 2);
+    }
+    CHECK(token.use_count() == 1);  // deleted, its callable freed, before the scope ended
+    std::this_thread::sleep_for(100ms);
+    CHECK(runs == 0);
+}
+
+void test_unique_timer_waits_for_its_running_callback() {
+    Wheel wheel(small_config());
+    std::atomic<bool> started{false}, finished{false};
+    {
+        UniqueTimer t(wheel.after(1ms, [&started, &finished] {
+            started = true;
+            std::this_thread::sleep_for(100ms);
+            finished = true;
+        }));
+        CHECK(eventually([&] { return started.load(); }));
+    }
+    CHECK(finished);  // what the callback used may go now
+}
+
+void test_unique_timer_moves_release_and_assignment() {
+    Wheel wheel(small_config());
+    auto a = std::make_shared<int>(0), b = std::make_shared<int>(0);
+    UniqueTimer first(wheel.after(1h, [a] {}));
+    UniqueTimer moved(std::move(first));
+    CHECK(first.id() == 0 && moved.id() != 0 && a.use_count() == 2);
+    first = UniqueTimer(wheel.after(1h, [b] {}));
+    moved = std::move(first);  // the timer it held is deleted
+    CHECK(a.use_count() == 1 && b.use_count() == 2);
+    Timer kept = moved.release();
+    { UniqueTimer gone(std::move(moved)); }
+    CHECK(b.use_count() == 2);  // released: not deleted
+    CHECK(kept.cancel());
+    CHECK(eventually([&] { return b.use_count() == 1; }));
+}
+
+// A periodic callback that ends its own timer by destroying the handle that owns it:
+// no waiting for itself, and it runs no more.
+void test_unique_timer_destroyed_from_its_own_callback() {
+    Wheel wheel(small_config());
+    std::atomic<int> runs{0};
+    std::atomic<bool> ready{false};
+    auto owner = std::make_shared<std::optional<UniqueTimer>>();
+    *owner = UniqueTimer(wheel.every(2ms, [slot = owner.get(), &runs, &ready] {
+        if (ready && ++runs == 3) slot->reset();  // ~UniqueTimer inside its own callback
+    }));
+    ready = true;
+    CHECK(eventually([&] { return runs == 3; }));
+    std::this_thread::sleep_for(20ms);
+    CHECK(runs == 3);
+}
+
 }  // namespace
 
 int main() {
@@ -271,5 +424,13 @@ int main() {
     RUN(test_manual_poll);
     RUN(test_shared_wheel);
     RUN(test_destroyed_from_its_own_callback);
+    RUN(test_bad_config_says_what_is_wrong);
+    RUN(test_virtual_clock_and_every_with_a_first_delay);
+    RUN(test_every_from_keeps_the_phase_with_either_policy);
+    RUN(test_export_timers);
+    RUN(test_unique_timer_deletes_its_timer_when_destroyed);
+    RUN(test_unique_timer_waits_for_its_running_callback);
+    RUN(test_unique_timer_moves_release_and_assignment);
+    RUN(test_unique_timer_destroyed_from_its_own_callback);
     return check_summary("test_wrapper");
 }

@@ -2,6 +2,7 @@
 //! exception caught by its wrapper) is counted in `callback_panics`, once, for the runtime
 //! whose callback it is.
 
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,4 +68,29 @@ fn a_nested_poll_counts_for_the_innermost_callback() {
     poll_until(&outer, 2);
     assert_eq!(outer.stats().callback_panics, 1);
     assert_eq!(inner.stats().callback_panics, 1);
+}
+
+#[test]
+fn a_failure_is_counted_when_recorded_and_a_panic_after_it_not_again() {
+    let rt = Arc::new(manual());
+    let seen = Arc::new(AtomicU64::new(u64::MAX));
+    let (runtime, counted) = (Arc::downgrade(&rt), Arc::clone(&seen));
+    rt.after(Duration::ZERO, move |_| {
+        record_callback_failure().unwrap();
+        let panics = runtime.upgrade().unwrap().stats().callback_panics;
+        counted.store(panics, SeqCst);
+        panic!("a panic after the recorded failure");
+    })
+    .unwrap();
+    poll_until(&rt, 1);
+    assert_eq!(
+        seen.load(SeqCst),
+        1,
+        "inside the callback, right after recording"
+    );
+    assert_eq!(
+        rt.stats().callback_panics,
+        1,
+        "one failed callback, counted once"
+    );
 }

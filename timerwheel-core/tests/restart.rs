@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, SystemTime};
 
 use timerwheel_core::{
-    BoxTask, Export, ExportedTimer, Missed, PeriodMode, Runtime, Task, TimerId, TimerKind,
+    BoxTask, Error, Export, ExportedTimer, Missed, PeriodMode, Runtime, Task, TimerId, TimerKind,
 };
 
 /// 2024-01-01T00:00:00Z.
@@ -57,7 +57,10 @@ fn virtual_runtime() -> Runtime<Session> {
 fn export_all(rt: &Runtime<Session>) -> (Export, Vec<(ExportedTimer, u64)>) {
     let mut timers = Vec::new();
     let export = rt
-        .export(|timer, session| timers.push((*timer, session.number)))
+        .export(
+            |session| session.number,
+            |timer, n| timers.push((*timer, n)),
+        )
         .unwrap();
     (export, timers)
 }
@@ -328,7 +331,9 @@ fn a_timer_exported_and_re_created_after_a_restart_stays_in_phase() {
         .unwrap();
     before.advance(ms(1900)).unwrap();
     let mut saved = Vec::new();
-    before.export(|timer, _| saved.push(*timer)).unwrap();
+    before
+        .export(|_| (), |timer, ()| saved.push(*timer))
+        .unwrap();
     drop(before);
     // Down until 5 s: the points at 2.25, 3.25 and 4.25 s were missed.
     let (after, log) = logged_runtime(5000);
@@ -398,9 +403,12 @@ fn an_export_is_one_instant_across_shards() {
             continue;
         }
         let mut ids = HashSet::new();
-        rt.export(|timer, _| {
-            ids.insert(timer.id);
-        })
+        rt.export(
+            |_| (),
+            |timer, ()| {
+                ids.insert(timer.id);
+            },
+        )
         .unwrap();
         exports.push(ids);
         exported.fetch_add(1, SeqCst);
@@ -415,4 +423,115 @@ fn an_export_is_one_instant_across_shards() {
             );
         }
     }
+}
+
+/// Sets its flag when dropped: a task's data, freed by its drop.
+struct DropFlag(Arc<AtomicUsize>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// A timer an hour away whose task counts its drop in `dropped`.
+fn flagged(rt: &Runtime, dropped: &Arc<AtomicUsize>) -> TimerId {
+    let flag = DropFlag(Arc::clone(dropped));
+    let timer = rt
+        .after(ms(3_600_000), move |_| {
+            let _ = &flag;
+        })
+        .unwrap();
+    timer.id()
+}
+
+#[test]
+fn calls_back_from_an_export_are_busy_and_change_nothing() {
+    let rt = Runtime::builder().manual(true).build().unwrap();
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let ids: Vec<_> = (0..3).map(|_| flagged(&rt, &dropped)).collect();
+    let before = rt.stats();
+    // From `copy` (under the locks) and from `visit`, what changes the runtime or waits
+    // is refused; from `visit`, reads work.
+    let refused = || {
+        let noop: BoxTask = Box::new(|_| {});
+        assert_eq!(
+            rt.add(ms(1), noop).err().map(|r| r.error),
+            Some(Error::Busy)
+        );
+        assert_eq!(rt.cancel(ids[0]), Err(Error::Busy));
+        assert_eq!(rt.cancel_sync(ids[1]), Err(Error::Busy));
+        assert_eq!(rt.reset(ids[2], ms(1)), Err(Error::Busy));
+        assert_eq!(rt.poll(), Err(Error::Busy));
+        assert_eq!(rt.export(|_| (), |_, ()| {}).err(), Some(Error::Busy));
+        assert_eq!(rt.shutdown(), Err(Error::Busy));
+        assert_eq!(rt.shutdown_nowait(), Err(Error::Busy));
+    };
+    let (mut copies, mut visits) = (0, 0);
+    let export = rt
+        .export(
+            |_| {
+                refused();
+                copies += 1;
+            },
+            |_, ()| {
+                refused();
+                assert_eq!(rt.stats().pending, 3, "reads work");
+                assert!(rt.is_pending(ids[0]));
+                visits += 1;
+            },
+        )
+        .unwrap();
+    assert_eq!(copies, 3);
+    assert_eq!((export.timers, visits), (3, 3));
+    assert_eq!(rt.stats(), before, "nothing changed");
+    assert!(ids.iter().all(|&id| rt.is_pending(id)));
+    assert_eq!(dropped.load(SeqCst), 0);
+    assert_eq!(
+        rt.add(ms(1), Box::new(|_| {}))
+            .map(|_| ())
+            .err()
+            .map(|r| r.error),
+        None
+    );
+}
+
+#[test]
+fn an_export_blocks_no_cancel_and_defers_the_drops_until_its_function_returned() {
+    let rt = Arc::new(Runtime::builder().build().unwrap());
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let ids: Vec<_> = (0..2).map(|_| flagged(&rt, &dropped)).collect();
+    let (cancelled_tx, cancelled) = mpsc::channel();
+    let mut canceller = None;
+    let mut first = true;
+    rt.export(
+        |_| (),
+        |_, ()| {
+            if !std::mem::take(&mut first) {
+                return;
+            }
+            // Another thread cancels both timers while the export's function runs: the
+            // cancels return at once, and neither task is dropped while it runs.
+            let (rt, ids, tx) = (Arc::clone(&rt), ids.clone(), cancelled_tx.clone());
+            let sync_dropped = Arc::clone(&dropped);
+            canceller = Some(thread::spawn(move || {
+                rt.cancel(ids[0]).unwrap();
+                tx.send(()).unwrap();
+                rt.cancel_sync(ids[1]).unwrap();
+                sync_dropped.load(SeqCst) // after cancel_sync: its drop has run
+            }));
+            cancelled
+                .recv_timeout(Duration::from_secs(30))
+                .expect("a cancel waited for the export's function");
+            thread::sleep(ms(50));
+            assert_eq!(dropped.load(SeqCst), 0, "a task dropped under an export");
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        dropped.load(SeqCst),
+        2,
+        "the deferred drops ran before export returned"
+    );
+    assert_eq!(canceller.unwrap().join().unwrap(), 2);
 }

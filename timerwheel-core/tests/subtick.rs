@@ -204,7 +204,10 @@ fn a_held_timer_is_exported_cancelled_and_reset_like_a_pending_one() {
         .collect();
     sleep_until(target - ms(45));
     let mut exported = Vec::new();
-    let export = grid.rt.export(|timer, _| exported.push(timer.id)).unwrap();
+    let export = grid
+        .rt
+        .export(|_| (), |timer, ()| exported.push(timer.id))
+        .unwrap();
     assert_eq!((export.timers, exported.len()), (3, 3));
     assert!(ids.iter().all(|id| exported.contains(id)));
     grid.rt.cancel(ids[0]).expect("a held timer is cancelled");

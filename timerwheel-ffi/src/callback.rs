@@ -5,8 +5,9 @@ use crate::types::tw_status;
 
 /// Records that the callback running on this thread failed, for wrappers whose callbacks
 /// fail by throwing (the C++ wrapper calls it when it catches an exception, which must not
-/// cross into C): once the callback returns, it is counted in callback_panics of its
-/// wheel, once however often it was recorded. Call it from the callback itself, on its
+/// cross into C; the Go binding when it recovers a panic): it is counted in
+/// callback_panics of its wheel at once, so tw_get_stats right after sees it, and once per
+/// callback however often it was recorded. Call it from the callback itself, on its
 /// thread; from a callback of another wheel run by a nested tw_poll, it records for that
 /// innermost callback.
 ///

@@ -46,21 +46,26 @@ pub struct tw_timer_info {
 pub type tw_export_fn = Option<unsafe extern "C" fn(ctx: *mut c_void, info: *const tw_timer_info)>;
 
 /// Calls `fn(ctx, info)` for every pending timer of `w`, in deadline order, as of one
-/// instant: the wheel's locks are held for the whole export, so a timer added or deleted
-/// concurrently is either wholly before it or wholly after it, while callbacks already
-/// running go on. Included: timers that are due and wait for a worker. Left out: one-shots
-/// whose callback has started (they are no longer pending) and periodic timers whose
-/// callback is running at that instant: their count goes to `*running` (if `running` is not
-/// NULL); each is pending again when its callback returns, and a later export includes it.
+/// instant: the wheel's locks are held while its timers are copied (their ids, deadlines
+/// and `user_data`, a few milliseconds for a million), so a timer added or deleted
+/// concurrently is either wholly before the export or wholly after it. `fn` runs on the
+/// calling thread after the locks were released: adds, deletes and runs go on meanwhile.
+/// Included: timers that are due and wait for a worker. Left out: one-shots whose callback
+/// has started (they are no longer pending) and periodic timers whose callback is running
+/// at that instant: their count goes to `*running` (if `running` is not NULL); each is
+/// pending again when its callback returns, and a later export includes it.
 ///
-/// `fn` runs on the calling thread under the wheel's locks: it must not call any function
-/// of this wheel (that deadlocks), and it delays every add, delete and run of the wheel
-/// meanwhile. Copy out what you need (`info` and what `user_data` points to) and store it
-/// after tw_export returns. `user_data` stays valid during `fn`: no timer of the wheel can
-/// end, and so have its `drop` called, while the locks are held.
+/// `user_data` stays valid while `fn` runs: until `fn` has returned for the last timer, no
+/// `drop` function of this wheel runs. A timer that ends meanwhile (deleted, fired,
+/// discarded) has its `drop` called on this thread after that, before tw_export returns;
+/// tw_delete_sync of such a timer waits for it. Called from `fn`, every function of this
+/// wheel that changes it or waits (tw_add*, tw_reset, tw_delete*, tw_poll, tw_advance*,
+/// tw_export, tw_destroy*) returns TW_ERR_BUSY at once and changes nothing; tw_get_stats,
+/// tw_now_ms and tw_next_timeout_ms work.
 ///
 /// Returns TW_OK, or (and `fn` is not called):
 /// - TW_ERR_INVALID: `w` or `fn` NULL.
+/// - TW_ERR_BUSY: called from the `fn` of an export of `w` on this thread.
 /// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
 /// - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
 ///
@@ -80,8 +85,8 @@ pub unsafe extern "C" fn tw_export(
         // SAFETY: the caller passes NULL or a live wheel.
         let runtime = unsafe { runtime(w) }?;
         let visit = r#fn.ok_or(tw_status::TW_ERR_INVALID)?;
-        let export = runtime.export(|timer, task: &CTask| {
-            let info = info(timer, task);
+        let export = runtime.export(CTask::user_data, |timer, user_data| {
+            let info = info(timer, user_data);
             // SAFETY: `visit` is the caller's non-NULL function, which may be called with
             // `ctx` (tw_export's contract); `info` lives until it returns.
             unsafe { visit(ctx, ptr::from_ref(&info)) }
@@ -94,7 +99,7 @@ pub unsafe extern "C" fn tw_export(
 }
 
 /// What tw_export says of one timer.
-fn info(timer: &ExportedTimer, task: &CTask) -> tw_timer_info {
+fn info(timer: &ExportedTimer, user_data: *mut c_void) -> tw_timer_info {
     let (kind, mode, period_ns, at_unix_ms) = match timer.kind {
         TimerKind::OneShot => (tw_timer_kind::TW_TIMER_ONE_SHOT, 0, 0, 0),
         TimerKind::Periodic { period, mode } => {
@@ -116,7 +121,7 @@ fn info(timer: &ExportedTimer, task: &CTask) -> tw_timer_info {
         due_ns: u64::try_from(timer.due_monotonic.as_nanos()).unwrap_or(u64::MAX),
         due_unix_ms: unix_ms(timer.due),
         at_unix_ms,
-        user_data: task.user_data(),
+        user_data,
     }
 }
 

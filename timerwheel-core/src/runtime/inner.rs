@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::clock::{Clock, Deadline};
 use super::executor::Executor;
+use super::export::{exporting_here, ExportGuard, Exports};
 use super::fork::{self, Held, Lockable};
 use super::shard::{Ids, Run, Schedule, Shard, MAX_SHARDS};
 use super::stats::Histogram;
@@ -36,13 +37,15 @@ fn running(matches: impl Fn(&Current) -> bool) -> bool {
     CURRENT.with(|c| matches(&c.get())) || OUTER.with(|outer| outer.borrow().iter().any(matches))
 }
 
-/// The runtime and timer whose callback runs on a thread (0, 0 when none), and whether it
-/// reported a failure ([`record_callback_failure`]).
+/// The runtime and timer whose callback runs on a thread (0, 0 when none), whether it
+/// reported a failure ([`record_callback_failure`]), and the runtime's count of failed
+/// callbacks that a report goes to (null in a drop function, which is not a callback).
 #[derive(Clone, Copy)]
 struct Current {
     runtime: usize,
     timer: u64,
     failed: bool,
+    panics: *const AtomicU64,
 }
 
 impl Current {
@@ -50,6 +53,7 @@ impl Current {
         runtime: 0,
         timer: 0,
         failed: false,
+        panics: std::ptr::null(),
     };
 }
 
@@ -60,11 +64,12 @@ struct CallbackScope {
 }
 
 impl CallbackScope {
-    fn enter(runtime: usize, id: TimerId) -> Self {
+    fn enter(runtime: usize, id: TimerId, panics: *const AtomicU64) -> Self {
         let current = Current {
             runtime,
             timer: id.as_u64(),
             failed: false,
+            panics,
         };
         let previous = CURRENT.with(|c| c.replace(current));
         if previous.runtime != 0 {
@@ -96,14 +101,20 @@ impl Drop for CallbackScope {
 }
 
 /// Records that the callback running on this thread failed, for an interface whose
-/// callbacks report failure rather than panic (a C++ exception caught by its wrapper): when
-/// the callback returns, it is counted in `callback_panics` of its runtime, once however
-/// often it was recorded. `Invalid`, and nothing is counted, outside a callback.
+/// callbacks report failure rather than panic (a C++ exception caught by its wrapper, a Go
+/// panic recovered by its binding): it is counted in `callback_panics` of its runtime at
+/// once (a report made right after sees it), once per callback however often it was
+/// recorded. `Invalid`, and nothing is counted, outside a callback.
 pub fn record_callback_failure() -> Result<(), Error> {
     CURRENT.with(|c| {
         let mut current = c.get();
         if current.runtime == 0 {
             return Err(Error::Invalid);
+        }
+        if !current.failed && !current.panics.is_null() {
+            // SAFETY: `panics` is the counter of the runtime whose callback runs on this
+            // thread: `run_task` borrows that runtime for as long as its scope is current.
+            unsafe { &*current.panics }.fetch_add(1, Relaxed);
         }
         current.failed = true;
         c.set(current);
@@ -154,10 +165,24 @@ pub(crate) struct Inner<T> {
     pub(crate) shared: bool,
     /// The fork generation the runtime started in (see `fork.rs`).
     born: u64,
+    /// Exports under way, and the drops they defer (see `export.rs`).
+    exports: Exports<T>,
+}
+
+/// The exportable timers of one instant, copied ([`Inner::export`]).
+pub(crate) struct Snapshot<'a, A, T, S> {
+    /// What was read at that instant.
+    pub(crate) at: A,
+    /// Deadline, id, schedule and the copy of each task, in deadline order, then id order.
+    pub(crate) timers: Vec<(Deadline, TimerId, Schedule, S)>,
+    /// Periodic timers left out because their callback was running.
+    pub(crate) running: usize,
+    /// The export under way: drop it once the copies were read, the deferred drops run then.
+    pub(crate) exporting: ExportGuard<'a, T>,
 }
 
 /// Drops a task outside every lock; a panicking drop is counted, not propagated.
-fn drop_task<T>(task: T, panics: &AtomicU64) {
+pub(crate) fn drop_task<T>(task: T, panics: &AtomicU64) {
     if catch_unwind(AssertUnwindSafe(move || drop(task))).is_err() {
         panics.fetch_add(1, Relaxed);
     }
@@ -204,6 +229,7 @@ impl<T: Task> Inner<T> {
             wall_offset,
             shared,
             born: fork::generation(),
+            exports: Exports::default(),
         }
     }
 
@@ -220,9 +246,29 @@ impl<T: Task> Inner<T> {
         if self.forked() {
             return Err(Error::Forked);
         }
-        match self.shutting_down.load(Relaxed) {
-            true => Err(Error::Shutdown),
+        if self.shutting_down.load(Relaxed) {
+            return Err(Error::Shutdown);
+        }
+        match exporting_here(self.id()) {
+            true => Err(Error::Busy),
             false => Ok(()),
+        }
+    }
+
+    /// Drops the task of a timer that ended, or, while an export's function runs, once it
+    /// returned (see `export.rs`). In a fork() child at once: an export of the parent's
+    /// threads never ends there.
+    fn end_task(&self, task: T) {
+        match self.forked() {
+            true => drop_task(task, &self.panics),
+            false => self.exports.drop_or_defer(task, &self.panics),
+        }
+    }
+
+    /// Waits until the drops deferred by exports have run (none in a fork() child).
+    fn wait_for_deferred_drops(&self) {
+        if !self.forked() {
+            self.exports.wait_settled(self.id());
         }
     }
 
@@ -281,8 +327,10 @@ impl<T: Task> Inner<T> {
         let result = state.cancel(key);
         let state = shard.wait_not_running(state, key);
         drop(state);
-        self.release(result?);
-        Ok(())
+        let released = result.map(|task| self.release(task));
+        // A drop deferred by an export (this one's, or that of the run waited for) has run.
+        self.wait_for_deferred_drops();
+        released
     }
 
     /// After a cancel: the timer is no longer pending, so its place under `max_timers` is
@@ -290,7 +338,7 @@ impl<T: Task> Inner<T> {
     fn release(&self, task: Option<T>) {
         self.capacity.release(1);
         if let Some(task) = task {
-            drop_task(task, &self.panics);
+            self.end_task(task);
         }
     }
 
@@ -349,9 +397,10 @@ impl<T: Task> Inner<T> {
             .elapsed_ns()
             .saturating_sub(self.clock.exact_ns(run.deadline));
         self.lateness.record(late_ns / 1000);
-        let scope = CallbackScope::enter(self.id(), id);
+        let scope = CallbackScope::enter(self.id(), id, &self.panics);
         let panicked = catch_unwind(AssertUnwindSafe(|| run.task.run(id))).is_err();
-        if scope.leave() || panicked {
+        let recorded = scope.leave(); // counted when it was recorded
+        if panicked && !recorded {
             self.panics.fetch_add(1, Relaxed);
         }
     }
@@ -361,8 +410,8 @@ impl<T: Task> Inner<T> {
     /// callback could (`cancel_sync` of its own timer is `Busy`, a shutdown does not wait
     /// for this thread).
     pub(crate) fn drop_ended(&self, id: TimerId, task: T) {
-        let _scope = CallbackScope::enter(self.id(), id);
-        drop_task(task, &self.panics);
+        let _scope = CallbackScope::enter(self.id(), id, std::ptr::null());
+        self.end_task(task);
     }
 
     /// A one-shot timer started its run: no longer pending, its place under `max_timers`
@@ -456,30 +505,37 @@ impl<T: Task> Inner<T> {
         stats
     }
 
-    /// Hands every exportable timer (see [`ShardState::export`](super::shard::ShardState))
-    /// to `visit` in deadline order, then id order, with every shard locked in shard order,
-    /// so the timers are those of one instant; `at` runs first, under the locks, to read
-    /// the clocks at that instant, and `visit` gets what it read. Returns that and how many
-    /// running periodic timers were left out.
-    pub(crate) fn export<A>(
+    /// Copies every exportable timer (see [`ShardState::export`](super::shard::ShardState)),
+    /// in deadline order, then id order. The timers are those of one instant: every shard
+    /// is locked, in shard order, `at` reads the clocks, and `copy` takes what the caller
+    /// needs of each task; each shard is unlocked once copied (into memory prepared before
+    /// the locks, so that no page fault lengthens them). Until the snapshot's guard drops,
+    /// the tasks of timers that end wait to be dropped, so what the copies point into stays
+    /// valid while the caller reads them outside the locks.
+    pub(crate) fn export<A, S>(
         &self,
         at: impl FnOnce() -> A,
-        mut visit: impl FnMut(&A, TimerId, Deadline, Schedule, &T),
-    ) -> (A, usize) {
-        let states: Vec<_> = self.shards.iter().map(Shard::lock).collect();
-        let instant = at();
+        mut copy: impl FnMut(&T) -> S,
+    ) -> Snapshot<'_, A, T, S> {
         let mut timers = Vec::new();
+        let held: usize = self.shards.iter().map(|shard| shard.lock().timers()).sum();
+        prefault(&mut timers, held + held / 8);
+        let states: Vec<_> = self.shards.iter().map(Shard::lock).collect();
+        let guard = self.exports.begin(self.id(), &self.panics);
+        let instant = at();
         let mut running = 0;
-        for (index, state) in states.iter().enumerate() {
+        for (index, state) in states.into_iter().enumerate() {
             running += state.export(|key, deadline, schedule, task| {
-                timers.push((deadline, self.ids.encode(index, key), schedule, task));
+                timers.push((deadline, self.ids.encode(index, key), schedule, copy(task)));
             });
         }
         timers.sort_unstable_by_key(|&(deadline, id, _, _)| (deadline, id));
-        for (deadline, id, schedule, task) in timers {
-            visit(&instant, id, deadline, schedule, task);
+        Snapshot {
+            at: instant,
+            timers,
+            running,
+            exporting: guard,
         }
-        (instant, running)
     }
 
     /// Whether the calling thread runs a callback of this runtime, at any depth.
@@ -490,7 +546,13 @@ impl<T: Task> Inner<T> {
     /// Whether a shutdown that waits for the runtime's threads would wait for the calling
     /// thread: inside one of its callbacks, or on one of its threads at all.
     pub(crate) fn would_wait_for_itself(&self) -> bool {
-        self.in_callback() || self.executor.runs_here()
+        self.in_callback() || self.executor.runs_here() || self.exporting_here()
+    }
+
+    /// Whether an export of this runtime runs on the calling thread (its function called
+    /// back in).
+    pub(crate) fn exporting_here(&self) -> bool {
+        exporting_here(self.id())
     }
 
     /// Marks the runtime as shutting down; false if it already was.
@@ -506,9 +568,10 @@ impl<T: Task> Inner<T> {
             discarded += tasks.len();
             self.capacity.release(tasks.len());
             for task in tasks {
-                drop_task(task, &self.panics);
+                self.end_task(task);
             }
         }
+        self.wait_for_deferred_drops();
         discarded
     }
 }
@@ -519,6 +582,14 @@ impl<T: Task> Lockable for Inner<T> {
         let shards: Vec<_> = self.shards.iter().map(Shard::lock).collect();
         Box::new((shards, self.executor.lock_all()))
     }
+}
+
+/// Reserves room for `len` more elements and writes every byte of it once, so that filling
+/// it later (under locks) takes no page faults.
+fn prefault<E>(vec: &mut Vec<E>, len: usize) {
+    vec.reserve(len);
+    let room = vec.spare_capacity_mut();
+    room.fill_with(std::mem::MaybeUninit::zeroed);
 }
 
 fn saturate_i64(value: i128) -> i64 {

@@ -9,6 +9,7 @@
 //! | `side.rs`     | what periodic and wall-clock timers keep beside the wheel   |
 //! | `periodic.rs` | where a periodic timer runs next (fixed rate, fixed delay)  |
 //! | `restart.rs`  | the export of pending timers, re-creation in phase          |
+//! | `export.rs`   | an export's drops deferred, its calls back in refused       |
 //! | `ticker.rs`   | the tick thread: its rounds, sleep and wake-up              |
 //! | `executor.rs` | the run queue, the worker count, the grow/shrink decision   |
 //! | `worker.rs`   | worker threads and the run of a due timer                   |
@@ -33,6 +34,7 @@ mod clock;
 mod config;
 mod error;
 mod executor;
+mod export;
 mod fork;
 mod inner;
 #[cfg(all(test, loom))]
@@ -309,7 +311,7 @@ impl<T: Task> Runtime<T> {
         release: impl FnOnce() + Send + 'static,
     ) -> Result<usize, Error> {
         let inner = &self.inner;
-        if inner.shared {
+        if inner.shared || inner.exporting_here() {
             return Err(Error::Busy);
         }
         if !inner.begin_shutdown() {

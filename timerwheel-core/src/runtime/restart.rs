@@ -110,33 +110,43 @@ impl<T: Task> Runtime<T> {
         self.inner.add(at(delay), schedule, task)
     }
 
-    /// Hands every pending timer to `visit`, with its task, as of one instant: every shard
-    /// is locked (in shard order) for the whole export, so a timer added or cancelled
-    /// concurrently is either wholly before it or wholly after it, while callbacks keep
-    /// running. The timers come in deadline order. Left out: one-shots whose callback has
+    /// Hands every pending timer to `visit`, as of one instant, in deadline order, with
+    /// what `copy` took of its task. Every shard is locked (in shard order) while the clocks
+    /// are read and `copy` runs for each timer, so a timer added or cancelled concurrently
+    /// is either wholly before the export or wholly after it; then the locks are released
+    /// and `visit` runs, while the runtime goes on. Left out: one-shots whose callback has
     /// started (they are no longer pending), and periodic timers whose callback is running
     /// (counted in [`Export::running`]). A timer that is due and waits for a worker is
     /// included.
     ///
-    /// `visit` runs under the runtime's locks: it must not call into this runtime (that
-    /// deadlocks), and whatever it does delays every add, cancel and run of the runtime
-    /// meanwhile. Copy out what you need. `Shutdown` or `Forked` as `add` gives them.
-    pub fn export(&self, mut visit: impl FnMut(&ExportedTimer, &T)) -> Result<Export, Error> {
+    /// `copy` runs under the runtime's locks: take only what `visit` needs (a clone of an
+    /// `Arc`, a key), cheaply, and read nothing of this runtime there (`stats` would wait
+    /// for the locks it holds). Until `visit` has seen the last timer, no task of this
+    /// runtime is dropped: a timer that ends meanwhile (cancelled, run, discarded) has its
+    /// task dropped on this thread after `visit` returned for the last time, before
+    /// `export` returns, so what a copy points into stays valid while `visit` runs;
+    /// `cancel_sync` of such a timer waits for that drop. Called back from `copy` or
+    /// `visit`, every method of this runtime that changes it or waits returns `Busy` and
+    /// changes nothing; from `visit`, `stats`, `now` and `is_pending` work. `Shutdown` or
+    /// `Forked` as `add` gives them; `Busy` from inside another export of this runtime.
+    pub fn export<S>(
+        &self,
+        copy: impl FnMut(&T) -> S,
+        mut visit: impl FnMut(&ExportedTimer, S),
+    ) -> Result<Export, Error> {
         self.inner.check_open()?;
         let clock = &self.inner.clock;
-        let mut timers = 0;
-        let (at, running) = self.inner.export(
-            || Instant::read(clock),
-            |at, id, deadline, schedule, task| {
-                timers += 1;
-                visit(&at.timer(clock, id, deadline, schedule), task);
-            },
-        );
+        let snapshot = self.inner.export(|| Instant::read(clock), copy);
+        let (at, timers) = (snapshot.at, snapshot.timers.len());
+        for (deadline, id, schedule, copied) in snapshot.timers {
+            visit(&at.timer(clock, id, deadline, schedule), copied);
+        }
+        drop(snapshot.exporting); // the drops deferred meanwhile run here
         Ok(Export {
             at_monotonic: Duration::from_nanos(at.ns),
             at: at.wall,
             timers,
-            running,
+            running: snapshot.running,
         })
     }
 }

@@ -424,6 +424,11 @@ impl<T> ShardState<T> {
         running
     }
 
+    /// The timers the shard holds (pending, queued or running).
+    pub(crate) fn timers(&self) -> usize {
+        self.wheel.len()
+    }
+
     /// Removes the node of a timer whose run ended, once its task has been dropped.
     pub(crate) fn forget(&mut self, key: Key) {
         if self.is_running(key) {

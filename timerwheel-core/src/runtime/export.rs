@@ -1,0 +1,139 @@
+//! What an export needs around the snapshot: the tasks copied under the locks stay valid
+//! while the export's function reads the copies outside them, and that function cannot
+//! call back into the runtime it exports.
+//!
+//! An export locks every shard, copies what it needs of each timer (for C, its `user_data`
+//! pointer), and releases the locks; then the export's function runs on the copies. Until
+//! it returns, a timer that ends (cancelled, its last run returned, discarded at shutdown)
+//! does not drop its task: the drop is deferred, and the export runs the deferred drops on
+//! its own thread once the function returned, before it returns itself. So the data a copy
+//! points to stays valid while the function runs, whatever other threads do meanwhile.
+
+use std::cell::RefCell;
+
+use super::inner::drop_task;
+use super::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use super::sync::thread_local;
+use super::sync::{Condvar, Mutex, MutexGuard};
+
+thread_local! {
+    /// The runtimes whose export runs on this thread, innermost last.
+    static EXPORTING: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    /// The runtime whose deferred drops this thread runs, if any (0: none).
+    static DRAINING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether an export of the runtime `runtime` runs on this thread (its copy or its
+/// function): every call of that runtime that changes it or waits is `Busy` there.
+pub(crate) fn exporting_here(runtime: usize) -> bool {
+    EXPORTING.with(|exporting| exporting.borrow().contains(&runtime))
+}
+
+/// The exports under way in one runtime and the drops they defer.
+pub(crate) struct Exports<T> {
+    /// Exports under way: their functions have not returned or their deferred drops have
+    /// not all run. Changed under `state`'s lock; read without it on the hot path.
+    active: AtomicUsize,
+    state: Mutex<Vec<T>>,
+    /// Signalled when the last export of a busy period has run its deferred drops.
+    settled: Condvar,
+}
+
+impl<T> Default for Exports<T> {
+    fn default() -> Self {
+        Exports {
+            active: AtomicUsize::new(0),
+            state: Mutex::new(Vec::new()),
+            settled: Condvar::new(),
+        }
+    }
+}
+
+impl<T> Exports<T> {
+    fn lock(&self) -> MutexGuard<'_, Vec<T>> {
+        // Tasks are dropped outside this lock: a poisoned lock still guards a plain list.
+        self.state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Starts an export of `runtime` on this thread; call it under every shard lock, so
+    /// that a task removed after the snapshot sees the export. Ends when the guard drops.
+    pub(crate) fn begin<'a>(&'a self, runtime: usize, panics: &'a AtomicU64) -> ExportGuard<'a, T> {
+        let _state = self.lock();
+        self.active.fetch_add(1, Relaxed);
+        EXPORTING.with(|exporting| exporting.borrow_mut().push(runtime));
+        ExportGuard {
+            exports: self,
+            runtime,
+            panics,
+        }
+    }
+
+    /// Drops `task` now, or, while an export is under way, when the last one ends.
+    pub(crate) fn drop_or_defer(&self, task: T, panics: &AtomicU64) {
+        if self.active.load(Relaxed) != 0 {
+            let mut deferred = self.lock();
+            if self.active.load(Relaxed) != 0 {
+                deferred.push(task);
+                return;
+            }
+        }
+        drop_task(task, panics);
+    }
+
+    /// Waits until no export is under way and the drops they deferred have run: for a call
+    /// that promises a drop has run when it returns (`cancel_sync`, `shutdown`). At once on
+    /// the thread that runs those drops (a drop function may call them).
+    pub(crate) fn wait_settled(&self, runtime: usize) {
+        if self.active.load(Relaxed) == 0 || DRAINING.with(|d| d.get()) == runtime {
+            return;
+        }
+        let mut deferred = self.lock();
+        while self.active.load(Relaxed) != 0 {
+            deferred = self
+                .settled
+                .wait(deferred)
+                .unwrap_or_else(|poison| poison.into_inner());
+        }
+    }
+
+    /// Ends an export: the last one under way runs the deferred drops here (drops deferred
+    /// while they run join them), then the runtime is settled.
+    fn end(&self, runtime: usize, panics: &AtomicU64) {
+        let mut deferred = self.lock();
+        if self.active.load(Relaxed) == 1 {
+            let outer = DRAINING.with(|d| d.replace(runtime));
+            while !deferred.is_empty() {
+                let tasks = std::mem::take(&mut *deferred);
+                drop(deferred);
+                tasks.into_iter().for_each(|task| drop_task(task, panics));
+                deferred = self.lock();
+            }
+            DRAINING.with(|d| d.set(outer));
+        }
+        if self.active.fetch_sub(1, Relaxed) == 1 {
+            self.settled.notify_all();
+        }
+    }
+}
+
+/// An export under way on this thread; dropping it (after the export's function returned,
+/// or if it panicked) ends it.
+pub(crate) struct ExportGuard<'a, T> {
+    exports: &'a Exports<T>,
+    runtime: usize,
+    panics: &'a AtomicU64,
+}
+
+impl<T> Drop for ExportGuard<'_, T> {
+    fn drop(&mut self) {
+        EXPORTING.with(|exporting| {
+            let mut exporting = exporting.borrow_mut();
+            if let Some(at) = exporting.iter().rposition(|&r| r == self.runtime) {
+                exporting.remove(at);
+            }
+        });
+        self.exports.end(self.runtime, self.panics);
+    }
+}
