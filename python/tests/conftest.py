@@ -9,6 +9,9 @@ from timerwheel import Wheel
 # Threaded behaviour is checked with generous deadlines, never tight timing.
 DEADLINE = 10.0
 
+# Where the virtual clocks of the tests start.
+VIRTUAL_START = 1_704_067_200  # 2024-01-01T00:00:00Z
+
 
 def wait_until(predicate, timeout=DEADLINE):
     """Polls `predicate` until it is true; fails the test after `timeout` seconds."""
@@ -35,4 +38,10 @@ def wheel():
 @pytest.fixture
 def manual():
     with Wheel(manual=True) as w:
+        yield w
+
+
+@pytest.fixture
+def vwheel():
+    with Wheel(virtual_clock=VIRTUAL_START) as w:
         yield w

@@ -31,6 +31,7 @@
 
 mod clock;
 mod config;
+mod deadline;
 mod error;
 mod executor;
 mod fork;
