@@ -25,7 +25,13 @@ type channel struct {
 	mu sync.Mutex // guards from, orders every send against Stop and Reset
 	// from is the number of the first C timer whose values may still be sent (Timer.arms):
 	// the values of those before it are stale.
-	from uint64
+	from uint32
+}
+
+// stale reports whether a value of C timer number arm comes from before a Stop or Reset
+// (arm before from, in wrapping arithmetic). The caller holds ch.mu.
+func (ch *channel) stale(arm uint32) bool {
+	return int32(arm-ch.from) < 0
 }
 
 func newChannel() *channel {
@@ -34,11 +40,11 @@ func newChannel() *channel {
 
 // send delivers the time now for the run of C timer number arm, unless a Stop or Reset
 // came after that timer was armed, or the buffer is full.
-func (ch *channel) send(arm uint64) {
+func (ch *channel) send(arm uint32) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	ch.inflight.Add(-1)
-	if arm < ch.from {
+	if ch.stale(arm) {
 		return
 	}
 	select {
@@ -95,7 +101,7 @@ func (ch *channel) reset(t *Timer, d time.Duration) bool {
 // timer no longer wanted. Reset re-arms it (a delete and an add in the library).
 func (w *Wheel) NewTimer(d time.Duration) (*Timer, error) {
 	ch := newChannel()
-	t := &Timer{C: ch.c, w: w, ch: ch}
+	t := &Timer{C: ch.c, w: w, x: &extras{ch: ch}}
 	t.mu.Lock()
 	err := t.arm(d)
 	t.mu.Unlock()
@@ -123,7 +129,7 @@ func (w *Wheel) NewTicker(period time.Duration) (*Ticker, error) {
 		return nil, errNonPositivePeriod
 	}
 	ch := newChannel()
-	t := &Timer{C: ch.c, w: w, ch: ch, period: period, mode: fixedRate}
+	t := &Timer{C: ch.c, w: w, x: &extras{ch: ch}, period: period, mode: fixedRate}
 	t.mu.Lock()
 	err := t.arm(period)
 	t.mu.Unlock()
@@ -146,7 +152,7 @@ func (tk *Ticker) Reset(period time.Duration) error {
 	if period <= 0 {
 		return errNonPositivePeriod
 	}
-	t, ch := tk.t, tk.t.ch
+	t, ch := tk.t, tk.t.x.ch
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	t.stopFunc()

@@ -130,7 +130,7 @@ func TestNewTimerNoStaleValueUnderRandomResetAndStop(t *testing.T) {
 func TestNewTimerSendUnderWayIsDropped(t *testing.T) {
 	w := newWheel(t, Config{})
 	tm := mustNewTimer(t, w, time.Hour)
-	ch := tm.ch
+	ch := tm.x.ch
 	ch.mu.Lock() // as a Stop that has begun: the run's send waits for it
 	tm.resetFunc(0)
 	eventually(t, "the run to begin its send", func() bool { return ch.inflight.Load() == 1 })

@@ -45,24 +45,32 @@ func (w *Wheel) startContext(ctx context.Context, period time.Duration, mode per
 		return nil, errNilContext
 	}
 	return w.startWith(period, mode, f, func(t *Timer) error {
-		t.ctx = ctx
+		t.x = &extras{ctx: ctx}
 		return arm(t)
 	})
+}
+
+// context is the context t is tied to; nil when none. The caller holds t.mu.
+func (t *Timer) context() context.Context {
+	if t.x == nil {
+		return nil
+	}
+	return t.x.ctx
 }
 
 // watchContext has t stopped when its context is done, while t has a C timer. The caller
 // holds t.mu.
 func (t *Timer) watchContext() {
-	if t.ctx != nil && t.ctxStop == nil {
-		t.ctxStop = context.AfterFunc(t.ctx, func() { t.Stop() })
+	if ctx := t.context(); ctx != nil && t.x.ctxStop == nil {
+		t.x.ctxStop = context.AfterFunc(ctx, func() { t.Stop() })
 	}
 }
 
 // unwatchContext ends the watch of t's context, once t has no C timer: it fired or was
 // stopped. The caller holds t.mu.
 func (t *Timer) unwatchContext() {
-	if t.ctxStop != nil {
-		t.ctxStop()
-		t.ctxStop = nil
+	if t.x != nil && t.x.ctxStop != nil {
+		t.x.ctxStop()
+		t.x.ctxStop = nil
 	}
 }

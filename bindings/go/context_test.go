@@ -103,7 +103,7 @@ func TestAfterFuncContextReleasesTheContext(t *testing.T) {
 	eventually(t, "every timer to end", func() bool { return w.Stats().Pending == 0 })
 	for _, tm := range timers {
 		tm.mu.Lock()
-		watching := tm.ctxStop != nil
+		watching := tm.x.ctxStop != nil
 		tm.mu.Unlock()
 		if watching {
 			t.Fatal("a fired or stopped timer still watches its context")

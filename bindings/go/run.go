@@ -3,13 +3,14 @@ package timerwheel
 import "slices"
 
 // The runs of a Timer's func: which are under way, so that StopWait can wait for them and
-// can tell when it is called from one of them.
+// can tell when it is called from one of them. Mostly one at a time (Timer.running); a
+// one-shot reset while its func runs can have two.
 
 // begin decides, when the C timer of handle h fires, whether t's func runs now (not for a
 // one-shot stopped or armed anew meanwhile), and records the run. It returns the number of
 // the C timer that fired (see Timer.arms); 0 for a periodic C timer that no longer stands
 // for t (stopped, or replaced by a Reset after a Stop), whose run goes ahead.
-func (t *Timer) begin(h uintptr) (arm uint64, ok bool) {
+func (t *Timer) begin(h uintptr) (arm uint32, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if h == t.handle {
@@ -22,9 +23,14 @@ func (t *Timer) begin(h uintptr) (arm uint64, ok bool) {
 		t.handle = 0
 		t.unwatchContext()
 	}
-	t.runs = append(t.runs, h)
-	if t.ch != nil {
-		t.ch.inflight.Add(1)
+	if t.running == 0 {
+		t.running = h
+	} else {
+		x := t.extras()
+		x.runs = append(x.runs, h)
+	}
+	if t.C != nil {
+		t.x.ch.inflight.Add(1)
 	}
 	return arm, true
 }
@@ -33,14 +39,22 @@ func (t *Timer) begin(h uintptr) (arm uint64, ok bool) {
 func (t *Timer) end(h uintptr) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if i := slices.Index(t.runs, h); i >= 0 {
-		last := len(t.runs) - 1
-		t.runs[i] = t.runs[last]
-		t.runs = t.runs[:last]
+	if t.x == nil {
+		t.running = 0
+		return
 	}
-	if len(t.runs) == 0 && t.idle != nil {
-		close(t.idle)
-		t.idle = nil
+	x := t.x
+	if t.running == h {
+		t.running = 0
+		if n := len(x.runs); n > 0 {
+			t.running, x.runs = x.runs[n-1], x.runs[:n-1]
+		}
+	} else if i := slices.Index(x.runs, h); i >= 0 {
+		x.runs = slices.Delete(x.runs, i, i+1)
+	}
+	if t.running == 0 && x.idle != nil {
+		close(x.idle)
+		x.idle = nil
 	}
 }
 
@@ -70,20 +84,21 @@ func (t *Timer) inOwnFunc() bool {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return slices.Contains(t.runs, h)
+	return t.running == h || (t.x != nil && slices.Contains(t.x.runs, h))
 }
 
 // waitIdle returns once no run of t's func is under way.
 func (t *Timer) waitIdle() {
 	t.mu.Lock()
-	if len(t.runs) == 0 {
+	if t.running == 0 {
 		t.mu.Unlock()
 		return
 	}
-	if t.idle == nil {
-		t.idle = make(chan struct{})
+	x := t.extras()
+	if x.idle == nil {
+		x.idle = make(chan struct{})
 	}
-	idle := t.idle
+	idle := x.idle
 	t.mu.Unlock()
 	<-idle
 }

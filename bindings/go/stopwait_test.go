@@ -167,3 +167,38 @@ func TestStopWaitOnVirtualClockFromOwnFunc(t *testing.T) {
 		t.Fatalf("StopWait after the run = %v, %v; want false, nil", stopped, err)
 	}
 }
+
+// Two runs of one one-shot at once (Reset while its func runs, and the new run starts):
+// StopWait waits for both, and from either of them it is busy.
+func TestStopWaitWithTwoRunsAtOnce(t *testing.T) {
+	w := newWheel(t, Config{MaxWorkers: 4})
+	started, release := make(chan struct{}, 2), make(chan struct{})
+	unblock := sync.OnceFunc(func() { close(release) })
+	defer unblock()
+	var running atomic.Int32
+	busy := make(chan error, 2)
+	var tm *Timer
+	tm = mustAfterFunc(t, w, 0, func() {
+		running.Add(1)
+		started <- struct{}{}
+		<-release
+		_, err := tm.StopWait()
+		busy <- err
+		running.Add(-1)
+	})
+	receive(t, started, "the first run")
+	tm.Reset(0)
+	receive(t, started, "the second run")
+	done := stopWaitAsync(tm)
+	notYet(t, done, "StopWait")
+	unblock()
+	receive(t, done, "StopWait")
+	if n := running.Load(); n != 0 {
+		t.Fatalf("StopWait returned with %d runs under way", n)
+	}
+	for i := 0; i < 2; i++ {
+		if err := receive(t, busy, "StopWait from a run"); !errors.Is(err, ErrBusy) {
+			t.Fatalf("StopWait from run %d: %v, want ErrBusy", i+1, err)
+		}
+	}
+}

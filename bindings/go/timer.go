@@ -17,18 +17,38 @@ type Timer struct {
 
 	w      *Wheel
 	f      func()
-	ch     *channel        // the channel behind C; nil for a func timer
-	ctx    context.Context // stops the timer when done; nil when none (see context.go)
-	period time.Duration   // 0 for a one-shot timer
+	period time.Duration // 0 for a one-shot timer
 	mode   periodMode
+	// arms is how many C timers have stood for t (the number of the current one); guarded
+	// by mu, beside mode to keep a Timer in 80 bytes.
+	arms uint32
 
-	mu      sync.Mutex  // guards the fields below
-	id      uint64      // the C timer that stands for t now
-	handle  uintptr     // its registry handle; 0 once t has fired or been stopped
-	arms    uint64      // how many C timers have stood for t (the number of the current one)
-	ctxStop func() bool // unregisters the context.AfterFunc that stops t; nil when none
-	runs    []uintptr   // the handles whose func is running now (see run.go)
-	idle    chan struct{}
+	mu      sync.Mutex // guards the fields below
+	id      uint64     // the C timer that stands for t now
+	handle  uintptr    // its registry handle; 0 once t has fired or been stopped
+	running uintptr    // the handle of a run of the func under way (run.go); 0 when none
+	// x holds what only some timers need: made with the timer for a channel or context
+	// timer, when first needed otherwise (guarded by mu then).
+	x *extras
+}
+
+// extras is the part of a Timer that most timers do without.
+type extras struct {
+	ch  *channel        // the channel behind C; nil for a func timer (set once)
+	ctx context.Context // stops the timer when done; nil when none (set once)
+
+	// Guarded by the Timer's mu.
+	ctxStop func() bool   // unregisters the context.AfterFunc that stops t; nil when none
+	runs    []uintptr     // the handles of more runs under way, beside Timer.running
+	idle    chan struct{} // closed when the last run under way returns; made by StopWait
+}
+
+// extras returns t.x, made if need be. The caller holds t.mu.
+func (t *Timer) extras() *extras {
+	if t.x == nil {
+		t.x = &extras{}
+	}
+	return t.x
 }
 
 // Stop prevents the timer from firing (again). It returns true if the call stopped the
@@ -38,8 +58,8 @@ type Timer struct {
 // call starts. For a timer made by NewTimer, Stop follows Go 1.23's time.Timer: see
 // NewTimer.
 func (t *Timer) Stop() bool {
-	if t.ch != nil {
-		return t.ch.stop(t)
+	if t.C != nil {
+		return t.x.ch.stop(t)
 	}
 	return t.stopFunc()
 }
@@ -75,8 +95,8 @@ func (t *Timer) stopFunc() bool {
 // returns false. For a timer made by NewTimer, Reset follows Go 1.23's time.Timer: see
 // NewTimer.
 func (t *Timer) Reset(d time.Duration) bool {
-	if t.ch != nil {
-		return t.ch.reset(t, d)
+	if t.C != nil {
+		return t.x.ch.reset(t, d)
 	}
 	return t.resetFunc(d)
 }
@@ -126,8 +146,8 @@ func (t *Timer) arm(d time.Duration) error {
 // The caller holds t.mu.
 func (t *Timer) armWith(add func(handle uintptr) (uint64, error)) error {
 	w := t.w
-	if t.ctx != nil && t.ctx.Err() != nil {
-		return context.Cause(t.ctx)
+	if ctx := t.context(); ctx != nil && ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
 	if !w.gate.enter() {
 		return w.err
