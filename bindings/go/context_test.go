@@ -157,3 +157,24 @@ func TestAfterFuncContextRacesWithFiring(t *testing.T) {
 		t.Fatalf("%d runs, FiredOneShot %d", runs.Load(), s.FiredOneShot)
 	}
 }
+
+// A context timer armed again by Reset after it fired watches its context again.
+func TestAfterFuncContextResetAfterFiringWatchesAgain(t *testing.T) {
+	w := newWheel(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{}, 2)
+	tm, err := w.AfterFuncContext(ctx, 0, func() { ran <- struct{}{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	receive(t, ran, "the first run")
+	eventually(t, "the fired timer to end", func() bool { return w.Stats().Pending == 0 })
+	tm.Reset(time.Hour)
+	cancel()
+	eventually(t, "the context to stop the timer armed again", func() bool {
+		return w.Stats().Pending == 0
+	})
+	if s := w.Stats(); s.Cancelled != 1 {
+		t.Fatalf("Cancelled %d, want 1", s.Cancelled)
+	}
+}
