@@ -110,8 +110,9 @@ class LoopWheel:
 
     ``LoopWheel(**settings)`` makes a ``Wheel(**settings)`` of its own, closed with it;
     ``LoopWheel(wheel=w)`` uses ``w`` (for instance ``timerwheel.default_wheel()``) and
-    leaves it open. ``loop`` defaults to the running loop (made inside a coroutine, or by
-    ``async with``). The methods are to be called on the loop's thread.
+    leaves it open. ``loop`` defaults to the running loop, so make it inside a coroutine (as
+    ``async with LoopWheel() as wheel:`` does). Call its methods, and its timers', on the
+    loop's thread.
 
     Closing (``close()`` or leaving ``async with``) cancels the timers not yet run: no
     callback runs on the loop after it."""
