@@ -1,8 +1,13 @@
 """Shared helpers: a wheel per test (closed afterwards) and waiting with a deadline."""
 
+import os
 import time
 
 import pytest
+
+# Every event loop of the tests runs in asyncio's debug mode, which raises when a loop
+# method that is not thread-safe is called from another thread (a worker's).
+os.environ.setdefault("PYTHONASYNCIODEBUG", "1")
 
 from timerwheel import Wheel
 
