@@ -105,6 +105,9 @@ func (t *Timer) Reset(d time.Duration) bool {
 func (t *Timer) resetFunc(d time.Duration) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if ctx := t.context(); ctx != nil && ctx.Err() != nil {
+		return false // done: context.AfterFunc is stopping t, if it was armed
+	}
 	w := t.w
 	if t.handle == 0 {
 		_ = t.arm(d) // fails only when the wheel is closed or full: the timer stays stopped
