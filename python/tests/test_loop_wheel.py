@@ -117,10 +117,11 @@ def test_a_busy_loop_coalesces_periodic_runs():
             runs = []
             lw.call_every(0.002, runs.append, 1)
             time.sleep(0.2)  # about 100 periods pass while the loop is blocked
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0)  # the drain that was scheduled meanwhile runs
+            await asyncio.sleep(0)
             return len(runs)
 
-    assert run(main) < 20
+    assert 1 <= run(main) <= 3
 
 
 def test_close_cancels_what_has_not_run():
