@@ -50,6 +50,7 @@ test-examples: lib | $(DEMO_BUILD)
 ifneq ($(wildcard mk/python.mk),)
 	$(MAKE) -s python-install
 	$(VENV)/bin/python examples/python/hello.py
+	$(VENV)/bin/python examples/python/session_asyncio.py
 endif
 ifneq ($(wildcard mk/go.mk),)
 	$(MAKE) -s go-toolchain

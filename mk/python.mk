@@ -5,10 +5,12 @@
 VENV_PY := $(VENV)/bin/python
 PIP_INSTALL := $(VENV_PY) -m pip install -q --disable-pip-version-check --root-user-action=ignore
 
-# Created once; later runs only check that the tools are there.
+# Created once; later runs only check that the tools are there. mypy runs the stubs'
+# type checks in the tests (python/tests/test_typing.py).
 venv:
-	@test -x $(VENV)/bin/maturin -a -x $(VENV)/bin/pytest || { \
-		$(PYTHON) -m venv $(VENV) && $(PIP_INSTALL) maturin pytest; }
+	@test -x $(VENV)/bin/maturin -a -x $(VENV)/bin/pytest -a -x $(VENV)/bin/mypy || { \
+		{ test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV); } && \
+		$(PIP_INSTALL) maturin pytest mypy; }
 
 # Builds the abi3 extension (release) with the venv's maturin and installs the package.
 python-install: venv

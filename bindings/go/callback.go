@@ -14,17 +14,27 @@ var timers registry
 func twgoFire(handle C.uintptr_t) {
 	h := uintptr(handle)
 	t := timers.fired(h)
-	if t == nil || (t.period == 0 && !t.expire(h)) {
+	if t == nil {
 		return
 	}
-	t.run()
+	arm, ok := t.begin(h)
+	if !ok {
+		return
+	}
+	defer t.end(h)
+	t.run(arm)
 }
 
-// run calls the timer's func, recovering and counting a panic so that the wheel goes on.
-func (t *Timer) run() {
+// run calls the timer's func (or sends on its channel, for the C timer numbered arm),
+// recovering and counting a panic so that the wheel goes on.
+func (t *Timer) run(arm uint32) {
 	if t.w.virtual {
 		t.w.inCallback.Add(1)
 		defer t.w.inCallback.Add(-1)
+	}
+	if t.C != nil {
+		t.x.ch.send(arm)
+		return
 	}
 	defer func() {
 		if v := recover(); v != nil {

@@ -14,10 +14,21 @@ package timerwheel
 // Exported from callback.go.
 extern void twgoFire(uintptr_t handle);
 
+// The handle whose callback this thread is running (0: none), for StopWait's check that
+// it is not called from its own func.
+static __thread uintptr_t twgo_current;
+
 // The tw_callback of every Go timer: user_data carries a registry handle, never a Go pointer.
 static void twgo_fire(tw_timer_id id, void *user_data) {
 	(void)id;
+	uintptr_t outer = twgo_current;
+	twgo_current = (uintptr_t)user_data;
 	twgoFire((uintptr_t)user_data);
+	twgo_current = outer;
+}
+
+static uintptr_t twgo_current_handle(void) {
+	return twgo_current;
 }
 
 typedef struct twgo_added {
@@ -205,6 +216,12 @@ func cExport(w cWheel) ([]cPending, int, error) {
 		}
 	}
 	return pending, int(e.running), nil
+}
+
+// cCurrentHandle is the handle of the Go timer whose callback the calling thread runs; 0
+// on a thread outside the library's callbacks.
+func cCurrentHandle() uintptr {
+	return uintptr(C.twgo_current_handle())
 }
 
 // cDelete stops a timer.

@@ -22,6 +22,12 @@
 // timer never overlap. A panic in a func is recovered and counted in Stats.CallbackPanics;
 // the wheel goes on. Close waits for running funcs and discards pending timers.
 //
+// AfterFuncContext and EveryContext tie a timer to a context.Context: it is stopped when the
+// context is done. NewTimer and NewTicker deliver on a channel C, like time.NewTimer and
+// time.NewTicker with Go 1.23's semantics (no stale value after Stop or Reset). StopWait
+// stops a timer and waits for a run of its func under way, as the C library's
+// tw_delete_sync does.
+//
 // # How funcs run
 //
 // The package is cgo over the C library libtimerwheel, linked statically. Go funcs never
@@ -41,5 +47,6 @@
 //
 // An entry is released when its one-shot timer fires, when Stop stops the timer, or when
 // Close discards it: no handle outlives its timer. The package starts no goroutine of its
-// own, but one to finish a Close called from one of the wheel's funcs.
+// own, but one to finish a Close called from one of the wheel's funcs (and the one
+// context.AfterFunc starts to stop a context timer once its context is done).
 package timerwheel

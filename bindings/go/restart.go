@@ -52,7 +52,8 @@ type Pending struct {
 	Period time.Duration
 	// FixedDelay is true for a timer made by EveryFixedDelay.
 	FixedDelay bool
-	// Func is the func it calls.
+	// Func is the func it calls; nil for a timer of NewTimer or NewTicker, which sends on
+	// its channel instead.
 	Func func()
 }
 

@@ -1,29 +1,71 @@
 package timerwheel
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"time"
 )
 
-// Timer is a pending call of a func, made by AfterFunc, Every or EveryFixedDelay. Its
-// methods are safe for concurrent use, also from inside its own func.
+// Timer is a pending call of a func, made by AfterFunc, Every or EveryFixedDelay, or a
+// pending send on its channel C, made by NewTimer. Its methods are safe for concurrent
+// use, also from inside its own func.
 type Timer struct {
+	// C delivers the time of each expiry of a timer made by NewTimer; nil otherwise, as
+	// for time.AfterFunc's timers.
+	C <-chan time.Time
+
 	w      *Wheel
 	f      func()
 	period time.Duration // 0 for a one-shot timer
 	mode   periodMode
+	// arms is how many C timers have stood for t (the number of the current one); guarded
+	// by mu, beside mode to keep a Timer in 80 bytes.
+	arms uint32
 
-	mu     sync.Mutex // guards the fields below
-	id     uint64     // the C timer that stands for t now
-	handle uintptr    // its registry handle; 0 once t has fired or been stopped
+	mu      sync.Mutex // guards the fields below
+	id      uint64     // the C timer that stands for t now
+	handle  uintptr    // its registry handle; 0 once t has fired or been stopped
+	running uintptr    // the handle of a run of the func under way (run.go); 0 when none
+	// x holds what only some timers need: made with the timer for a channel or context
+	// timer, when first needed otherwise (guarded by mu then).
+	x *extras
+}
+
+// extras is the part of a Timer that most timers do without.
+type extras struct {
+	ch  *channel        // the channel behind C; nil for a func timer (set once)
+	ctx context.Context // stops the timer when done; nil when none (set once)
+
+	// Guarded by the Timer's mu.
+	ctxStop func() bool   // unregisters the context.AfterFunc that stops t; nil when none
+	runs    []uintptr     // the handles of more runs under way, beside Timer.running
+	idle    chan struct{} // closed when the last run under way returns; made by StopWait
+}
+
+// extras returns t.x, made if need be. The caller holds t.mu.
+func (t *Timer) extras() *extras {
+	if t.x == nil {
+		t.x = &extras{}
+	}
+	return t.x
 }
 
 // Stop prevents the timer from firing (again). It returns true if the call stopped the
 // timer, false if the timer had already fired (its func has started) or been stopped, as
-// time.Timer's Stop does. Stop does not wait for a call of the func that has started;
-// called from a periodic timer's own func, it returns true and no further call starts.
+// time.Timer's Stop does. Stop does not wait for a call of the func that has started
+// (StopWait does); called from a periodic timer's own func, it returns true and no further
+// call starts. For a timer made by NewTimer, Stop follows Go 1.23's time.Timer: see
+// NewTimer.
 func (t *Timer) Stop() bool {
+	if t.C != nil {
+		return t.x.ch.stop(t)
+	}
+	return t.stopFunc()
+}
+
+// stopFunc is Stop of the C timer that stands for t.
+func (t *Timer) stopFunc() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	w := t.w
@@ -41,6 +83,7 @@ func (t *Timer) Stop() bool {
 		return false
 	}
 	t.handle = 0
+	t.unwatchContext()
 	return true
 }
 
@@ -48,10 +91,23 @@ func (t *Timer) Stop() bool {
 // made by time.AfterFunc: it returns true if the timer had been active and is now moved,
 // and false if it had fired or been stopped, in which case its func is scheduled to run
 // again after d. For a periodic timer, Reset moves the next call; the period stays. On a
-// closed wheel Reset does nothing and returns false.
+// closed wheel, or once the context of AfterFuncContext is done, Reset does nothing and
+// returns false. For a timer made by NewTimer, Reset follows Go 1.23's time.Timer: see
+// NewTimer.
 func (t *Timer) Reset(d time.Duration) bool {
+	if t.C != nil {
+		return t.x.ch.reset(t, d)
+	}
+	return t.resetFunc(d)
+}
+
+// resetFunc is Reset of the C timer that stands for t.
+func (t *Timer) resetFunc(d time.Duration) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if ctx := t.context(); ctx != nil && ctx.Err() != nil {
+		return false // done: context.AfterFunc is stopping t, if it was armed
+	}
 	w := t.w
 	if t.handle == 0 {
 		_ = t.arm(d) // fails only when the wheel is closed or full: the timer stays stopped
@@ -93,6 +149,9 @@ func (t *Timer) arm(d time.Duration) error {
 // The caller holds t.mu.
 func (t *Timer) armWith(add func(handle uintptr) (uint64, error)) error {
 	w := t.w
+	if ctx := t.context(); ctx != nil && ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
 	if !w.gate.enter() {
 		return w.err
 	}
@@ -104,17 +163,7 @@ func (t *Timer) armWith(add func(handle uintptr) (uint64, error)) error {
 		return err
 	}
 	t.id, t.handle = id, h
+	t.arms++
+	t.watchContext()
 	return nil
-}
-
-// expire decides, when the C timer of handle h of a one-shot timer fires, whether the func
-// runs now: not if the timer was stopped or armed anew meanwhile.
-func (t *Timer) expire(h uintptr) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.handle != h {
-		return false
-	}
-	t.handle = 0
-	return true
 }

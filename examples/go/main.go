@@ -1,9 +1,11 @@
-// A session with an idle timeout that activity pushes back, and a periodic charge.
+// A session with an idle timeout that activity pushes back, and a periodic charge that
+// ends with the session's context.
 //
 //	cd examples/go && go run .
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -19,13 +21,13 @@ func main() {
 	}
 	defer w.Close() // waits for running callbacks, discards what is still pending
 
+	session, hangUp := context.WithCancel(context.Background())
 	var charges atomic.Int64
-	closed := make(chan struct{})
-	idle, err := w.AfterFunc(100*time.Millisecond, func() { close(closed) }) // 100 ms of silence
+	idle, err := w.NewTimer(100 * time.Millisecond) // 100 ms of silence
 	if err != nil {
 		panic(err)
 	}
-	charge, err := w.Every(20*time.Millisecond, func() { charges.Add(1) }) // every 20 ms
+	_, err = w.EveryContext(session, 20*time.Millisecond, func() { charges.Add(1) }) // every 20 ms
 	if err != nil {
 		panic(err)
 	}
@@ -34,8 +36,8 @@ func main() {
 		time.Sleep(50 * time.Millisecond)
 		idle.Reset(100 * time.Millisecond)
 	}
-	<-closed      // silence: the timeout fires
-	charge.Stop() // true: no further charge starts
+	<-idle.C // silence: the timeout fires
+	hangUp() // the session's charges stop with its context
 
 	s := w.Stats()
 	fmt.Printf("session closed after %d charges; timers added %d, late p99 %v\n",

@@ -1,13 +1,37 @@
-//! Python values to runtime values: float seconds to `Duration` / `SystemTime`, and the
-//! `Wheel(...)` arguments to a `Config`.
+//! Python values to runtime values: seconds (a number or a `datetime.timedelta`) to
+//! `Duration` / `SystemTime`, and the `Wheel(...)` arguments to a `Config`.
 
 use std::time::{Duration, SystemTime};
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyType};
 use timerwheel_core::Config;
 
 use crate::errors::invalid;
+
+/// Seconds as Python passes them (`name` is the argument's name, for the message): a
+/// number, or a `datetime.timedelta`.
+pub fn as_seconds(name: &str, value: &Bound<'_, PyAny>) -> PyResult<f64> {
+    if let Ok(number) = value.extract::<f64>() {
+        return Ok(number);
+    }
+    static TIMEDELTA: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    let timedelta = TIMEDELTA.import(value.py(), "datetime", "timedelta")?;
+    if value.is_instance(timedelta)? {
+        return value.call_method0("total_seconds")?.extract();
+    }
+    let kind = value.get_type().name()?;
+    Err(PyTypeError::new_err(format!(
+        "{name} must be a number of seconds or a datetime.timedelta, got an object of type {kind}"
+    )))
+}
+
+/// A delay as Python passes it, as a `Duration` (see [`as_seconds`] and [`seconds`]).
+pub fn delay(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    seconds(name, as_seconds(name, value)?)
+}
 
 /// Float seconds (`name` is the argument's name, for the message) as a `Duration`, rounded
 /// to the nearest nanosecond; the runtime then rounds it up to its tick, never down.
@@ -24,8 +48,9 @@ pub fn seconds(name: &str, value: f64) -> PyResult<Duration> {
     Ok(Duration::from_nanos(nanos as u64))
 }
 
-/// A period: like [`seconds`], and more than zero.
-pub fn period(value: f64) -> PyResult<Duration> {
+/// A period: like [`delay`], and more than zero.
+pub fn period(value: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    let value = as_seconds("period", value)?;
     let period = seconds("period", value)?;
     if period.is_zero() {
         return Err(invalid(format!("period must be > 0 seconds, got {value}")));

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use timerwheel_core::{Error, Runtime, TimerId};
 
-use crate::convert::seconds;
+use crate::convert::{delay, unix_seconds};
 use crate::errors::to_py;
 use crate::task::PyTask;
 
@@ -66,9 +66,16 @@ impl Timer {
     /// Re-arms a pending timer to fire `delay` seconds from now (a periodic timer keeps
     /// its period). True if it was pending; False if it already fired, was cancelled, or
     /// its wheel is closed.
-    fn reset(&self, delay: f64) -> PyResult<bool> {
-        let delay = seconds("delay", delay)?;
+    fn reset(&self, delay: Bound<'_, PyAny>) -> PyResult<bool> {
+        let delay = self::delay("delay", &delay)?;
         done(self.rt.reset(self.id, delay), "reset")
+    }
+
+    /// When the timer runs next, as a Unix time in seconds on its wheel's clock (that of
+    /// `Wheel.now()`: virtual or real); None when it is not waiting: fired, cancelled, due
+    /// and about to run, or a periodic timer whose callback is running.
+    fn when(&self) -> Option<f64> {
+        self.rt.deadline(self.id).map(unix_seconds)
     }
 
     fn __repr__(&self) -> String {

@@ -14,7 +14,7 @@ use timerwheel_core::{
     TimerId, TimerKind,
 };
 
-use crate::convert::{config_dict, period, seconds, unix_seconds, unix_time, WheelArgs};
+use crate::convert::{as_seconds, config_dict, delay, period, unix_seconds, unix_time, WheelArgs};
 use crate::errors::{add_refused, invalid, to_py, wrong_mode};
 use crate::stats::stats_dict;
 use crate::task::{CallParts, PyTask};
@@ -154,10 +154,10 @@ impl Wheel {
     #[allow(clippy::too_many_arguments)] // the keyword arguments of Wheel(...)
     fn new(
         cls: &Bound<'_, PyType>,
-        tick: Option<f64>,
+        tick: Option<Bound<'_, PyAny>>,
         min_workers: Option<i64>,
         max_workers: Option<i64>,
-        worker_keepalive: Option<f64>,
+        worker_keepalive: Option<Bound<'_, PyAny>>,
         max_timers: Option<i64>,
         manual: Option<bool>,
         virtual_clock: Option<Bound<'_, PyAny>>,
@@ -167,10 +167,12 @@ impl Wheel {
             Arc::clone(shared.map_err(|err| to_py(err, "default_wheel"))?)
         } else {
             let args = WheelArgs {
-                tick,
+                tick: tick.map(|t| as_seconds("tick", &t)).transpose()?,
                 min_workers,
                 max_workers,
-                worker_keepalive,
+                worker_keepalive: worker_keepalive
+                    .map(|k| as_seconds("worker_keepalive", &k))
+                    .transpose()?,
                 max_timers,
                 manual,
                 virtual_start: virtual_start(virtual_clock)?,
@@ -187,12 +189,12 @@ impl Wheel {
     #[pyo3(signature = (delay, callback, /, *args, **kwargs))]
     fn call_later(
         &self,
-        delay: f64,
+        delay: Bound<'_, PyAny>,
         callback: Bound<'_, PyAny>,
         args: Bound<'_, PyTuple>,
         kwargs: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Timer> {
-        let delay = seconds("delay", delay)?;
+        let delay = self::delay("delay", &delay)?;
         let task = task(callback, args, kwargs)?;
         self.added(self.rt.add(delay, task), "call_later")
     }
@@ -222,15 +224,15 @@ impl Wheel {
     #[allow(clippy::too_many_arguments)]
     fn call_every(
         &self,
-        period: f64,
+        period: Bound<'_, PyAny>,
         callback: Bound<'_, PyAny>,
         args: Bound<'_, PyTuple>,
         fixed_delay: bool,
-        first: Option<f64>,
+        first: Option<Bound<'_, PyAny>>,
         kwargs: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Timer> {
-        let period = self::period(period)?;
-        let first = first.map_or(Ok(period), |f| seconds("first", f))?;
+        let period = self::period(&period)?;
+        let first = first.map_or(Ok(period), |f| delay("first", &f))?;
         let task = task(callback, args, kwargs)?;
         self.added(
             self.rt.add_periodic(first, period, mode(fixed_delay), task),
@@ -249,7 +251,7 @@ impl Wheel {
     fn call_every_at(
         &self,
         first: f64,
-        period: f64,
+        period: Bound<'_, PyAny>,
         callback: Bound<'_, PyAny>,
         args: Bound<'_, PyTuple>,
         fixed_delay: bool,
@@ -257,7 +259,7 @@ impl Wheel {
         kwargs: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Timer> {
         let first = unix_time(first)?;
-        let period = self::period(period)?;
+        let period = self::period(&period)?;
         let missed = self::missed(missed)?;
         let task = task(callback, args, kwargs)?;
         let mode = mode(fixed_delay);
@@ -337,8 +339,8 @@ impl Wheel {
     /// Virtual clock (`Wheel(virtual_clock=...)`): moves time forward by `seconds` and runs
     /// every callback that falls due on the way, on this thread, in deadline order; returns
     /// how many ran.
-    fn advance(&self, py: Python<'_>, seconds: f64) -> PyResult<usize> {
-        let by = self::seconds("seconds", seconds)?;
+    fn advance(&self, py: Python<'_>, seconds: Bound<'_, PyAny>) -> PyResult<usize> {
+        let by = delay("seconds", &seconds)?;
         self.drive_virtual(py, "advance", |rt| rt.advance(by))
     }
 

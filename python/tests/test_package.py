@@ -4,6 +4,7 @@ import inspect
 import pathlib
 
 import timerwheel
+import timerwheel.asyncio
 
 
 def test_stubs_and_py_typed_ship_with_the_package():
@@ -14,8 +15,15 @@ def test_stubs_and_py_typed_ship_with_the_package():
 
 def test_every_public_name_has_a_docstring():
     undocumented = []
-    for name in timerwheel.__all__:
-        obj = getattr(timerwheel, name)
+    for module in (timerwheel, timerwheel.asyncio):
+        undocumented += _undocumented(module)
+    assert undocumented == []
+
+
+def _undocumented(module):
+    undocumented = []
+    for name in module.__all__:
+        obj = getattr(module, name)
         if name.startswith("__"):
             continue
         if not inspect.getdoc(obj):
@@ -24,7 +32,7 @@ def test_every_public_name_has_a_docstring():
             for attr in dir(obj):
                 if not attr.startswith("_") and not inspect.getdoc(getattr(obj, attr)):
                     undocumented.append(f"{name}.{attr}")
-    assert undocumented == []
+    return undocumented
 
 
 def test_version():

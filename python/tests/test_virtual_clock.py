@@ -10,15 +10,10 @@ import pytest
 
 from timerwheel import TimerwheelBusyError, Wheel
 
-START = 1_704_067_200  # 2024-01-01T00:00:00Z
+from conftest import VIRTUAL_START as START
+
 MINUTE = 60
 DAY = 86_400
-
-
-@pytest.fixture
-def vwheel():
-    with Wheel(virtual_clock=START) as w:
-        yield w
 
 
 def elapsed_ms(wheel):

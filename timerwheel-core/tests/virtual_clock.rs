@@ -261,3 +261,37 @@ fn only_a_virtual_clock_advances_and_not_from_its_own_callbacks() {
     assert_eq!(*inside.lock().unwrap(), Some(Err(Error::Busy)));
     assert_eq!(rt.now(), start() + MINUTE, "nothing moved the clock");
 }
+
+#[test]
+fn deadline_is_the_next_run_on_the_runtime_clock_and_none_once_it_is_not_waiting() {
+    let rt = virtual_runtime();
+    let once = rt
+        .add(Duration::from_millis(2500), Box::new(|_| {}))
+        .unwrap();
+    let every = rt
+        .add_periodic(
+            Duration::from_secs(1),
+            Duration::from_secs(10),
+            PeriodMode::FixedRate,
+            Box::new(|_| {}),
+        )
+        .unwrap();
+    assert_eq!(
+        rt.deadline(once),
+        Some(start() + Duration::from_millis(2500))
+    );
+    assert_eq!(rt.deadline(every), Some(start() + Duration::from_secs(1)));
+    rt.advance(Duration::from_secs(1)).unwrap();
+    assert_eq!(rt.deadline(every), Some(start() + Duration::from_secs(11)));
+    rt.reset(once, Duration::from_secs(4)).unwrap();
+    assert_eq!(rt.deadline(once), Some(start() + Duration::from_secs(5)));
+    rt.advance(Duration::from_secs(4)).unwrap();
+    assert_eq!(rt.deadline(once), None, "fired");
+    rt.cancel(every).unwrap();
+    assert_eq!(rt.deadline(every), None, "cancelled");
+    assert_eq!(
+        rt.deadline(TimerId::from_u64(u64::MAX).unwrap()),
+        None,
+        "unknown"
+    );
+}

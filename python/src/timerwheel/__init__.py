@@ -2,8 +2,8 @@
 
 A hierarchical timing wheel (O(1) add, cancel and reset) with a tick thread that sleeps
 until the next deadline and an adaptive pool of worker threads that run the callbacks.
-Delays are float seconds; a timer never fires before its deadline and fires normally
-within an eighth of a tick (50 us to 1 ms) after it.
+Delays are float seconds or ``datetime.timedelta``; a timer never fires before its
+deadline and fires normally within an eighth of a tick (50 us to 1 ms) after it.
 
     from timerwheel import Wheel
 
@@ -13,6 +13,7 @@ within an eighth of a tick (50 us to 1 ms) after it.
 
 The module-level ``call_later``, ``call_at``, ``call_every``, ``sleep`` and
 ``future_later`` use a shared default wheel (``default_wheel()``), one per process.
+``timerwheel.asyncio.LoopWheel`` runs the callbacks on an asyncio event loop's thread.
 """
 
 from ._errors import (
@@ -23,6 +24,7 @@ from ._errors import (
     TimerwheelFullError,
 )
 from ._timerwheel import Timer, __version__, defaults
+from ._types import Stats
 from ._wheel import PendingTimer, Wheel
 from ._default import (
     call_at,
@@ -35,6 +37,7 @@ from ._default import (
 
 __all__ = [
     "PendingTimer",
+    "Stats",
     "Timer",
     "TimerwheelBusyError",
     "TimerwheelClosedError",

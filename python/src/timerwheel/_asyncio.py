@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from ._timerwheel import _Wheel
+    from ._types import Seconds
 
 T = TypeVar("T")
 
 
-def future_later(wheel: _Wheel, delay: float, result: Any = None) -> asyncio.Future[Any]:
+def future_later(wheel: _Wheel, delay: Seconds, result: Any = None) -> asyncio.Future[Any]:
     """A future of the running event loop that gets ``result`` after ``delay`` seconds.
 
     Cancelling the future (for instance by cancelling the task awaiting it) cancels the
@@ -24,7 +25,7 @@ def future_later(wheel: _Wheel, delay: float, result: Any = None) -> asyncio.Fut
     return future
 
 
-async def sleep(wheel: _Wheel, delay: float, result: T = None) -> T:  # type: ignore[assignment]
+async def sleep(wheel: _Wheel, delay: Seconds, result: T = None) -> T:  # type: ignore[assignment]
     """Suspends the calling coroutine for ``delay`` seconds, then returns ``result``."""
     return await future_later(wheel, delay, result)  # type: ignore[no-any-return]
 

@@ -6,10 +6,21 @@ runtime is the library's shared runtime of the process, which a child made by
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Optional, TypeVar
+import sys
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from ._timerwheel import Timer, _default_wheel
+from ._types import Seconds
 from ._wheel import Wheel
+
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from typing import ParamSpec, TypeVarTuple, Unpack
+    else:
+        from typing_extensions import ParamSpec, TypeVarTuple, Unpack
+
+    P = ParamSpec("P")
+    Ts = TypeVarTuple("Ts")
 
 T = TypeVar("T")
 
@@ -29,23 +40,27 @@ def default_wheel() -> Wheel:
     return wheel
 
 
-def call_later(delay: float, callback: Callable[..., object], /, *args: Any, **kwargs: Any) -> Timer:
+def call_later(
+    delay: Seconds, callback: Callable[P, object], /, *args: P.args, **kwargs: P.kwargs
+) -> Timer:
     """``Wheel.call_later`` on the shared default wheel."""
     return default_wheel().call_later(delay, callback, *args, **kwargs)
 
 
-def call_at(when: float, callback: Callable[..., object], /, *args: Any, **kwargs: Any) -> Timer:
+def call_at(
+    when: float, callback: Callable[P, object], /, *args: P.args, **kwargs: P.kwargs
+) -> Timer:
     """``Wheel.call_at`` on the shared default wheel."""
     return default_wheel().call_at(when, callback, *args, **kwargs)
 
 
 def call_every(
-    period: float,
-    callback: Callable[..., object],
+    period: Seconds,
+    callback: Callable[[Unpack[Ts]], object],
     /,
-    *args: Any,
+    *args: Unpack[Ts],
     fixed_delay: bool = False,
-    first: Optional[float] = None,
+    first: Optional[Seconds] = None,
     **kwargs: Any,
 ) -> Timer:
     """``Wheel.call_every`` on the shared default wheel."""
@@ -54,11 +69,11 @@ def call_every(
     )
 
 
-def future_later(delay: float, result: Any = None) -> asyncio.Future[Any]:
+def future_later(delay: Seconds, result: Any = None) -> asyncio.Future[Any]:
     """``Wheel.future_later`` on the shared default wheel."""
     return default_wheel().future_later(delay, result)
 
 
-async def sleep(delay: float, result: T = None) -> T:  # type: ignore[assignment]
+async def sleep(delay: Seconds, result: T = None) -> T:  # type: ignore[assignment]
     """``Wheel.sleep`` on the shared default wheel."""
     return await default_wheel().sleep(delay, result)

@@ -1,6 +1,20 @@
 """Type stubs of the native module ``timerwheel._timerwheel``."""
 
+import sys
 from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Type, Union, final
+
+from ._types import Seconds, Stats
+
+if sys.version_info >= (3, 11):
+    from typing import ParamSpec, TypeVarTuple, Unpack
+else:
+    from typing_extensions import ParamSpec, TypeVarTuple, Unpack
+
+# call_later and call_at check the callback's arguments against it (ParamSpec). The
+# periodic ones take keyword-only settings beside the callback's keyword arguments, which a
+# ParamSpec cannot share: they check the positional arguments (TypeVarTuple) only.
+P = ParamSpec("P")
+Ts = TypeVarTuple("Ts")
 
 __version__: str
 
@@ -23,34 +37,34 @@ class _Wheel:
 
     def __new__(
         cls,
-        tick: Optional[float] = None,
+        tick: Optional[Seconds] = None,
         min_workers: Optional[int] = None,
         max_workers: Optional[int] = None,
-        worker_keepalive: Optional[float] = None,
+        worker_keepalive: Optional[Seconds] = None,
         max_timers: Optional[int] = None,
         manual: Optional[bool] = None,
         virtual_clock: Union[float, bool, None] = None,
     ) -> "_Wheel": ...
     def call_later(
-        self, delay: float, callback: Callable[..., object], /, *args: Any, **kwargs: Any
+        self, delay: Seconds, callback: Callable[P, object], /, *args: P.args, **kwargs: P.kwargs
     ) -> Timer:
         """Runs ``callback(*args, **kwargs)`` once, ``delay`` seconds from now (never
-        earlier). ValueError for a negative or NaN delay, TypeError for a callback that is
-        not callable, TimerwheelClosedError after close(), TimerwheelFullError at
+        earlier). ValueError for a negative or NaN delay, TypeError for a delay that is
+        neither a number nor a timedelta or a callback that is not callable, TimerwheelClosedError after close(), TimerwheelFullError at
         capacity."""
     def call_at(
-        self, when: float, callback: Callable[..., object], /, *args: Any, **kwargs: Any
+        self, when: float, callback: Callable[P, object], /, *args: P.args, **kwargs: P.kwargs
     ) -> Timer:
         """Runs ``callback(*args, **kwargs)`` once at the Unix time ``when`` (seconds, as
         ``time.time()``); a time in the past runs at once."""
     def call_every(
         self,
-        period: float,
-        callback: Callable[..., object],
+        period: Seconds,
+        callback: Callable[[Unpack[Ts]], object],
         /,
-        *args: Any,
+        *args: Unpack[Ts],
         fixed_delay: bool = False,
-        first: Optional[float] = None,
+        first: Optional[Seconds] = None,
         **kwargs: Any,
     ) -> Timer:
         """Runs ``callback(*args, **kwargs)`` every ``period`` seconds (> 0), first after
@@ -59,10 +73,10 @@ class _Wheel:
     def call_every_at(
         self,
         first: float,
-        period: float,
-        callback: Callable[..., object],
+        period: Seconds,
+        callback: Callable[[Unpack[Ts]], object],
         /,
-        *args: Any,
+        *args: Unpack[Ts],
         fixed_delay: bool = False,
         missed: Literal["run_once", "skip"] = "run_once",
         **kwargs: Any,
@@ -75,10 +89,10 @@ class _Wheel:
     def _export(self) -> Tuple[List[Tuple[Any, ...]], int]:
         """The pending timers as tuples of the fields of ``PendingTimer``, and the count
         of periodic timers left out because their callback was running."""
-    def stats(self) -> Dict[str, int]:
-        """The counters: pending, added, fired, fired_one_shot, cancelled, discarded,
-        workers, workers_peak, workers_spawned, workers_retired, queue_depth, late_p50_us,
-        late_p99_us, late_max_us, callback_panics."""
+    def stats(self) -> Stats:
+        """The counters (a dict): pending, added, fired, fired_one_shot, cancelled,
+        discarded, workers, workers_peak, workers_spawned, workers_retired, queue_depth,
+        late_p50_us, late_p99_us, late_max_us, callback_panics."""
     def close(self) -> None:
         """Shuts the wheel down: waits for running callbacks, discards pending timers;
         no callback starts after it returns. Idempotent. TimerwheelBusyError from one of
@@ -90,7 +104,7 @@ class _Wheel:
         """Manual mode: runs the due callbacks on this thread; returns how many ran."""
     def next_timeout(self) -> Optional[float]:
         """Seconds until the next deadline (0.0 if one is due), None if none is pending."""
-    def advance(self, seconds: float) -> int:
+    def advance(self, seconds: Seconds) -> int:
         """Virtual clock: moves time forward by ``seconds`` and runs every callback that
         falls due on the way, on this thread, in deadline order (including the timers
         those callbacks add); returns how many ran. RuntimeError on the real clock,
@@ -116,5 +130,9 @@ class Timer:
         """Stops the timer; True if it was pending and will not start again."""
     def cancel_sync(self) -> bool:
         """Like ``cancel()``, then waits for a run under way on another thread."""
-    def reset(self, delay: float) -> bool:
+    def reset(self, delay: Seconds) -> bool:
         """Re-arms a pending timer ``delay`` seconds from now; False if not pending."""
+    def when(self) -> Optional[float]:
+        """When the timer runs next, as a Unix time in seconds on its wheel's clock
+        (``Wheel.now()``); None when it is not waiting (fired, cancelled, due and about to
+        run, or a periodic timer whose callback is running)."""

@@ -21,6 +21,7 @@ from typing import (
 
 from . import _asyncio
 from ._timerwheel import _exiting, _Wheel
+from ._types import Seconds
 
 T = TypeVar("T")
 W = TypeVar("W", bound="Wheel")
@@ -63,7 +64,8 @@ class Wheel(_Wheel):
     after ``worker_keepalive`` seconds idle).
 
     Arguments (all optional; left out or None, each takes the library's default, which
-    ``timerwheel.defaults()`` gives):
+    ``timerwheel.defaults()`` gives); times are float seconds or ``datetime.timedelta``,
+    here and in every method:
 
     - ``tick``: the wheel's slot width in seconds; a timer runs within about an eighth of
       it (50 us to 1 ms) after its deadline.
@@ -90,10 +92,10 @@ class Wheel(_Wheel):
 
     def __init__(
         self,
-        tick: Optional[float] = None,
+        tick: Optional[Seconds] = None,
         min_workers: Optional[int] = None,
         max_workers: Optional[int] = None,
-        worker_keepalive: Optional[float] = None,
+        worker_keepalive: Optional[Seconds] = None,
         max_timers: Optional[int] = None,
         manual: Optional[bool] = None,
         virtual_clock: Union[float, bool, None] = None,
@@ -128,14 +130,14 @@ class Wheel(_Wheel):
         records, running = self._export()
         return [PendingTimer(*record) for record in records], running
 
-    def future_later(self, delay: float, result: Any = None) -> asyncio.Future[Any]:
+    def future_later(self, delay: Seconds, result: Any = None) -> asyncio.Future[Any]:
         """An asyncio future, of the running event loop, that gets ``result`` after
         ``delay`` seconds. The timer fires on a worker thread and resolves the future on
         the loop's thread (``loop.call_soon_threadsafe``). Cancelling the future, or the
         task awaiting it, cancels the timer. Call it from the event loop's thread."""
         return _asyncio.future_later(self, delay, result)
 
-    async def sleep(self, delay: float, result: T = None) -> T:  # type: ignore[assignment]
+    async def sleep(self, delay: Seconds, result: T = None) -> T:  # type: ignore[assignment]
         """Like ``asyncio.sleep(delay, result)``, with the wheel keeping the time:
         suspends the calling coroutine for ``delay`` seconds, then returns ``result``.
         Cancelling the awaiting task cancels the timer."""

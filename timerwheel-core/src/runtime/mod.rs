@@ -32,6 +32,7 @@
 
 mod clock;
 mod config;
+mod deadline;
 mod error;
 mod executor;
 mod export;

@@ -151,18 +151,26 @@ impl<T: Task> Runtime<T> {
     }
 }
 
-/// The instant of an export on both of the runtime's clocks.
+/// An instant on both of the runtime's clocks (that of an export).
 #[derive(Clone, Copy)]
-struct Instant {
+pub(super) struct Instant {
     ns: u64,
     wall: SystemTime,
 }
 
 impl Instant {
-    fn read(clock: &Clock) -> Self {
+    pub(super) fn read(clock: &Clock) -> Self {
         Instant {
             ns: clock.elapsed_ns(),
             wall: clock.wall_now(),
+        }
+    }
+
+    /// The time on the wall clock of `ns` on the monotonic one.
+    pub(super) fn wall_at(self, ns: u64) -> SystemTime {
+        match ns.checked_sub(self.ns) {
+            Some(ahead) => self.wall + Duration::from_nanos(ahead),
+            None => self.wall - Duration::from_nanos(self.ns - ns),
         }
     }
 
@@ -174,10 +182,7 @@ impl Instant {
         schedule: Schedule,
     ) -> ExportedTimer {
         let due_ns = clock.exact_ns(deadline);
-        let due = match due_ns.checked_sub(self.ns) {
-            Some(ahead) => self.wall + Duration::from_nanos(ahead),
-            None => self.wall - Duration::from_nanos(self.ns - due_ns),
-        };
+        let due = self.wall_at(due_ns);
         let kind = match schedule {
             Schedule::Once => TimerKind::OneShot,
             Schedule::Every { period, mode } | Schedule::EveryAfterCatchUp { period, mode, .. } => {

@@ -437,7 +437,7 @@ impl<T> ShardState<T> {
     }
 
     /// A live timer's deadline: its tick in the wheel, its exact time in the entry.
-    fn deadline(&self, key: Key) -> Option<Deadline> {
+    pub(crate) fn deadline(&self, key: Key) -> Option<Deadline> {
         Some(Deadline {
             tick: self.wheel.deadline(key)?,
             rounded_up_ns: self.wheel.get(key)?.rounded_up.ns(),

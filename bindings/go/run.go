@@ -1,0 +1,104 @@
+package timerwheel
+
+import "slices"
+
+// The runs of a Timer's func: which are under way, so that StopWait can wait for them and
+// can tell when it is called from one of them. Mostly one at a time (Timer.running); a
+// one-shot reset while its func runs can have two.
+
+// begin decides, when the C timer of handle h fires, whether t's func runs now (not for a
+// one-shot stopped or armed anew meanwhile), and records the run. It returns the number of
+// the C timer that fired (see Timer.arms); 0 for a periodic C timer that no longer stands
+// for t (stopped, or replaced by a Reset after a Stop), whose run goes ahead.
+func (t *Timer) begin(h uintptr) (arm uint32, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h == t.handle {
+		arm = t.arms
+	}
+	if t.period == 0 {
+		if h != t.handle {
+			return 0, false
+		}
+		t.handle = 0
+		t.unwatchContext()
+	}
+	if t.running == 0 {
+		t.running = h
+	} else {
+		x := t.extras()
+		x.runs = append(x.runs, h)
+	}
+	if t.C != nil {
+		t.x.ch.inflight.Add(1)
+	}
+	return arm, true
+}
+
+// end records that the run of handle h has returned, waking StopWait after the last one.
+func (t *Timer) end(h uintptr) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.x == nil {
+		t.running = 0
+		return
+	}
+	x := t.x
+	if t.running == h {
+		t.running = 0
+		if n := len(x.runs); n > 0 {
+			t.running, x.runs = x.runs[n-1], x.runs[:n-1]
+		}
+	} else if i := slices.Index(x.runs, h); i >= 0 {
+		x.runs = slices.Delete(x.runs, i, i+1)
+	}
+	if t.running == 0 && x.idle != nil {
+		close(x.idle)
+		x.idle = nil
+	}
+}
+
+// StopWait stops the timer as Stop does, then waits until no call of its func is running
+// (one that started before, on another thread), as the C library's tw_delete_sync does:
+// when it returns, the func is not running and, unless Reset or a concurrent call starts
+// the timer again, will not run. It returns what Stop returned.
+//
+// Called from the timer's own func, where it would wait for itself, it returns false and
+// ErrBusy at once and changes nothing (Stop is the call to make there). Called from
+// another timer's func, it blocks that worker thread while it waits.
+func (t *Timer) StopWait() (bool, error) {
+	if t.inOwnFunc() {
+		return false, ErrBusy
+	}
+	stopped := t.Stop()
+	t.waitIdle()
+	return stopped, nil
+}
+
+// inOwnFunc reports whether the calling goroutine is running a func of t: the library
+// thread it runs on is inside the C callback of one of t's runs.
+func (t *Timer) inOwnFunc() bool {
+	h := cCurrentHandle()
+	if h == 0 {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.running == h || (t.x != nil && slices.Contains(t.x.runs, h))
+}
+
+// waitIdle returns once no run of t's func is under way.
+func (t *Timer) waitIdle() {
+	t.mu.Lock()
+	if t.running == 0 {
+		t.mu.Unlock()
+		return
+	}
+	x := t.extras()
+	if x.idle == nil {
+		x.idle = make(chan struct{})
+	}
+	idle := x.idle
+	t.mu.Unlock()
+	<-idle
+}

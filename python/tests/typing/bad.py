@@ -1,0 +1,18 @@
+"""Calls that mypy --strict must reject, one per line marked "error" (tests/test_typing.py)."""
+
+from timerwheel import Wheel
+from timerwheel.asyncio import LoopWheel
+
+
+def charge(session: int, amount: float = 0.0) -> None: ...
+
+
+def use(wheel: Wheel, lw: LoopWheel) -> None:
+    wheel.call_later(0.5, charge, "one")  # error: an argument of the wrong type
+    wheel.call_later(0.5, charge)  # error: an argument missing
+    wheel.call_later(0.5, charge, 1, amont=2.0)  # error: a keyword the callback lacks
+    wheel.call_at(1e9, charge, 1, 2.0, 3)  # error: too many arguments
+    wheel.call_every(1.0, charge, "one")  # error: periodic, wrong positional type
+    wheel.call_later("soon", charge, 1)  # error: a delay that is not seconds
+    wheel.stats()["pendng"]  # error: a stats key that does not exist
+    lw.call_later(1.0, charge, "one")  # error: the loop wheel's too

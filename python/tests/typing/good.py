@@ -1,0 +1,42 @@
+"""Calls that type-check under mypy --strict (tests/test_typing.py)."""
+
+import asyncio
+from datetime import timedelta
+from typing import Optional
+
+import timerwheel
+from timerwheel import Stats, Timer, Wheel
+from timerwheel.asyncio import LoopTimer, LoopWheel
+
+
+def charge(session: int, amount: float = 0.0) -> None: ...
+
+
+async def hang_up(session: int) -> None: ...
+
+
+def use(wheel: Wheel) -> int:
+    t: Timer = wheel.call_later(0.5, charge, 1)
+    wheel.call_later(timedelta(seconds=1), charge, 1, amount=2.5)
+    wheel.call_at(1e9, charge, session=3)
+    wheel.call_every(1.0, charge, 1, fixed_delay=True, first=timedelta(0))
+    wheel.call_every(timedelta(minutes=1), charge, 1, 2.0)
+    timerwheel.call_later(0.1, charge, 2)
+    t.reset(timedelta(milliseconds=10))
+    when: Optional[float] = t.when()
+    stats: Stats = wheel.stats()
+    return stats["pending"] + stats["late_p99_us"] + int(when or 0)
+
+
+async def main() -> None:
+    async with LoopWheel(tick=timedelta(milliseconds=1)) as lw:
+        idle: LoopTimer = lw.call_later(30, hang_up, 7)
+        idle.reset(timedelta(seconds=30))
+        lw.call_every(1.0, charge, 7)
+        value: str = await lw.sleep(0.01, "done")
+        print(value, idle.when())
+
+
+with Wheel(tick=timedelta(milliseconds=1)) as w:
+    use(w)
+asyncio.run(main())
