@@ -5,10 +5,13 @@
 VENV_PY := $(VENV)/bin/python
 PIP_INSTALL := $(VENV_PY) -m pip install -q --disable-pip-version-check --root-user-action=ignore
 
-# Created once; later runs only check that the tools are there.
+# Created once; later runs only check that the tools are there (prometheus_client: the tests
+# of timerwheel.prometheus, the `prometheus` extra).
+VENV_TOOLS := maturin pytest prometheus_client
 venv:
-	@test -x $(VENV)/bin/maturin -a -x $(VENV)/bin/pytest || { \
-		$(PYTHON) -m venv $(VENV) && $(PIP_INSTALL) maturin pytest; }
+	@test -x $(VENV)/bin/maturin -a -x $(VENV)/bin/pytest && \
+	  $(VENV_PY) -c 'import prometheus_client' 2>/dev/null || { \
+		$(PYTHON) -m venv $(VENV) && $(PIP_INSTALL) $(VENV_TOOLS); }
 
 # Builds the abi3 extension (release) with the venv's maturin and installs the package.
 python-install: venv
