@@ -121,6 +121,39 @@ func (w *Wheel) Stats() Stats {
 	return Stats{}
 }
 
+// StatsLastMinute returns the counters of about the last minute: the events (adds, runs,
+// stops, panics, slow callbacks, workers spawned and retired) and the lateness of the
+// callbacks started since the newest earlier call at least a minute ago (since the start
+// when there is none; Span says how long), the gauges (Pending, Workers, QueueDepth) as
+// now. The view is kept by these calls alone, at no cost to the timers: called every
+// second or so, it spans one minute. After Close it is the zero Stats. It counts as the
+// library does: a Stop that wins against an expiry already under way counts there as a
+// run (Stats gives the Go view; so do these, apart from that race).
+func (w *Wheel) StatsLastMinute() Stats {
+	if !w.gate.enter() {
+		return Stats{}
+	}
+	defer w.gate.exit()
+	s, err := cStatsLastMinute(w.c)
+	if err != nil {
+		return Stats{}
+	}
+	return s
+}
+
+// MetricsText returns the wheel's metrics in Prometheus's text format (version 0.0.4), as
+// the C library's tw_metrics_text writes them for every interface: counters named
+// timerwheel_*_total, gauges, and the histogram timerwheel_lateness_seconds. The package
+// github.com/timerwheel/timerwheel/bindings/go/prom serves them as a prometheus.Collector.
+// ErrClosed after Close.
+func (w *Wheel) MetricsText() (string, error) {
+	if !w.gate.enter() {
+		return "", ErrClosed
+	}
+	defer w.gate.exit()
+	return cMetricsText(w.c)
+}
+
 // Close shuts the wheel down: it waits for the callbacks that are running, discards the
 // pending timers without running them, and stops the wheel's threads. Calls after Close
 // return ErrClosed (Stop and Reset return false). Close returns nil, every time; later
