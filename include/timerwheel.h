@@ -279,7 +279,7 @@ typedef struct tw_stats {
   uint64_t slow_callbacks;
   /**
    * How long the counters cover, in milliseconds: since the wheel was created
-   * (tw_get_stats), or the span of the last-minute view (tw_get_stats_last_minute).
+   * (tw_get_stats), or the span of a recent view (tw_get_stats_recent).
    */
   uint64_t span_ms;
 } tw_stats;
@@ -745,22 +745,25 @@ enum tw_status tw_export(struct tw_wheel *w, tw_export_fn fn, void *ctx, size_t 
 enum tw_status tw_record_callback_failure(void);
 
 /**
- * Copies into `*out` the counters of about the last minute, as tw_get_stats does those
- * since start (same size rules): the events counted (added, fired, fired_one_shot,
- * cancelled, discarded, workers_spawned, workers_retired, callback_panics, slow_callbacks)
- * and the lateness (late_p50_us, late_p99_us, late_max_us) of the callbacks started since
- * the newest earlier call at least 60 s ago on this wheel (since its creation when there
- * is none); `span_ms` says how long that is. pending, workers, workers_peak and
- * queue_depth are as now. The view is kept by these calls alone (one reading a second at
- * most, nothing on the timers' path): called every second or so, it spans one minute.
+ * Copies into `*out` the counters of the last `window_ms` milliseconds (1000 to 60000),
+ * as tw_get_stats does those since creation (same size rules): the events counted
+ * (added, fired, fired_one_shot, cancelled, discarded, workers_spawned, workers_retired,
+ * callback_panics, slow_callbacks) and the lateness (late_p50_us, late_p99_us,
+ * late_max_us) of the callbacks started since the newest earlier call of this function
+ * on the wheel at least `window_ms` ago, give or take half a second (since creation when
+ * the wheel is younger); `span_ms` says how long that is. pending, workers, workers_peak
+ * and queue_depth are as now. The view is kept by these calls alone (two readings a
+ * second at most, nothing on the timers' path): called every second, a window of 1000
+ * spans a second and one of 60000 a minute.
  *
- * Returns TW_OK, or TW_ERR_INVALID when `w` or `out` is NULL or `out->size` is from 1 to
- * sizeof(size_t) - 1. Works during shutdown too.
+ * Returns TW_OK, or TW_ERR_INVALID (and `*out` is left untouched) when `w` or `out` is
+ * NULL, `window_ms` is out of its range, or `out->size` is from 1 to sizeof(size_t) - 1.
+ * Works during shutdown too.
  *
  * # Safety
  * As for tw_get_stats.
  */
-enum tw_status tw_get_stats_last_minute(const struct tw_wheel *w, struct tw_stats *out);
+enum tw_status tw_get_stats_recent(const struct tw_wheel *w, uint64_t window_ms, struct tw_stats *out);
 
 /**
  * Writes the wheel's metrics in Prometheus's text format (content type

@@ -226,10 +226,11 @@ func cStats(w cWheel) (Stats, error) {
 	return statsFromC(&s), nil
 }
 
-// cStatsLastMinute reads the counters of about the last minute.
-func cStatsLastMinute(w cWheel) (Stats, error) {
+// cStatsRecent reads the counters of the last window, clamped to the library's range.
+func cStatsRecent(w cWheel, window time.Duration) (Stats, error) {
+	ms := min(max(window.Milliseconds(), 1000), 60000)
 	s := C.tw_stats{size: C.sizeof_tw_stats}
-	if err := statusErr(C.tw_get_stats_last_minute(w, &s)); err != nil {
+	if err := statusErr(C.tw_get_stats_recent(w, C.uint64_t(ms), &s)); err != nil {
 		return Stats{}, err
 	}
 	return statsFromC(&s), nil

@@ -61,17 +61,20 @@ func TestMetricsTextGivesTheCounters(t *testing.T) {
 	}
 }
 
-func TestStatsLastMinuteCountsSinceTheStartAtFirst(t *testing.T) {
+func TestStatsRecentCountsSinceTheStartWhileTheWheelIsYounger(t *testing.T) {
 	w := ranWheel(t, Config{}, 0, 0)
-	minute, all := w.StatsLastMinute(), w.Stats()
+	minute, all := w.StatsRecent(time.Minute), w.Stats()
 	if minute.Fired != 2 || minute.Added != 2 {
 		t.Fatalf("last minute %+v, want 2 added and fired", minute)
 	}
 	if minute.Span > all.Span || all.Span <= 0 {
 		t.Fatalf("last minute spans %v, since start %v", minute.Span, all.Span)
 	}
+	if got := w.StatsRecent(time.Hour); got.Fired != 2 {
+		t.Fatalf("a window beyond a minute: %+v", got)
+	}
 	w.Close()
-	if got := w.StatsLastMinute(); got != (Stats{}) {
+	if got := w.StatsRecent(time.Second); got != (Stats{}) {
 		t.Fatalf("after Close: %+v, want the zero Stats", got)
 	}
 }

@@ -121,20 +121,22 @@ func (w *Wheel) Stats() Stats {
 	return Stats{}
 }
 
-// StatsLastMinute returns the counters of about the last minute: the events (adds, runs,
-// stops, panics, slow callbacks, workers spawned and retired) and the lateness of the
-// callbacks started since the newest earlier call at least a minute ago (since the start
-// when there is none; Span says how long), the gauges (Pending, Workers, QueueDepth) as
-// now. The view is kept by these calls alone, at no cost to the timers: called every
-// second or so, it spans one minute. After Close it is the zero Stats. It counts as the
-// library does: a Stop that wins against an expiry already under way counts there as a
-// run (Stats gives the Go view; so do these, apart from that race).
-func (w *Wheel) StatsLastMinute() Stats {
+// StatsRecent returns the counters of the last window (from a second to a minute; a
+// window out of that range is taken as its nearest end): the events (adds, runs, stops,
+// panics, slow callbacks, workers spawned and retired) and the lateness of the callbacks
+// started since the newest earlier call at least window ago, give or take half a second
+// (since the start when the wheel is younger; Span says how long), the gauges (Pending,
+// Workers, QueueDepth) as now. The view is kept by these calls alone, at no cost to the
+// timers: called every second, a window of a second spans a second, one of a minute a
+// minute. After Close it is the zero Stats. It counts as the library does: a Stop that
+// wins against an expiry already under way counts there as a run (Stats gives the Go
+// view; so does this, apart from that race).
+func (w *Wheel) StatsRecent(window time.Duration) Stats {
 	if !w.gate.enter() {
 		return Stats{}
 	}
 	defer w.gate.exit()
-	s, err := cStatsLastMinute(w.c)
+	s, err := cStatsRecent(w.c, window)
 	if err != nil {
 		return Stats{}
 	}

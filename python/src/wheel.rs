@@ -11,7 +11,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyTuple, PyType};
 use timerwheel_core::{
     Config, Error, ExportedTimer, Missed, PerProcess, PeriodMode, Rejected, Runtime, SharedRuntime,
-    TimerId, TimerKind,
+    TimerId, TimerKind, MAX_WINDOW, MIN_WINDOW,
 };
 
 use crate::convert::{config_dict, period, seconds, unix_seconds, unix_time, WheelArgs};
@@ -292,11 +292,20 @@ impl Wheel {
         stats_dict(py, &self.rt.stats())
     }
 
-    /// The counters of about the last minute, with the keys of `stats()`: the events and
-    /// lateness since the newest earlier call at least 60 s ago (since the start when there
-    /// is none; `span_ms` says how long), the gauges as now.
-    fn stats_last_minute<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        stats_dict(py, &self.rt.stats_last_minute())
+    /// The counters of the last `window` seconds (1 to 60), with the keys of `stats()`:
+    /// the events and lateness since the newest earlier call at least `window` ago (give
+    /// or take half a second; since the start when the wheel is younger; `span_ms` says
+    /// how long), the gauges as now. ValueError for a window out of its range.
+    #[pyo3(signature = (window=60.0))]
+    fn stats_recent<'py>(&self, py: Python<'py>, window: f64) -> PyResult<Bound<'py, PyDict>> {
+        let window = seconds("window", window)?;
+        if !(MIN_WINDOW..=MAX_WINDOW).contains(&window) {
+            return Err(invalid(format!(
+                "window must be from 1 to 60 seconds, got {}",
+                window.as_secs_f64()
+            )));
+        }
+        stats_dict(py, &self.rt.stats_recent(window))
     }
 
     /// The wheel's metrics in Prometheus's text format (version 0.0.4), as the C library's

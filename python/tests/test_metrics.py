@@ -27,15 +27,19 @@ def test_slow_callbacks_are_counted_from_the_threshold():
     assert timerwheel.defaults()["slow_callback"] is None
 
 
-def test_the_last_minute_counts_since_the_start_until_a_minute_has_passed():
+def test_a_recent_view_counts_since_the_start_while_the_wheel_is_younger():
     with timerwheel.Wheel(manual=True) as wheel:
         ran(wheel, [0, 0])
-        minute = wheel.stats_last_minute()
+        minute = wheel.stats_recent()
         since_start = wheel.stats()
         assert set(minute) == set(since_start)
         assert minute["fired"] == 2 and minute["added"] == 2
         assert minute["span_ms"] <= since_start["span_ms"]
         assert minute["late_p50_us"] >= 3000
+        for window in (0.5, 61, float("nan")):
+            with pytest.raises(ValueError, match="window"):
+                wheel.stats_recent(window)
+        assert wheel.stats_recent(1)["fired"] == 2
 
 
 def families(text):

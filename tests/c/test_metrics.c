@@ -1,6 +1,6 @@
 /*
  * What an operator reads through the C ABI: tw_metrics_text (its buffer rules and its
- * figures against tw_get_stats), the slow-callback counter and the last-minute view.
+ * figures against tw_get_stats), the slow-callback counter and the recent views.
  */
 #include "check.h"
 
@@ -79,17 +79,21 @@ static void slow_callbacks_are_counted_from_the_threshold(void) {
     CHECK_OK(tw_destroy(w));
 }
 
-static void last_minute_counts_since_creation_at_first(void) {
+static void recent_view_counts_since_creation_while_younger(void) {
     long sleeps[] = {0, 0};
     tw_wheel *w = wheel_that_ran(sleeps, 2, 0);
     tw_stats all = {.size = sizeof all}, minute = {.size = sizeof minute};
-    CHECK_OK(tw_get_stats_last_minute(w, &minute));
+    CHECK_OK(tw_get_stats_recent(w, 60000, &minute));
     CHECK_OK(tw_get_stats(w, &all));
     CHECK(minute.fired == 2 && minute.added == 2);
     CHECK(minute.span_ms <= all.span_ms);
     CHECK(minute.late_p50_us >= 3000 && minute.late_p50_us <= all.late_max_us);
-    CHECK_STATUS(tw_get_stats_last_minute(NULL, &minute), TW_ERR_INVALID);
-    CHECK_STATUS(tw_get_stats_last_minute(w, NULL), TW_ERR_INVALID);
+    tw_stats untouched = {.size = sizeof untouched, .fired = 99};
+    CHECK_STATUS(tw_get_stats_recent(w, 999, &untouched), TW_ERR_INVALID);
+    CHECK_STATUS(tw_get_stats_recent(w, 60001, &untouched), TW_ERR_INVALID);
+    CHECK(untouched.fired == 99);
+    CHECK_STATUS(tw_get_stats_recent(NULL, 1000, &minute), TW_ERR_INVALID);
+    CHECK_STATUS(tw_get_stats_recent(w, 1000, NULL), TW_ERR_INVALID);
     CHECK_OK(tw_destroy(w));
 }
 
@@ -97,6 +101,6 @@ int main(void) {
     RUN(text_needs_a_large_enough_buffer);
     RUN(text_gives_the_counters_of_tw_get_stats);
     RUN(slow_callbacks_are_counted_from_the_threshold);
-    RUN(last_minute_counts_since_creation_at_first);
+    RUN(recent_view_counts_since_creation_while_younger);
     return check_summary("test_metrics");
 }

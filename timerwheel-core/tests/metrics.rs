@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::thread;
 use std::time::Duration;
 
-use timerwheel_core::{Runtime, LATENESS_BOUNDS_US};
+use timerwheel_core::{Runtime, LATENESS_BOUNDS_US, MAX_WINDOW};
 
 fn manual(slow_callback: Option<Duration>) -> Runtime {
     let builder = Runtime::builder().manual(true);
@@ -94,16 +94,34 @@ fn the_text_gives_the_counters_and_cumulative_lateness_buckets() {
 }
 
 #[test]
-fn the_last_minute_view_counts_what_happened_since_start_until_a_minute_passed() {
+fn a_recent_view_counts_since_the_start_while_the_runtime_is_younger() {
     let runtime = manual(None);
     run_sleepers(&runtime, &[0, 0]);
-    let first = runtime.stats_last_minute();
+    let first = runtime.stats_recent(MAX_WINDOW);
     run_sleepers(&runtime, &[0]);
     let since_start = runtime.stats();
-    let view = runtime.stats_last_minute();
+    let view = runtime.stats_recent(MAX_WINDOW);
     assert_eq!((first.fired, view.fired), (2, 3));
     assert_eq!(view.added, since_start.added);
     assert!(view.span_ms <= since_start.span_ms + 1);
     assert!(view.late_p50_us >= 3_000, "{view:?}");
     assert!(view.late_max_us <= since_start.late_max_us);
+    let beyond = runtime.stats_recent(MAX_WINDOW * 10);
+    assert_eq!(beyond.fired, 3, "a longer window is the longest kept");
+}
+
+#[test]
+fn a_one_second_view_counts_only_what_followed_its_base() {
+    let runtime = manual(None);
+    run_sleepers(&runtime, &[0, 0]);
+    thread::sleep(Duration::from_millis(600));
+    let second = Duration::from_secs(1);
+    assert_eq!(runtime.stats_recent(second).fired, 2, "since the start");
+    thread::sleep(Duration::from_millis(1_100));
+    run_sleepers(&runtime, &[0]);
+    let view = runtime.stats_recent(second);
+    assert_eq!(view.fired, 1, "{view:?}");
+    assert!(view.span_ms >= 1_100 && view.span_ms + 500 < runtime.stats().span_ms);
+    let shorter = runtime.stats_recent(Duration::ZERO);
+    assert!(shorter.span_ms >= 500, "a second at least: {shorter:?}");
 }

@@ -35,7 +35,7 @@ pub mod text;
 
 pub use callback::tw_record_callback_failure;
 pub use handle::tw_wheel;
-pub use metrics::{tw_get_stats_last_minute, tw_metrics_text};
+pub use metrics::{tw_get_stats_recent, tw_metrics_text};
 pub use restart::{tw_export, tw_export_fn, tw_timer_info};
 pub use text::{tw_status_str, tw_version, tw_version_number};
 pub use timers::{

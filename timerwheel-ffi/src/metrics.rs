@@ -1,31 +1,38 @@
-//! The exported functions for an operator: the last-minute view of the counters and the
+//! The exported functions for an operator: the recent views of the counters and the
 //! Prometheus text exposition, both written by the runtime (timerwheel-core's metrics.rs).
 
 use std::ffi::c_char;
 use std::ptr;
+use std::time::Duration;
+
+use timerwheel_core::{MAX_WINDOW, MIN_WINDOW};
 
 use crate::boundary::guard;
 use crate::handle::tw_wheel;
 use crate::ptr::{runtime, Out};
 use crate::types::{tw_stats, tw_status};
 
-/// Copies into `*out` the counters of about the last minute, as tw_get_stats does those
-/// since start (same size rules): the events counted (added, fired, fired_one_shot,
-/// cancelled, discarded, workers_spawned, workers_retired, callback_panics, slow_callbacks)
-/// and the lateness (late_p50_us, late_p99_us, late_max_us) of the callbacks started since
-/// the newest earlier call at least 60 s ago on this wheel (since its creation when there
-/// is none); `span_ms` says how long that is. pending, workers, workers_peak and
-/// queue_depth are as now. The view is kept by these calls alone (one reading a second at
-/// most, nothing on the timers' path): called every second or so, it spans one minute.
+/// Copies into `*out` the counters of the last `window_ms` milliseconds (1000 to 60000),
+/// as tw_get_stats does those since creation (same size rules): the events counted
+/// (added, fired, fired_one_shot, cancelled, discarded, workers_spawned, workers_retired,
+/// callback_panics, slow_callbacks) and the lateness (late_p50_us, late_p99_us,
+/// late_max_us) of the callbacks started since the newest earlier call of this function
+/// on the wheel at least `window_ms` ago, give or take half a second (since creation when
+/// the wheel is younger); `span_ms` says how long that is. pending, workers, workers_peak
+/// and queue_depth are as now. The view is kept by these calls alone (two readings a
+/// second at most, nothing on the timers' path): called every second, a window of 1000
+/// spans a second and one of 60000 a minute.
 ///
-/// Returns TW_OK, or TW_ERR_INVALID when `w` or `out` is NULL or `out->size` is from 1 to
-/// sizeof(size_t) - 1. Works during shutdown too.
+/// Returns TW_OK, or TW_ERR_INVALID (and `*out` is left untouched) when `w` or `out` is
+/// NULL, `window_ms` is out of its range, or `out->size` is from 1 to sizeof(size_t) - 1.
+/// Works during shutdown too.
 ///
 /// # Safety
 /// As for tw_get_stats.
 #[no_mangle]
-pub unsafe extern "C" fn tw_get_stats_last_minute(
+pub unsafe extern "C" fn tw_get_stats_recent(
     w: *const tw_wheel,
+    window_ms: u64,
     out: *mut tw_stats,
 ) -> tw_status {
     guard(|| {
@@ -33,7 +40,11 @@ pub unsafe extern "C" fn tw_get_stats_last_minute(
         let out = unsafe { Out::new(out) }?;
         // SAFETY: the caller passes NULL or a live wheel.
         let runtime = unsafe { runtime(w) }?;
-        out.put_sized(runtime.stats_last_minute().into())
+        let window = Duration::from_millis(window_ms);
+        if !(MIN_WINDOW..=MAX_WINDOW).contains(&window) {
+            return Err(tw_status::TW_ERR_INVALID);
+        }
+        out.put_sized(runtime.stats_recent(window).into())
     })
 }
 

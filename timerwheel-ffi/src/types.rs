@@ -285,7 +285,7 @@ pub struct tw_stats {
     /// Callbacks that ran for at least tw_config.slow_callback_us (0 while it is 0).
     pub slow_callbacks: u64,
     /// How long the counters cover, in milliseconds: since the wheel was created
-    /// (tw_get_stats), or the span of the last-minute view (tw_get_stats_last_minute).
+    /// (tw_get_stats), or the span of a recent view (tw_get_stats_recent).
     pub span_ms: u64,
 }
 

@@ -82,10 +82,11 @@ class _Wheel:
         cancelled, discarded, workers, workers_peak, workers_spawned, workers_retired,
         queue_depth, late_p50_us, late_p99_us, late_max_us, callback_panics,
         slow_callbacks, span_ms."""
-    def stats_last_minute(self) -> Dict[str, int]:
-        """The counters of about the last minute, with the keys of ``stats()``: the events
-        and lateness since the newest earlier call at least 60 s ago (since the start when
-        there is none; ``span_ms`` says how long), the gauges as now."""
+    def stats_recent(self, window: float = 60.0) -> Dict[str, int]:
+        """The counters of the last ``window`` seconds (1 to 60), with the keys of
+        ``stats()``: the events and lateness since the newest earlier call at least
+        ``window`` ago (give or take half a second; since the start when the wheel is
+        younger; ``span_ms`` says how long), the gauges as now."""
     def metrics_text(self) -> str:
         """The wheel's metrics in Prometheus's text format (version 0.0.4), as the C
         library's ``tw_metrics_text`` writes them."""

@@ -473,15 +473,15 @@ impl<T: Task> Inner<T> {
         stats
     }
 
-    /// The events of about the last minute (see `metrics.rs`).
-    pub(crate) fn stats_last_minute(&self) -> Stats {
-        let mut window = self.window.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Reading {
-            at_ns: self.clock.elapsed_ns(),
-            stats: self.stats(),
-            lateness: self.lateness.counts(),
-        };
-        window.last_minute(now, self.lateness.max())
+    /// The events of the last `window` (see `metrics.rs`).
+    pub(crate) fn stats_recent(&self, window: Duration) -> Stats {
+        let mut readings = self.window.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Reading::new(
+            self.clock.elapsed_ns(),
+            self.stats(),
+            &self.lateness.counts(),
+        );
+        readings.recent(now, window, self.lateness.max())
     }
 
     pub(crate) fn metrics(&self) -> Metrics {

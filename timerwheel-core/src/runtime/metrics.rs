@@ -9,48 +9,70 @@ use std::time::Duration;
 use super::stats::{highest, quantile, Lateness, LATENESS_BOUNDS_US};
 use super::Stats;
 
-/// How far back the last-minute view looks.
-pub const WINDOW: Duration = Duration::from_secs(60);
-/// The closest two kept readings of the last-minute view follow each other.
-const READING_GAP: Duration = Duration::from_secs(1);
+/// The longest window of [`Runtime::stats_recent`](super::Runtime::stats_recent).
+pub const MAX_WINDOW: Duration = Duration::from_secs(60);
+/// The shortest window of [`Runtime::stats_recent`](super::Runtime::stats_recent).
+pub const MIN_WINDOW: Duration = Duration::from_secs(1);
+/// How much younger than its window a recent view's base reading may be, and half the
+/// closest two kept readings follow each other: a view asked for every second spans a
+/// second, give or take the caller's own jitter.
+const TOLERANCE_NS: u64 = 500_000_000;
 
-/// The counters and lateness histogram at one instant, as the last-minute view keeps them.
+/// The counters and lateness histogram at one instant, as the recent views keep them.
 pub(crate) struct Reading {
     /// Nanoseconds since the runtime started.
     pub(crate) at_ns: u64,
     pub(crate) stats: Stats,
-    /// Samples per log bucket of the lateness histogram.
+    /// Samples per log bucket of the lateness histogram, up to the last one not empty.
     pub(crate) lateness: Box<[u64]>,
 }
 
-/// The readings the last-minute view measures from: the newest at least [`WINDOW`] old
-/// (the start while there is none) and those after it, one a [`READING_GAP`] at most.
-/// It is kept only by its own reads, so costs nothing to the timers.
+impl Reading {
+    /// A reading of `lateness` (per log bucket) without its empty buckets at the end.
+    pub(crate) fn new(at_ns: u64, stats: Stats, lateness: &[u64]) -> Self {
+        let used = lateness
+            .iter()
+            .rposition(|&count| count != 0)
+            .map_or(0, |i| i + 1);
+        Reading {
+            at_ns,
+            stats,
+            lateness: lateness[..used].into(),
+        }
+    }
+}
+
+/// The readings the recent views measure from: the newest at least [`MAX_WINDOW`] old
+/// (the start while there is none) and those after it, kept at most two a second. They
+/// are taken only by the views' own calls, so cost the timers nothing.
 pub(crate) struct Window {
     readings: VecDeque<Reading>,
 }
 
 impl Window {
-    /// A view whose first reading is the start: all zero.
+    /// No reading yet but the start: all zero.
     pub(crate) fn new() -> Self {
-        let start = Reading {
-            at_ns: 0,
-            stats: Stats::default(),
-            lateness: Box::default(),
-        };
         Window {
-            readings: VecDeque::from([start]),
+            readings: VecDeque::from([Reading::new(0, Stats::default(), &[])]),
         }
     }
 
-    /// The view from the base reading to `now` (also kept as a reading): the events
-    /// counted since the base, the lateness of the callbacks started since, `span_ms`.
-    pub(crate) fn last_minute(&mut self, now: Reading, max_late_us: u64) -> Stats {
-        let window_ns = WINDOW.as_nanos() as u64;
-        while self.readings.len() > 1 && self.readings[1].at_ns + window_ns <= now.at_ns {
+    /// The view of the last `window` (within [`MIN_WINDOW`]..=[`MAX_WINDOW`]) up to `now`, which is kept
+    /// as a reading: the events counted since the base reading (the newest at least
+    /// `window` old, give or take [`TOLERANCE_NS`]; the start when the runtime is younger),
+    /// the lateness of the callbacks started since, and `span_ms`.
+    pub(crate) fn recent(&mut self, now: Reading, window: Duration, max_late_us: u64) -> Stats {
+        let max_window_ns = MAX_WINDOW.as_nanos() as u64;
+        while self.readings.len() > 1 && self.readings[1].at_ns + max_window_ns <= now.at_ns {
             self.readings.pop_front();
         }
-        let base = &self.readings[0];
+        let window_ns = window.clamp(MIN_WINDOW, MAX_WINDOW).as_nanos() as u64;
+        let base = self
+            .readings
+            .iter()
+            .rev()
+            .find(|r| r.at_ns + window_ns <= now.at_ns + TOLERANCE_NS)
+            .unwrap_or(&self.readings[0]);
         let counts: Vec<u64> = now
             .lateness
             .iter()
@@ -65,7 +87,7 @@ impl Window {
             ..now.stats.since(&base.stats)
         };
         let newest = self.readings.back().map_or(0, |r| r.at_ns);
-        if now.at_ns >= newest + READING_GAP.as_nanos() as u64 {
+        if now.at_ns >= newest + TOLERANCE_NS {
             self.readings.push_back(now);
         }
         view
@@ -261,38 +283,63 @@ mod tests {
         }
     }
 
-    fn reading(at_s: u64, fired: u64, lateness: &[u64]) -> Reading {
-        Reading {
-            at_ns: at_s * 1_000_000_000,
-            stats: Stats {
-                fired,
-                pending: 7,
-                ..Stats::default()
-            },
-            lateness: lateness.into(),
-        }
+    fn reading(at_ms: u64, fired: u64, lateness: &[u64]) -> Reading {
+        let stats = Stats {
+            fired,
+            pending: 7,
+            ..Stats::default()
+        };
+        Reading::new(at_ms * 1_000_000, stats, lateness)
     }
 
     #[test]
     fn the_last_minute_counts_from_the_newest_reading_a_minute_old() {
+        let minute = MAX_WINDOW;
         let mut window = Window::new();
-        let first = window.last_minute(reading(10, 100, &[0, 100]), 1);
+        let first = window.recent(reading(10_000, 100, &[0, 100, 0]), minute, 1);
         assert_eq!(
             (first.fired, first.span_ms, first.pending),
             (100, 10_000, 7)
         );
-        window.last_minute(reading(30, 200, &[0, 100, 100]), 2);
-        window.last_minute(reading(30, 250, &[0, 100, 150]), 2); // too close: not kept
-        let later = window.last_minute(reading(75, 300, &[0, 100, 150, 50]), 3);
+        window.recent(reading(30_000, 200, &[0, 100, 100]), minute, 2);
+        window.recent(reading(30_200, 250, &[0, 100, 150]), minute, 2); // too close: not kept
+        let later = window.recent(reading(75_000, 300, &[0, 100, 150, 50]), minute, 3);
         // The reading at 10 s is the newest at least 60 s old.
         assert_eq!((later.fired, later.span_ms), (200, 65_000));
         assert_eq!((later.late_p50_us, later.late_max_us), (2, 3));
-        let last = window.last_minute(reading(100, 300, &[0, 100, 150, 50]), 3);
+        let last = window.recent(reading(100_000, 300, &[0, 100, 150, 50]), minute, 3);
         assert_eq!(
             (last.fired, last.span_ms),
             (100, 70_000),
             "from the reading at 30 s"
         );
         assert_eq!(last.late_p99_us, 3);
+    }
+
+    #[test]
+    fn a_view_asked_for_every_second_spans_a_second_despite_jitter() {
+        let mut window = Window::new();
+        let second = Duration::from_secs(1);
+        let mut fired = 0;
+        for at_ms in [1_000, 2_004, 2_999, 4_008, 5_001, 5_998, 7_000] {
+            fired += 10;
+            let view = window.recent(reading(at_ms, fired, &[fired]), second, 1);
+            assert_eq!(view.fired, 10, "at {at_ms} ms");
+            assert!((990..=1_010).contains(&view.span_ms), "{view:?}");
+        }
+        // The minute, asked in between, still counts from the start.
+        let minute = window.recent(reading(7_500, fired, &[fired]), MAX_WINDOW, 1);
+        assert_eq!((minute.fired, minute.span_ms), (70, 7_500));
+    }
+
+    #[test]
+    fn a_reading_keeps_no_empty_buckets_at_its_end() {
+        assert_eq!(
+            &*Reading::new(0, Stats::default(), &[0, 3, 0, 0]).lateness,
+            &[0, 3]
+        );
+        assert!(Reading::new(0, Stats::default(), &[0, 0])
+            .lateness
+            .is_empty());
     }
 }

@@ -60,7 +60,7 @@ pub use config::{Builder, Config, ConfigError, MAX_TICK, MAX_WORKERS, MIN_TICK};
 pub use error::{Error, Rejected};
 pub use fork::PerProcess;
 pub use inner::record_callback_failure;
-pub use metrics::{Metrics, PROMETHEUS_CONTENT_TYPE, WINDOW};
+pub use metrics::{Metrics, MAX_WINDOW, MIN_WINDOW, PROMETHEUS_CONTENT_TYPE};
 pub use restart::{Export, ExportedTimer, Missed, TimerKind};
 pub use shared::{default_runtime, SharedRuntime};
 pub use stats::{Lateness, Stats, LATENESS_BOUNDS_US};
@@ -226,14 +226,17 @@ impl<T: Task> Runtime<T> {
         self.inner.stats()
     }
 
-    /// The counters of about the last minute: the events (adds, runs, cancels, panics,
-    /// slow callbacks, workers spawned and retired) and the lateness of the callbacks
-    /// started since the newest earlier call at least [`WINDOW`] ago (since the start when
-    /// there is none), which `span_ms` gives; the gauges as they are now. The view is kept
-    /// by its own calls (one reading a second at most), so it costs the timers nothing;
-    /// called every second or so, it spans one minute to the second.
-    pub fn stats_last_minute(&self) -> Stats {
-        self.inner.stats_last_minute()
+    /// The counters of the last `window` (from [`MIN_WINDOW`], a second, to [`MAX_WINDOW`],
+    /// a minute; a window out of that range is taken as its nearest end): the events
+    /// (adds, runs, cancels, panics, slow callbacks, workers spawned and retired) and the
+    /// lateness of the callbacks started since the newest earlier call of this method at
+    /// least `window` ago (give or take half a second; since the start when the runtime is
+    /// younger), which `span_ms` gives; the gauges (`pending`, `workers`, `queue_depth`) as
+    /// they are now. The view is kept by these calls alone (two readings a second at most),
+    /// so it costs the timers nothing: asked every second, a one-second view spans a second
+    /// and a one-minute view a minute.
+    pub fn stats_recent(&self, window: Duration) -> Stats {
+        self.inner.stats_recent(window)
     }
 
     /// The counters since start, the lateness histogram in fixed buckets and the

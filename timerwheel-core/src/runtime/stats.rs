@@ -4,9 +4,9 @@
 /// `added == fired_one_shot + cancelled + pending + discarded`.
 ///
 /// [`Runtime::stats`](super::Runtime::stats) counts since the runtime started;
-/// [`Runtime::stats_last_minute`](super::Runtime::stats_last_minute) counts the events of
-/// about the last minute (`span_ms` says how long exactly), with the gauges (`pending`,
-/// `workers`, `queue_depth`) as they are now.
+/// [`Runtime::stats_recent`](super::Runtime::stats_recent) counts the events of a recent
+/// window (`span_ms` says how long exactly), with the gauges (`pending`, `workers`,
+/// `queue_depth`) as they are now.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Timers in the wheel or queued or running that will run (again) unless cancelled.
@@ -43,7 +43,7 @@ pub struct Stats {
     /// Callbacks that ran for at least `Config::slow_callback` (0 while it is unset).
     pub slow_callbacks: u64,
     /// How long the counters cover, in milliseconds: since the runtime started, or the
-    /// span of the last-minute view.
+    /// span of a recent view.
     pub span_ms: u64,
 }
 
