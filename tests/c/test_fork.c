@@ -77,7 +77,7 @@ static int shared_child(void *arg) {
     failed |= fires(a->shared, 10);
     sleep_ms(30); /* the parent's periodic timer is not in the child's wheel */
     if (atomic_get(&a->parent_ticks) != ticks) failed |= 4;
-    tw_stats s;
+    tw_stats s = {.size = sizeof s};
     if (tw_get_stats(a->shared, &s) != TW_OK || s.added != 1) failed |= 8;
     return failed;
 }
