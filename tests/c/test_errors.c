@@ -52,7 +52,7 @@ static void count_info(void *ctx, const tw_timer_info *info) {
 
 static void null_wheel(void) {
     tw_timer_id id = 0;
-    tw_stats stats;
+    tw_stats stats = {.size = sizeof stats};
     size_t ran = 0;
     long runs = cb_runs, dropped = drops;
     CHECK_STATUS(tw_add(NULL, 1, count_cb, NULL, count_drop, &id), TW_ERR_INVALID);
@@ -208,7 +208,7 @@ static void bad_values(void) {
     CHECK_STATUS(tw_advance(w, 1, &ran), TW_ERR_INVALID); /* not a virtual clock */
     CHECK_STATUS(tw_advance_to_next(w, &ran), TW_ERR_INVALID);
     CHECK_STATUS(tw_record_callback_failure(), TW_ERR_INVALID); /* not from a callback */
-    tw_stats stats;
+    tw_stats stats = {.size = sizeof stats};
     CHECK_OK(tw_get_stats(w, &stats));
     CHECK(stats.callback_panics == 0);
     CHECK(strcmp(tw_status_str((tw_status)42), "unknown status") == 0);
