@@ -77,7 +77,9 @@ impl Window {
             .lateness
             .iter()
             .enumerate()
-            .map(|(bucket, &count)| count - base.lateness.get(bucket).copied().unwrap_or(0))
+            .map(|(bucket, &count)| {
+                count.saturating_sub(base.lateness.get(bucket).copied().unwrap_or(0))
+            })
             .collect();
         let view = Stats {
             late_p50_us: quantile(&counts, 0.50, max_late_us),

@@ -71,18 +71,19 @@ impl Stats {
     }
 
     /// The events counted since `base` (an earlier snapshot of the same runtime): the
-    /// counters of events minus `base`'s; the gauges and lateness as in `self`.
+    /// counters of events minus `base`'s (never below 0); the gauges and lateness as in
+    /// `self`.
     pub(crate) fn since(&self, base: &Stats) -> Stats {
         Stats {
-            added: self.added - base.added,
-            fired: self.fired - base.fired,
-            fired_one_shot: self.fired_one_shot - base.fired_one_shot,
-            cancelled: self.cancelled - base.cancelled,
-            discarded: self.discarded - base.discarded,
-            workers_spawned: self.workers_spawned - base.workers_spawned,
-            workers_retired: self.workers_retired - base.workers_retired,
-            callback_panics: self.callback_panics - base.callback_panics,
-            slow_callbacks: self.slow_callbacks - base.slow_callbacks,
+            added: self.added.saturating_sub(base.added),
+            fired: self.fired.saturating_sub(base.fired),
+            fired_one_shot: self.fired_one_shot.saturating_sub(base.fired_one_shot),
+            cancelled: self.cancelled.saturating_sub(base.cancelled),
+            discarded: self.discarded.saturating_sub(base.discarded),
+            workers_spawned: self.workers_spawned.saturating_sub(base.workers_spawned),
+            workers_retired: self.workers_retired.saturating_sub(base.workers_retired),
+            callback_panics: self.callback_panics.saturating_sub(base.callback_panics),
+            slow_callbacks: self.slow_callbacks.saturating_sub(base.slow_callbacks),
             ..*self
         }
     }
