@@ -70,6 +70,11 @@ typedef enum tw_status {
    * a wheel of its own).
    */
   TW_ERR_FORKED = 7,
+  /**
+   * The caller's buffer is too small for what the call writes (tw_metrics_text): it
+   * says how many bytes it needs.
+   */
+  TW_ERR_TOO_SMALL = 8,
 } tw_status;
 
 /**
@@ -187,6 +192,12 @@ typedef struct tw_config {
    * Ignored on the real clock.
    */
   int64_t virtual_start_unix_ms;
+  /**
+   * A callback that runs at least this many microseconds is counted in
+   * tw_stats.slow_callbacks. 0 (the default) counts nothing and costs nothing; set, each
+   * callback costs one more reading of the clock.
+   */
+  uint64_t slow_callback_us;
 } tw_config;
 
 /**
@@ -262,6 +273,15 @@ typedef struct tw_stats {
    * Callbacks that panicked (never a C callback; counted for the other interfaces).
    */
   uint64_t callback_panics;
+  /**
+   * Callbacks that ran for at least tw_config.slow_callback_us (0 while it is 0).
+   */
+  uint64_t slow_callbacks;
+  /**
+   * How long the counters cover, in milliseconds: since the wheel was created
+   * (tw_get_stats), or the span of a recent view (tw_get_stats_recent).
+   */
+  uint64_t span_ms;
 } tw_stats;
 
 /**
@@ -729,6 +749,50 @@ enum tw_status tw_export(struct tw_wheel *w, tw_export_fn fn, void *ctx, size_t 
  * runs on the calling thread (a drop function is not a callback).
  */
 enum tw_status tw_record_callback_failure(void);
+
+/**
+ * Copies into `*out` the counters of the last `window_ms` milliseconds (1000 to 60000),
+ * as tw_get_stats does those since creation (same size rules): the events counted
+ * (added, fired, fired_one_shot, cancelled, discarded, workers_spawned, workers_retired,
+ * callback_panics, slow_callbacks) and the lateness (late_p50_us, late_p99_us,
+ * late_max_us) of the callbacks started since the newest earlier call of this function
+ * on the wheel at least `window_ms` ago, give or take half a second (since creation when
+ * the wheel is younger); `span_ms` says how long that is. pending, workers, workers_peak
+ * and queue_depth are as now. The view is kept by these calls alone (two readings a
+ * second at most, nothing on the timers' path): called every second, a window of 1000
+ * spans a second and one of 60000 a minute.
+ *
+ * Returns TW_OK, or TW_ERR_INVALID (and `*out` is left untouched) when `w` or `out` is
+ * NULL, `window_ms` is out of its range, or `out->size` is from 1 to sizeof(size_t) - 1.
+ * Works during shutdown too.
+ *
+ * # Safety
+ * As for tw_get_stats.
+ */
+enum tw_status tw_get_stats_recent(const struct tw_wheel *w, uint64_t window_ms, struct tw_stats *out);
+
+/**
+ * Writes the wheel's metrics in Prometheus's text format (content type
+ * `text/plain; version=0.0.4; charset=utf-8`), NUL-terminated, into `buf`, and stores in
+ * `*needed` (when not NULL) how many bytes that takes with the NUL. The metrics are
+ * named `timerwheel_*`: counters end in `_total`, times are in seconds, and the lateness
+ * is the histogram `timerwheel_lateness_seconds` with cumulative buckets from 50 us to
+ * 10 s (docs/metrics.md lists them all).
+ *
+ * The text changes as the wheel runs: ask for the size with `len` 0 (`buf` may then be
+ * NULL), give a buffer with room to spare, and call again on TW_ERR_TOO_SMALL.
+ *
+ * Returns TW_OK, or (and `buf` holds an empty string when `len` > 0):
+ * - TW_ERR_TOO_SMALL: the text and its NUL need more than `len` bytes (`*needed`).
+ * - TW_ERR_INVALID: `w` NULL, or `buf` NULL with `len` > 0.
+ *
+ * Works during shutdown too.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; `buf` is NULL or valid for writing `len` bytes; `needed` is
+ * NULL or valid for writing a `size_t`.
+ */
+enum tw_status tw_metrics_text(const struct tw_wheel *w, char *buf, size_t len, size_t *needed);
 
 /**
  * A static, human-readable description of a status; never NULL. A value that is not a

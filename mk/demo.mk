@@ -21,16 +21,32 @@ $(DEMO_BUILD)/billing.asan: $(DEMO_SRC) examples/billing/billing.h $(TW_HEADER) 
 	$(call need,pkg-config sqlite3)
 	$(CC) $(DEMO_CFLAGS) -O1 $(C_SANITIZE) $(DEMO_SRC) -o $@ $(DEMO_LINK) $(SQLITE_LIBS)
 
-# BILLING_ARGS passes flags through, e.g. make demo BILLING_ARGS="--sessions 50000".
+# BILLING_ARGS passes flags through, e.g. make demo BILLING_ARGS="--sessions 50000" (or
+# "--metrics-port 9464" to scrape it while it runs). The figures of each second go to
+# $(DEMO_CSV); when the bench virtualenv has matplotlib (mk/bench.mk), their picture
+# (lateness, workers, backlog) goes next to it.
+BENCH_VENV ?= $(CURDIR)/.venv-bench
+DEMO_CSV := $(DEMO_BUILD)/billing.csv
+DEMO_PNG := $(DEMO_BUILD)/billing.png
+# Draws $(1) into $(2) when matplotlib is there, else says how to get it.
+demo_plot = if $(BENCH_VENV)/bin/python -c 'import matplotlib' 2>/dev/null; then \
+	  $(BENCH_VENV)/bin/python examples/billing/plot.py $(1) $(2); \
+	else echo "no picture of the run: matplotlib is in $(BENCH_VENV) (make $(BENCH_VENV)/.ready)"; fi
 demo-billing: $(DEMO_BUILD)/billing
-	$(DEMO_BUILD)/billing $(BILLING_ARGS)
+	$(DEMO_BUILD)/billing --csv $(DEMO_CSV) $(BILLING_ARGS)
+	@$(call demo_plot,$(DEMO_CSV),$(DEMO_PNG))
 
-# A short run natively, the same with a restart half way (saved to SQLite, re-executed with
-# --resume), then a shorter restart run under ASan + UBSan; each must pass its checks.
+# A short run natively as an operator watches it (check_demo.py: the metrics endpoint
+# fetched while it runs, a labelled line and a CSV row a second, and the picture when
+# matplotlib is there), the same with a restart half way (saved to SQLite, re-executed
+# with --resume, serving metrics before and after), then a shorter restart run under
+# ASan + UBSan; each must pass its checks.
 DEMO_ASAN := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 test-demo: $(DEMO_BUILD)/billing $(DEMO_BUILD)/billing.asan
-	$(DEMO_BUILD)/billing $(DEMO_SHORT)
-	$(DEMO_BUILD)/billing $(DEMO_SHORT) --restart-at 1.5
+	$(PYTHON) examples/billing/check_demo.py $(DEMO_BUILD)/billing $(DEMO_BUILD)/test.csv \
+	  $(DEMO_SHORT)
+	@$(call demo_plot,$(DEMO_BUILD)/test.csv,$(DEMO_BUILD)/test.png)
+	$(DEMO_BUILD)/billing $(DEMO_SHORT) --restart-at 1.5 --metrics-port 0
 	$(DEMO_ASAN) $(DEMO_BUILD)/billing.asan --sessions 2000 --duration 2 --period 200 \
 	  --idle 600 --events 2000 --restart-at 1
 

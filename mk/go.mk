@@ -9,6 +9,9 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 GOFMT ?= gofmt
 GO_DIR := bindings/go
+# The Prometheus collector: a module of its own inside the binding's directory, so that the
+# binding depends on no Prometheus package; `./...` of the binding leaves it out.
+GO_MODULES := $(GO_DIR) $(GO_DIR)/prom
 # Every Go source of the repository: the binding, its example and the module test's program.
 GO_SOURCES := $(GO_DIR) examples/go tests/go-module
 GO_PLATFORM = $(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)
@@ -27,9 +30,9 @@ check-fmt-go: go-toolchain
 	@unformatted=$$($(GOFMT) -l $(GO_SOURCES)) && if [ -n "$$unformatted" ]; then \
 	  echo "check-fmt-go: not gofmt-formatted (run 'make fmt'):" $$unformatted >&2; exit 1; fi
 
-# go vet of the package as users build it (the prebuilt library's header).
+# go vet of the packages as users build them (the prebuilt library's header).
 lint-go: go-toolchain
-	cd $(GO_DIR) && $(GO) vet ./...
+	for m in $(GO_MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
 # Rebuilds the module's prebuilt library for this platform from the sources (profile dist:
 # LTO, no debug info) and prints its size. It is committed: run this when the C ABI changes
@@ -52,9 +55,10 @@ go-fresh: lib
 # go test, its last line naming the tests that failed (mk/go-test-summary.sh).
 GO_TEST := $(CURDIR)/mk/go-test-summary.sh $(GO) test
 
-# vet and test against the fresh build of the sources; $(1): more go test flags.
-go_test_fresh = cd $(GO_DIR) && $(GO_FRESH_ENV) $(GO) vet -tags timerwheel_system ./... && \
-  $(GO_FRESH_ENV) $(GO_TEST) -tags timerwheel_system -count=1 $(1) ./...
+# vet and test every module against the fresh build of the sources; $(1): more go test flags.
+go_test_fresh = for m in $(GO_MODULES); do (cd $$m && \
+  $(GO_FRESH_ENV) $(GO) vet -tags timerwheel_system ./... && \
+  $(GO_FRESH_ENV) $(GO_TEST) -tags timerwheel_system -count=1 $(1) ./...) || exit 1; done
 
 # The fast tier (make check): the tests against this build, without the race detector.
 # GO_TEST_FLAGS picks tests, e.g. make check-go GO_TEST_FLAGS="-run TestUseAfterClose -v".
@@ -64,7 +68,7 @@ check-go: go-toolchain go-fresh
 # The tests with the race detector against the committed library, then against a fresh
 # build of the sources.
 test-go: check-fmt-go lint-go check-go-lib go-fresh
-	cd $(GO_DIR) && $(GO_TEST) -race -count=1 ./...
+	for m in $(GO_MODULES); do (cd $$m && $(GO_TEST) -race -count=1 ./...) || exit 1; done
 	$(call go_test_fresh,-race)
 
 # As `go get` would: the module served from a local proxy, used by a program of its own

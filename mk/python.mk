@@ -5,12 +5,15 @@
 VENV_PY := $(VENV)/bin/python
 PIP_INSTALL := $(VENV_PY) -m pip install -q --disable-pip-version-check --root-user-action=ignore
 
-# Created once; later runs only check that the tools are there. mypy runs the stubs'
-# type checks in the tests (python/tests/test_typing.py).
+# Created once; later runs only check that the tools are there (mypy: the stubs' type checks
+# in python/tests/test_typing.py; prometheus_client: the tests of timerwheel.prometheus, the
+# `prometheus` extra).
+VENV_TOOLS := maturin pytest mypy prometheus_client
 venv:
-	@test -x $(VENV)/bin/maturin -a -x $(VENV)/bin/pytest -a -x $(VENV)/bin/mypy || { \
+	@test -x $(VENV)/bin/maturin -a -x $(VENV)/bin/pytest -a -x $(VENV)/bin/mypy && \
+	  $(VENV_PY) -c 'import prometheus_client' 2>/dev/null || { \
 		{ test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV); } && \
-		$(PIP_INSTALL) maturin pytest mypy; }
+		$(PIP_INSTALL) $(VENV_TOOLS); }
 
 # Builds the abi3 extension (release) with the venv's maturin and installs the package.
 python-install: venv

@@ -365,10 +365,36 @@ public:
         return Timer(wheel_, detail::add(std::forward<F>(f), add, "tw_add_at"));
     }
 
+    /* The counters since the wheel started (docs/metrics.md). */
     tw_stats stats() const {
         tw_stats s{};
+        s.size = sizeof s;
         detail::check(tw_get_stats(wheel_, &s), "tw_get_stats");
         return s;
+    }
+
+    /* The counters of the last `window` (1 s to 60 s; std::invalid_argument otherwise). */
+    tw_stats stats_recent(std::chrono::milliseconds window) const {
+        tw_stats s{};
+        s.size = sizeof s;
+        detail::check(tw_get_stats_recent(wheel_, static_cast<std::uint64_t>(window.count()), &s),
+                      "tw_get_stats_recent");
+        return s;
+    }
+
+    /* The Prometheus text exposition of the wheel's metrics (tw_metrics_text). */
+    std::string metrics_text() const {
+        std::string text(8192, '\0');
+        for (;;) {
+            std::size_t needed = 0;
+            tw_status s = tw_metrics_text(wheel_, text.data(), text.size(), &needed);
+            if (s == TW_OK) {
+                text.resize(needed - 1);
+                return text;
+            }
+            if (s != TW_ERR_TOO_SMALL) detail::check(s, "tw_metrics_text");
+            text.resize(needed + 1024);  // the text grows as the wheel runs
+        }
     }
 
     /* Manual wheel: time until the next deadline, none when nothing is pending. */

@@ -243,6 +243,33 @@ func cStats(w cWheel) (Stats, error) {
 	return statsFromC(&s), nil
 }
 
+// cStatsRecent reads the counters of the last window, clamped to the library's range.
+func cStatsRecent(w cWheel, window time.Duration) (Stats, error) {
+	ms := min(max(window.Milliseconds(), 1000), 60000)
+	s := C.tw_stats{size: C.sizeof_tw_stats}
+	if err := statusErr(C.tw_get_stats_recent(w, C.uint64_t(ms), &s)); err != nil {
+		return Stats{}, err
+	}
+	return statsFromC(&s), nil
+}
+
+// cMetricsText reads the wheel's Prometheus text, growing the buffer while it is too
+// small (the text grows as the wheel runs).
+func cMetricsText(w cWheel) (string, error) {
+	buf := make([]byte, 8192)
+	for {
+		var needed C.size_t
+		status := C.tw_metrics_text(w, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &needed)
+		if status != C.TW_ERR_TOO_SMALL {
+			if err := statusErr(status); err != nil {
+				return "", err
+			}
+			return string(buf[:needed-1]), nil
+		}
+		buf = make([]byte, int(needed)+1024)
+	}
+}
+
 // cDestroy shuts the wheel down and frees it.
 func cDestroy(w cWheel) error {
 	return statusErr(C.tw_destroy(w))

@@ -31,6 +31,10 @@ type Config struct {
 	// time moves only by Advance and AdvanceToNext, which run the due callbacks on the
 	// calling goroutine, and the wheel has no threads. For tests of timer logic.
 	VirtualStart time.Time
+	// SlowCallback, if set, counts in Stats.SlowCallbacks every callback that runs at
+	// least this long (rounded up to the microsecond). Unset, nothing is measured; set,
+	// each callback costs one more reading of the clock.
+	SlowCallback time.Duration
 	// OnPanic, if set, is called with the value of every panic recovered from a callback,
 	// on the callback's thread, after the panic has been counted in Stats.CallbackPanics.
 	// A panic in OnPanic itself is dropped.
@@ -49,6 +53,8 @@ func (c Config) toC() (C.tw_config, error) {
 		return cfg, negative("WorkerKeepalive", c.WorkerKeepalive)
 	case c.MaxTimers < 0:
 		return cfg, negative("MaxTimers", c.MaxTimers)
+	case c.SlowCallback < 0:
+		return cfg, negative("SlowCallback", c.SlowCallback)
 	}
 	if c.Tick > 0 {
 		cfg.tick_us = C.uint64_t(ceilDiv(c.Tick, time.Microsecond))
@@ -63,6 +69,7 @@ func (c Config) toC() (C.tw_config, error) {
 		cfg.worker_keepalive_ms = C.uint64_t(ceilDiv(c.WorkerKeepalive, time.Millisecond))
 	}
 	cfg.max_timers = C.uint64_t(c.MaxTimers)
+	cfg.slow_callback_us = C.uint64_t(ceilDiv(c.SlowCallback, time.Microsecond))
 	if !c.VirtualStart.IsZero() {
 		cfg.clock = C.TW_CLOCK_VIRTUAL
 		cfg.virtual_start_unix_ms = C.int64_t(c.VirtualStart.UnixMilli())

@@ -6,7 +6,8 @@ import "C"
 import "time"
 
 // Stats is a snapshot of a wheel's counters (the fields of the C library's tw_stats). At
-// any quiet moment Added == FiredOneShot + Cancelled + Pending + Discarded.
+// any quiet moment Added == FiredOneShot + Cancelled + Pending + Discarded. Wheel.Stats
+// counts since the wheel started; Wheel.StatsLastMinute counts about the last minute.
 type Stats struct {
 	Pending        uint64        // timers that will run (again) unless stopped
 	Added          uint64        // timers ever added (a Reset of a stopped or fired timer adds anew)
@@ -23,6 +24,8 @@ type Stats struct {
 	LateP99        time.Duration // 99th percentile lateness
 	LateMax        time.Duration // largest lateness
 	CallbackPanics uint64        // callbacks that panicked (recovered)
+	SlowCallbacks  uint64        // callbacks that ran for at least Config.SlowCallback
+	Span           time.Duration // how long the counters cover (since start, or the last minute)
 }
 
 // statsFromC converts the C counters.
@@ -43,5 +46,7 @@ func statsFromC(s *C.tw_stats) Stats {
 		LateP99:        time.Duration(s.late_p99_us) * time.Microsecond,
 		LateMax:        time.Duration(s.late_max_us) * time.Microsecond,
 		CallbackPanics: uint64(s.callback_panics),
+		SlowCallbacks:  uint64(s.slow_callbacks),
+		Span:           time.Duration(s.span_ms) * time.Millisecond,
 	}
 }

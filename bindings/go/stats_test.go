@@ -10,13 +10,14 @@ import (
 )
 
 // Stats has the fields of the library's tw_stats but size, in their order, in CamelCase;
-// the lateness fields, microseconds there, are time.Duration here, without the _us.
+// the times, microseconds or milliseconds there, are time.Duration here, without the _us
+// or _ms.
 func TestStatsHasTheFieldsOfTheLibrary(t *testing.T) {
 	library := reflect.TypeOf(statsFromC).In(0).Elem() // C.tw_stats
 	var want []string
 	for i := 0; i < library.NumField(); i++ {
 		if name := library.Field(i).Name; name != "size" {
-			want = append(want, camelCase(strings.TrimSuffix(name, "_us")))
+			want = append(want, camelCase(strings.TrimSuffix(strings.TrimSuffix(name, "_us"), "_ms")))
 		}
 	}
 	var got []string

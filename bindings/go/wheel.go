@@ -121,6 +121,41 @@ func (w *Wheel) Stats() Stats {
 	return Stats{}
 }
 
+// StatsRecent returns the counters of the last window (from a second to a minute; a
+// window out of that range is taken as its nearest end): the events (adds, runs, stops,
+// panics, slow callbacks, workers spawned and retired) and the lateness of the callbacks
+// started since the newest earlier call at least window ago, give or take half a second
+// (since the start when the wheel is younger; Span says how long), the gauges (Pending,
+// Workers, QueueDepth) as now. The view is kept by these calls alone, at no cost to the
+// timers: called every second, a window of a second spans a second, one of a minute a
+// minute. After Close it is the zero Stats. It counts as the library does: a Stop that
+// wins against an expiry already under way counts there as a run (Stats gives the Go
+// view; so does this, apart from that race).
+func (w *Wheel) StatsRecent(window time.Duration) Stats {
+	if !w.gate.enter() {
+		return Stats{}
+	}
+	defer w.gate.exit()
+	s, err := cStatsRecent(w.c, window)
+	if err != nil {
+		return Stats{}
+	}
+	return s
+}
+
+// MetricsText returns the wheel's metrics in Prometheus's text format (version 0.0.4), as
+// the C library's tw_metrics_text writes them for every interface: counters named
+// timerwheel_*_total, gauges, and the histogram timerwheel_lateness_seconds. The package
+// github.com/timerwheel/timerwheel/bindings/go/prom serves them as a prometheus.Collector.
+// ErrClosed after Close.
+func (w *Wheel) MetricsText() (string, error) {
+	if !w.gate.enter() {
+		return "", ErrClosed
+	}
+	defer w.gate.exit()
+	return cMetricsText(w.c)
+}
+
 // Close shuts the wheel down: it waits for the callbacks that are running, discards the
 // pending timers without running them, and stops the wheel's threads. Calls after Close
 // return ErrClosed (Stop and Reset return false). Close returns nil, every time; later

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <timerwheel.h>
 
@@ -29,6 +30,8 @@ typedef struct options {
     uint64_t seed;
     double restart_at_s;    /* 0, or when to save to the database and restart */
     const char *resume;     /* the database to start from (--resume), or NULL */
+    int metrics_port;       /* -1: no endpoint; 0: any free port; else the port */
+    const char *csv;        /* a file for the figures of each second, or NULL */
 } options;
 
 /* Parses argv; returns 0 to run, 1 after --help, -1 on a bad flag (message printed). */
@@ -50,6 +53,9 @@ typedef struct account {
     _Atomic int64_t owed_charges;
 } account;
 
+/* A callback that runs at least this long is counted by the wheel as slow. */
+#define SLOW_CALLBACK_US 1000
+
 /* The whole simulation: settings, the wheel, the accounts and the counters. */
 typedef struct billing {
     options opt;
@@ -67,6 +73,8 @@ typedef struct billing {
     _Atomic uint64_t drop_errors;    /* a drop seen more often than the timers it serves */
     _Atomic uint64_t add_errors;
     _Atomic uint64_t contexts_made;  /* heap contexts made by session_start/resume */
+    _Atomic uint64_t credit_used;    /* units of credit deducted, over the whole run */
+    _Atomic uint64_t ended[REASONS]; /* sessions ended, by reason, over the whole run */
     _Atomic int stop;                /* tells the driver to finish */
     _Atomic int frozen;              /* the restart is saving: callbacks only record */
     uint64_t run_start_ns;           /* when the run began (kept across a restart) */
@@ -101,10 +109,30 @@ int restart_load(billing *b);
 /* driver.c: the thread that starts sessions and generates activity and hang-ups. */
 void *driver_main(void *arg);
 
-/* report.c: the status line while running, and the end report with its checks. */
-void status_line(billing *b, const tw_stats *now, const tw_stats *before, double elapsed_s);
+/* report.c: the figures of each second while running (a labelled line, and a CSV row
+ * with --csv), and the end report with its checks. live_figures_resume counts what the
+ * accounts loaded by --resume used and ended before the restart. */
+typedef struct live_figures {
+    FILE *csv;                       /* --csv, or NULL */
+    uint64_t charges_before;         /* credit_used at the previous line */
+    int lines;                       /* lines printed */
+} live_figures;
+int live_figures_open(billing *b, live_figures *f);
+void live_figures_resume(billing *b);
+void status_line(billing *b, live_figures *f, double elapsed_s);
+void live_figures_close(live_figures *f);
 int final_report(billing *b, const tw_stats *st, double elapsed_s);
 int restart_report(billing *b, const tw_stats *st); /* the timers' checks before a restart */
+
+/* metrics_http.c: --metrics-port serves the wheel's Prometheus text (tw_metrics_text) on
+ * 127.0.0.1 from a thread of its own, until metrics_http_stop. */
+typedef struct metrics_http {
+    int fd;            /* the listening socket, -1 when not serving */
+    pthread_t thread;
+    _Atomic int stop;
+} metrics_http;
+int metrics_http_start(metrics_http *m, tw_wheel *w, int port); /* 0, or -1 (message printed) */
+void metrics_http_stop(metrics_http *m);
 
 /* main.c: drain waits (10 s at most) until the wheel holds no timer and every session
  * context is freed, and returns the wheel's counters then; teardown frees the simulation. */

@@ -21,6 +21,7 @@ static int setup(billing *b) {
     tw_config_init(&cfg);
     cfg.min_workers = 1;
     cfg.max_workers = b->opt.workers;
+    cfg.slow_callback_us = SLOW_CALLBACK_US;
     tw_status s = tw_create(&cfg, &b->wheel);
     if (s != TW_OK) {
         fprintf(stderr, "billing: tw_create: %s\n", tw_status_str(s));
@@ -33,17 +34,14 @@ static int setup(billing *b) {
     return 0;
 }
 
-/* Prints a status line every second until `end` (on now_ns). */
-static void watch(billing *b, uint64_t end) {
-    tw_stats before = {0}, now = {.size = sizeof now};
+/* Prints the figures of each second until `end` (on now_ns). */
+static void watch(billing *b, live_figures *f, uint64_t end) {
     uint64_t next = now_ns();
     while (now_ns() < end) {
         next += 1000000000u;
         uint64_t wake = next < end ? next : end, t = now_ns();
         if (wake > t) sleep_ms((wake - t + 999999u) / 1000000u);
-        tw_get_stats(b->wheel, &now);
-        status_line(b, &now, &before, (double)(now_ns() - b->run_start_ns) / 1e9);
-        before = now;
+        status_line(b, f, (double)(now_ns() - b->run_start_ns) / 1e9);
     }
     if (isatty(STDOUT_FILENO)) printf("\n");
 }
@@ -99,14 +97,22 @@ int main(int argc, char **argv) {
         teardown(&b);
         return 1;
     }
+    live_figures figures;
+    metrics_http http = {.fd = -1};
     pthread_t driver;
-    if (pthread_create(&driver, NULL, driver_main, &b) != 0) {
+    if (live_figures_open(&b, &figures) != 0 ||
+        (b.opt.metrics_port >= 0 && metrics_http_start(&http, b.wheel, b.opt.metrics_port) != 0) ||
+        pthread_create(&driver, NULL, driver_main, &b) != 0) {
+        metrics_http_stop(&http);
+        live_figures_close(&figures);
         teardown(&b);
         return 1;
     }
-    watch(&b, phase_end(&b));
+    watch(&b, &figures, phase_end(&b));
     atomic_store(&b.stop, 1);
     pthread_join(driver, NULL);
+    metrics_http_stop(&http);
+    live_figures_close(&figures);
     if (b.opt.restart_at_s > 0 && b.opt.resume == NULL) {
         restart_save_and_exec(&b, argv); /* returns only when it failed */
         teardown(&b);

@@ -8,7 +8,8 @@
 static const char usage[] =
     "usage: billing [flags]\n"
     "A prepaid billing simulation: sessions with an idle timeout and a fixed-rate charging\n"
-    "timer on one timerwheel; prints a status line a second and checks the accounts at the end.\n"
+    "timer on one timerwheel; prints the figures of each second (a line a second when the\n"
+    "output is not a terminal) and checks the accounts at the end.\n"
     "\n"
     "  --sessions N     sessions opened during the run          (default 200000)\n"
     "  --duration S     length of the run in seconds            (default 20)\n"
@@ -23,6 +24,9 @@ static const char usage[] =
     "  --restart-at S   at S seconds save the live sessions and their timers to SQLite\n"
     "                   ($TMPDIR), exit and start again from that database (default off)\n"
     "  --resume DB      start from a database that --restart-at wrote (it passes this)\n"
+    "  --metrics-port N serve the wheel's Prometheus metrics on http://127.0.0.1:N/metrics\n"
+    "                   while running (0: any free port, printed at the start; default off)\n"
+    "  --csv FILE       write the figures of each second to FILE (CSV; default off)\n"
     "  --help           this text\n"
     "Exit status: 0 when every check passes, 1 when one fails, 2 on a bad flag.\n";
 
@@ -51,6 +55,8 @@ static void set_defaults(options *o) {
     o->seed = 42;
     o->restart_at_s = 0;
     o->resume = NULL;
+    o->metrics_port = -1;
+    o->csv = NULL;
 }
 
 /* Stores the value of one flag; -1 when the flag is unknown or its value bad. */
@@ -73,9 +79,14 @@ static int set_flag(options *o, const char *flag, const char *text) {
     NUMBER("--workers", 1, 1024, workers, uint32_t)
     NUMBER("--seed", 0, 1e15, seed, uint64_t)
     NUMBER("--restart-at", 0.1, 3600, restart_at_s, double)
+    NUMBER("--metrics-port", 0, 65535, metrics_port, int)
 #undef NUMBER
     if (strcmp(flag, "--resume") == 0 && text != NULL) {
         o->resume = text;
+        return 0;
+    }
+    if (strcmp(flag, "--csv") == 0 && text != NULL) {
+        o->csv = text;
         return 0;
     }
     fprintf(stderr, "billing: unknown flag %s (try --help)\n", flag);

@@ -1,6 +1,7 @@
 /*
- * What the simulation prints: one status line a second (redrawn in place on a terminal),
- * and at the end the report with the checks a billing system lives by.
+ * What the simulation prints: the figures of each second under labelled columns (a line a
+ * second, redrawn in place on a terminal), the same as a CSV row with --csv, and at the end
+ * the report with the checks a billing system lives by.
  */
 #include <stdio.h>
 #include <unistd.h>
@@ -10,16 +11,103 @@
 static const char *reason_names[REASONS] = {"live", "hang-up", "idle timeout",
                                             "credit exhausted", "open at the end"};
 
-void status_line(billing *b, const tw_stats *now, const tw_stats *before, double elapsed_s) {
+/* The columns, under what each counts over: the last second, the run since its start, the
+ * moment of the line, the last minute (the wheel's recent views, tw_get_stats_recent). */
+static const char header[] =
+    "         --- per second --- ----- since start: credit, ended by ------ "
+    "------------- now -------------- -- late ms, last 1 s -- last minute -\n"
+    "    time callbacks charges credit used hang-up    idle exhausted sessions   timers"
+    " workers backlog    p50    p99    max  p99 ms  slow\n"
+    "    (timers: pending, two per live session; backlog: due, not started; slow: callbacks"
+    " of %d ms or more)\n";
+
+static const char csv_header[] =
+    "time_s,callbacks_per_s,charges_per_s,credit_used,ended_hangup,ended_idle,"
+    "ended_exhausted,sessions_live,timers_pending,workers,backlog,late_p50_ms,late_p99_ms,"
+    "late_max_ms,late_p99_minute_ms,slow_callbacks_minute\n";
+
+int live_figures_open(billing *b, live_figures *f) {
+    *f = (live_figures){NULL, atomic_load(&b->credit_used), 0};
+    if (b->opt.csv == NULL) return 0;
+    /* After a restart the run goes on in the same file. */
+    f->csv = fopen(b->opt.csv, b->opt.resume != NULL ? "a" : "w");
+    if (f->csv == NULL) {
+        perror(b->opt.csv);
+        return -1;
+    }
+    if (ftell(f->csv) == 0) fputs(csv_header, f->csv);
+    return 0;
+}
+
+void live_figures_resume(billing *b) {
+    uint64_t used = 0, ended[REASONS] = {0};
+    uint32_t started = atomic_load(&b->started);
+    for (uint32_t i = 0; i < started; i++) {
+        used += (uint64_t)b->accounts[i].charges;
+        ended[b->accounts[i].reason]++;
+    }
+    atomic_store(&b->credit_used, used);
+    for (int r = HANGUP; r < REASONS; r++) atomic_store(&b->ended[r], ended[r]);
+}
+
+void live_figures_close(live_figures *f) {
+    if (f->csv != NULL) fclose(f->csv);
+    f->csv = NULL;
+}
+
+/* The figures of one second: the wheel's over the last second and the last minute. */
+typedef struct second {
+    tw_stats sec, minute;
+    uint64_t charges, used, ended[REASONS];
+    long long live;
+} second;
+
+static second read_second(billing *b, live_figures *f) {
+    second s = {.sec = {.size = sizeof s.sec}, .minute = {.size = sizeof s.minute}};
+    tw_get_stats_recent(b->wheel, 1000, &s.sec);
+    tw_get_stats_recent(b->wheel, 60000, &s.minute);
+    s.used = atomic_load(&b->credit_used);
+    s.charges = s.used - f->charges_before;
+    f->charges_before = s.used;
+    for (int r = HANGUP; r < REASONS; r++) s.ended[r] = atomic_load(&b->ended[r]);
+    s.live = atomic_load(&b->live);
+    return s;
+}
+
+/* Per second: over the span the wheel measured (about a second). */
+static double per_second(uint64_t count, uint64_t span_ms) {
+    return span_ms > 0 ? (double)count * 1000.0 / (double)span_ms : 0.0;
+}
+
+static void write_csv(FILE *csv, const second *s, double elapsed_s) {
+    fprintf(csv, "%.1f,%.0f,%.0f,%llu,%llu,%llu,%llu,%lld,%llu,%llu,%llu,%.3f,%.3f,%.3f,%.3f,%llu\n",
+            elapsed_s, per_second(s->sec.fired, s->sec.span_ms),
+            per_second(s->charges, s->sec.span_ms),
+            (unsigned long long)s->used, (unsigned long long)s->ended[HANGUP],
+            (unsigned long long)s->ended[IDLE], (unsigned long long)s->ended[EXHAUSTED],
+            s->live, (unsigned long long)s->sec.pending, (unsigned long long)s->sec.workers,
+            (unsigned long long)s->sec.queue_depth, s->sec.late_p50_us / 1000.0,
+            s->sec.late_p99_us / 1000.0, s->sec.late_max_us / 1000.0,
+            s->minute.late_p99_us / 1000.0, (unsigned long long)s->minute.slow_callbacks);
+    fflush(csv);
+}
+
+void status_line(billing *b, live_figures *f, double elapsed_s) {
     int tty = isatty(STDOUT_FILENO);
-    printf("%s%5.1fs  live %7lld  pending %7llu  callbacks/s %7llu  late p50 %5.2f ms"
-           "  p99 %5.2f ms  workers %2llu/%-2llu  queue %5llu%s",
-           tty ? "\r" : "", elapsed_s, (long long)atomic_load(&b->live),
-           (unsigned long long)now->pending, (unsigned long long)(now->fired - before->fired),
-           now->late_p50_us / 1000.0, now->late_p99_us / 1000.0,
-           (unsigned long long)now->workers, (unsigned long long)now->workers_peak,
-           (unsigned long long)now->queue_depth, tty ? "\033[K" : "\n");
+    second s = read_second(b, f);
+    if (f->lines++ == 0) printf(header, SLOW_CALLBACK_US / 1000);
+    printf("%s%7.1fs %9.0f %7.0f %11llu %7llu %7llu %9llu %8lld %8llu %7llu %7llu"
+           " %6.2f %6.2f %6.2f %7.2f %5llu%s",
+           tty ? "\r" : "", elapsed_s, per_second(s.sec.fired, s.sec.span_ms),
+           per_second(s.charges, s.sec.span_ms), (unsigned long long)s.used,
+           (unsigned long long)s.ended[HANGUP], (unsigned long long)s.ended[IDLE],
+           (unsigned long long)s.ended[EXHAUSTED], s.live, (unsigned long long)s.sec.pending,
+           (unsigned long long)s.sec.workers, (unsigned long long)s.sec.queue_depth,
+           s.sec.late_p50_us / 1000.0, s.sec.late_p99_us / 1000.0, s.sec.late_max_us / 1000.0,
+           s.minute.late_p99_us / 1000.0, (unsigned long long)s.minute.slow_callbacks,
+           tty ? "\033[K" : "\n");
     fflush(stdout);
+    if (f->csv != NULL) write_csv(f->csv, &s, elapsed_s);
 }
 
 static int check(const char *what, int ok) {
@@ -84,10 +172,12 @@ int final_report(billing *b, const tw_stats *st, double elapsed_s) {
                r + 1 < REASONS ? "," : "\n");
     failed += check("every session ended once", counts[LIVE] == 0);
     printf("  lateness p50 %.2f ms, p99 %.2f ms, max %.2f ms; workers peak %llu"
-           " (spawned %llu, retired %llu)\n",
+           " (spawned %llu, retired %llu); callbacks of %d ms or more: %llu\n",
            st->late_p50_us / 1000.0, st->late_p99_us / 1000.0, st->late_max_us / 1000.0,
            (unsigned long long)st->workers_peak, (unsigned long long)st->workers_spawned,
-           (unsigned long long)st->workers_retired);
+           (unsigned long long)st->workers_retired, SLOW_CALLBACK_US / 1000,
+           (unsigned long long)st->slow_callbacks);
+    if (b->opt.csv != NULL) printf("  the figures of each second: %s\n", b->opt.csv);
     if (failed) printf("%d check(s) FAILED\n", failed);
     else printf("all checks passed\n");
     return failed;

@@ -319,6 +319,7 @@ static int load(sqlite3 *db, billing *b) {
     if (rc == 0) {
         b->run_start_ns = (uint64_t)start;
         atomic_store(&b->started, (uint32_t)started);
+        live_figures_resume(b);
         printf("restart: accounts stood still for %.1f ms (from the save to the resume)\n",
                (double)(now_ns() - (uint64_t)saved) / 1e6);
         rc = resume_sessions(b, times, (uint32_t)started);

@@ -49,6 +49,7 @@ static int end_account(billing *b, account *a, end_reason reason) {
     a->reason = reason;
     a->end_ns = now_ns();
     atomic_fetch_sub(&b->live, 1);
+    atomic_fetch_add(&b->ended[reason], 1);
     return 1;
 }
 
@@ -57,6 +58,7 @@ static int end_account(billing *b, account *a, end_reason reason) {
 static int charge_account(billing *b, account *a) {
     a->balance -= 1;
     a->charges += 1;
+    atomic_fetch_add(&b->credit_used, 1);
     return a->balance == 0 && end_account(b, a, EXHAUSTED);
 }
 

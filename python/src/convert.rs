@@ -90,6 +90,7 @@ pub struct WheelArgs {
     pub max_timers: Option<i64>,
     pub manual: Option<bool>,
     pub virtual_start: Option<SystemTime>,
+    pub slow_callback: Option<f64>,
 }
 
 impl WheelArgs {
@@ -114,6 +115,9 @@ impl WheelArgs {
         }
         config.manual = self.manual.unwrap_or(config.manual);
         config.virtual_start = self.virtual_start;
+        if let Some(threshold) = self.slow_callback {
+            config.slow_callback = Some(seconds("slow_callback", threshold)?);
+        }
         config.validate().map_err(|err| invalid(err.to_string()))?;
         Ok(config)
     }
@@ -136,6 +140,8 @@ pub fn config_dict<'py>(py: Python<'py>, config: &Config) -> PyResult<Bound<'py,
             .map_or(0.0, |d| d.as_secs_f64())
     });
     dict.set_item("virtual_clock", virtual_clock)?;
+    let slow_callback = config.slow_callback.map(|d| d.as_secs_f64());
+    dict.set_item("slow_callback", slow_callback)?;
     Ok(dict)
 }
 

@@ -11,7 +11,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyTuple, PyType};
 use timerwheel_core::{
     Config, Error, ExportedTimer, Missed, PerProcess, PeriodMode, Rejected, Runtime, SharedRuntime,
-    TimerId, TimerKind,
+    TimerId, TimerKind, MAX_WINDOW, MIN_WINDOW,
 };
 
 use crate::convert::{as_seconds, config_dict, delay, period, unix_seconds, unix_time, WheelArgs};
@@ -150,7 +150,7 @@ impl Wheel {
     /// has the attribute `_shared_default`), the shared runtime of this process.
     #[new]
     #[classmethod]
-    #[pyo3(signature = (tick=None, min_workers=None, max_workers=None, worker_keepalive=None, max_timers=None, manual=None, virtual_clock=None))]
+    #[pyo3(signature = (tick=None, min_workers=None, max_workers=None, worker_keepalive=None, max_timers=None, manual=None, virtual_clock=None, slow_callback=None))]
     #[allow(clippy::too_many_arguments)] // the keyword arguments of Wheel(...)
     fn new(
         cls: &Bound<'_, PyType>,
@@ -161,6 +161,7 @@ impl Wheel {
         max_timers: Option<i64>,
         manual: Option<bool>,
         virtual_clock: Option<Bound<'_, PyAny>>,
+        slow_callback: Option<f64>,
     ) -> PyResult<Self> {
         let rt = if cls.hasattr(intern!(cls.py(), "_shared_default"))? {
             let shared = SHARED.get().ok_or(Error::Invalid);
@@ -176,6 +177,7 @@ impl Wheel {
                 max_timers,
                 manual,
                 virtual_start: virtual_start(virtual_clock)?,
+                slow_callback,
             };
             Arc::new(Runtime::new(args.config()?).map_err(|err| to_py(err, "Wheel"))?)
         };
@@ -289,9 +291,39 @@ impl Wheel {
         Ok((records.collect::<PyResult<_>>()?, export.running))
     }
 
-    /// A snapshot of the wheel's counters, as a dict with the keys of `tw_stats`.
+    /// A snapshot of the wheel's counters since it started, as a dict with the keys of
+    /// `tw_stats`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         stats_dict(py, &self.rt.stats())
+    }
+
+    /// The counters of the last `window` seconds (1 to 60), with the keys of `stats()`:
+    /// the events and lateness since the newest earlier call at least `window` ago (give
+    /// or take half a second; since the start when the wheel is younger; `span_ms` says
+    /// how long), the gauges as now. ValueError for a window out of its range.
+    #[pyo3(signature = (window=None))]
+    fn stats_recent<'py>(
+        &self,
+        py: Python<'py>,
+        window: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let window = match window {
+            Some(window) => delay("window", &window)?,
+            None => MAX_WINDOW,
+        };
+        if !(MIN_WINDOW..=MAX_WINDOW).contains(&window) {
+            return Err(invalid(format!(
+                "window must be from 1 to 60 seconds, got {}",
+                window.as_secs_f64()
+            )));
+        }
+        stats_dict(py, &self.rt.stats_recent(window))
+    }
+
+    /// The wheel's metrics in Prometheus's text format (version 0.0.4), as the C library's
+    /// `tw_metrics_text` writes them.
+    fn metrics_text(&self) -> String {
+        self.rt.prometheus_text()
     }
 
     /// Shuts the wheel down: waits for callbacks already running (without holding the

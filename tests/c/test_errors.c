@@ -52,7 +52,7 @@ static void count_info(void *ctx, const tw_timer_info *info) {
 
 static void null_wheel(void) {
     tw_timer_id id = 0;
-    tw_stats stats;
+    tw_stats stats = {.size = sizeof stats};
     size_t ran = 0;
     long runs = cb_runs, dropped = drops;
     CHECK_STATUS(tw_add(NULL, 1, count_cb, NULL, count_drop, &id), TW_ERR_INVALID);
@@ -71,6 +71,11 @@ static void null_wheel(void) {
     CHECK_STATUS(tw_delete(NULL, 1), TW_ERR_INVALID);
     CHECK_STATUS(tw_delete_sync(NULL, 1), TW_ERR_INVALID);
     CHECK_STATUS(tw_get_stats(NULL, &stats), TW_ERR_INVALID);
+    CHECK_STATUS(tw_get_stats_recent(NULL, 1000, &stats), TW_ERR_INVALID);
+    char text[16] = "x";
+    size_t needed = 7;
+    CHECK_STATUS(tw_metrics_text(NULL, text, sizeof text, &needed), TW_ERR_INVALID);
+    CHECK(needed == 7 && text[0] == 'x');
     CHECK(tw_next_timeout_ms(NULL) == -1);
     CHECK_STATUS(tw_poll(NULL, &ran), TW_ERR_INVALID);
     CHECK_STATUS(tw_advance(NULL, 1, &ran), TW_ERR_INVALID);
@@ -116,6 +121,10 @@ static void null_out_pointer(void) {
                                     count_drop, NULL),
                  TW_ERR_INVALID);
     CHECK_STATUS(tw_get_stats(w, NULL), TW_ERR_INVALID);
+    CHECK_STATUS(tw_get_stats_recent(w, 1000, NULL), TW_ERR_INVALID);
+    size_t needed = 0;
+    CHECK_STATUS(tw_metrics_text(w, NULL, 16, &needed), TW_ERR_INVALID); /* buf NULL, len > 0 */
+    CHECK_STATUS(tw_metrics_text(w, NULL, 0, NULL), TW_ERR_TOO_SMALL); /* needed NULL: fine */
     long exported = 0;
     CHECK_OK(tw_export(w, count_info, &exported, NULL)); /* running NULL: no count asked */
     CHECK_STATUS(tw_poll(w, NULL), TW_ERR_INVALID);
@@ -199,7 +208,7 @@ static void bad_values(void) {
     CHECK_STATUS(tw_advance(w, 1, &ran), TW_ERR_INVALID); /* not a virtual clock */
     CHECK_STATUS(tw_advance_to_next(w, &ran), TW_ERR_INVALID);
     CHECK_STATUS(tw_record_callback_failure(), TW_ERR_INVALID); /* not from a callback */
-    tw_stats stats;
+    tw_stats stats = {.size = sizeof stats};
     CHECK_OK(tw_get_stats(w, &stats));
     CHECK(stats.callback_panics == 0);
     CHECK(strcmp(tw_status_str((tw_status)42), "unknown status") == 0);
@@ -224,7 +233,7 @@ static void default_wheel(void) {
 typedef struct {
     tw_wheel *wheel;
     tw_status destroy, delete_sync, delete_, reset, add, add_periodic, add_at, get_stats;
-    tw_status add_periodic_at, export_;
+    tw_status add_periodic_at, export_, stats_recent, metrics_text;
     size_t running;
     long exported;
     int64_t next_timeout;
@@ -242,6 +251,9 @@ static void call_on_self(tw_timer_id id, void *user_data) {
     c->add_periodic_at = tw_add_periodic_at(c->wheel, INT64_MAX, 1, TW_FIXED_RATE,
                                             TW_MISSED_SKIP, count_cb, NULL, count_drop, &other);
     c->get_stats = tw_get_stats(c->wheel, &stats);
+    c->stats_recent = tw_get_stats_recent(c->wheel, 60000, &stats);
+    char text[16384];
+    c->metrics_text = tw_metrics_text(c->wheel, text, sizeof text, NULL);
     c->export_ = tw_export(c->wheel, count_info, &c->exported, &c->running);
     c->next_timeout = tw_next_timeout_ms(c->wheel);
     c->destroy = tw_destroy(c->wheel);
@@ -278,6 +290,8 @@ static void from_own_callback(void) {
         CHECK_STATUS(both[i]->add_at, TW_OK);
         CHECK_STATUS(both[i]->add_periodic_at, TW_OK);
         CHECK_STATUS(both[i]->get_stats, TW_OK);
+        CHECK_STATUS(both[i]->stats_recent, TW_OK);
+        CHECK_STATUS(both[i]->metrics_text, TW_OK);
         CHECK_STATUS(both[i]->export_, TW_OK);
         CHECK(both[i]->next_timeout >= 0); /* timers are pending (0 when one is due already) */
     }
@@ -292,7 +306,7 @@ typedef struct {
     tw_timer_id pending;
     long started, done;
     tw_status add, add_periodic, add_at, reset, delete_, delete_sync, get_stats, poll, destroy;
-    tw_status add_periodic_at, export_;
+    tw_status add_periodic_at, export_, stats_recent, metrics_text;
     int64_t next_timeout;
 } shutdown_calls;
 
@@ -318,6 +332,9 @@ static void call_during_shutdown(tw_timer_id id, void *user_data) {
     c->delete_ = tw_delete(c->wheel, c->pending);
     c->delete_sync = tw_delete_sync(c->wheel, c->pending);
     c->get_stats = tw_get_stats(c->wheel, &stats);
+    c->stats_recent = tw_get_stats_recent(c->wheel, 1000, &stats);
+    char text[16384];
+    c->metrics_text = tw_metrics_text(c->wheel, text, sizeof text, NULL);
     long exported = 0;
     c->export_ = tw_export(c->wheel, count_info, &exported, NULL);
     c->next_timeout = tw_next_timeout_ms(c->wheel);
@@ -345,6 +362,8 @@ static void during_shutdown(void) {
     CHECK_STATUS(c.delete_, TW_ERR_SHUTDOWN);
     CHECK_STATUS(c.delete_sync, TW_ERR_SHUTDOWN); /* even from a callback: shutdown wins */
     CHECK_STATUS(c.get_stats, TW_OK);
+    CHECK_STATUS(c.stats_recent, TW_OK);
+    CHECK_STATUS(c.metrics_text, TW_OK);
     CHECK_STATUS(c.export_, TW_ERR_SHUTDOWN);
     CHECK(c.next_timeout >= -1); /* the far timer until it is discarded, then -1 */
     CHECK_STATUS(c.poll, TW_ERR_INVALID); /* a wheel with threads: as always */

@@ -77,7 +77,7 @@ static int shared_child(void *arg) {
     failed |= fires(a->shared, 10);
     sleep_ms(30); /* the parent's periodic timer is not in the child's wheel */
     if (atomic_get(&a->parent_ticks) != ticks) failed |= 4;
-    tw_stats s;
+    tw_stats s = {.size = sizeof s};
     if (tw_get_stats(a->shared, &s) != TW_OK || s.added != 1) failed |= 8;
     return failed;
 }
@@ -165,7 +165,7 @@ static int before_fork_child(void *arg) {
     before_fork_args *a = arg;
     int failed = 0;
     tw_timer_id id;
-    tw_stats s;
+    tw_stats s = {.size = sizeof s};
     long unused = 0;
     if (tw_add(a->wheel, 1, count_cb, &unused, NULL, &id) != TW_ERR_FORKED) failed |= 1;
     if (tw_reset(a->wheel, a->pending, 1) != TW_ERR_FORKED) failed |= 2;

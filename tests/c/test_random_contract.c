@@ -791,7 +791,7 @@ static int counters_match(const main_wheel *m, const tw_stats *s) {
 /* Once the short one-shots have fired, each wheel's counters are what the test saw, and
  * add up. Returns the pending count, which the destroy must discard. */
 static uint64_t check_quiet_stats(main_wheel *m) {
-    tw_stats s;
+    tw_stats s = {.size = sizeof s};
     int64_t give_up = now_ns() + 20000 * MS;
     for (;;) {
         CHECK_OK(tw_get_stats(m->w, &s));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -220,6 +221,11 @@ void test_manual_poll() {
     CHECK(ran == 1 && runs == 1);
     tw_stats s = wheel.stats();
     CHECK(s.added == 1 && s.fired_one_shot == 1 && s.pending == 0);
+    CHECK(s.size == sizeof s && s.span_ms > 0);  // the whole struct, span_ms included
+    CHECK(wheel.stats_recent(std::chrono::seconds(60)).fired == 1);
+    std::string text = wheel.metrics_text();
+    CHECK(text.find("\ntimerwheel_timers_fired_total 1\n") != std::string::npos);
+    CHECK(text.size() == std::strlen(text.c_str()));
 }
 
 void test_shared_wheel() {

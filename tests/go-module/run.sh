@@ -34,12 +34,20 @@ mkdir -p "$proxy"
 echo "$version" >"$proxy/list"
 echo "{\"Version\":\"$version\",\"Time\":\"2026-01-01T00:00:00Z\"}" >"$proxy/$version.info"
 cp bindings/go/go.mod "$proxy/$version.mod"
+# Leaves out the modules nested in it (bindings/go/prom), as the proxy does.
 git ls-files --cached --others --exclude-standard -- bindings/go | python3 -c '
 import os, sys, zipfile
 prefix, out = sys.argv[1], sys.argv[2]
+def nested(path):
+    parent = os.path.dirname(path)
+    while parent not in ("bindings/go", ""):
+        if os.path.exists(os.path.join(parent, "go.mod")):
+            return True
+        parent = os.path.dirname(parent)
+    return False
 with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
     for path in sys.stdin.read().split():
-        if os.path.isfile(path) and not os.path.islink(path):
+        if os.path.isfile(path) and not os.path.islink(path) and not nested(path):
             archive.write(path, prefix + os.path.relpath(path, "bindings/go"))
 ' "$module@$version/" "$proxy/$version.zip"
 

@@ -17,7 +17,8 @@ mod time;
 mod types;
 
 // The exported functions, in the order the header lists them: the wheel's life cycle,
-// a virtual clock, timers, the export of timers, a callback's report of its failure, static strings.
+// a virtual clock, timers, the export of timers, a callback's report of its failure, the
+// figures for an operator, static strings.
 pub mod wheel;
 
 pub mod virtual_clock;
@@ -28,10 +29,13 @@ pub mod restart;
 
 pub mod callback;
 
+pub mod metrics;
+
 pub mod text;
 
 pub use callback::tw_record_callback_failure;
 pub use handle::tw_wheel;
+pub use metrics::{tw_get_stats_recent, tw_metrics_text};
 pub use restart::{tw_export, tw_export_fn, tw_timer_info};
 pub use text::{tw_status_str, tw_version, tw_version_number};
 pub use timers::{

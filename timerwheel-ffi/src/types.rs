@@ -49,6 +49,9 @@ pub enum tw_status {
     /// are not in this process: create a new wheel in the child (tw_default() gives the child
     /// a wheel of its own).
     TW_ERR_FORKED = 7,
+    /// The caller's buffer is too small for what the call writes (tw_metrics_text): it
+    /// says how many bytes it needs.
+    TW_ERR_TOO_SMALL = 8,
 }
 
 impl From<Error> for tw_status {
@@ -183,6 +186,10 @@ pub struct tw_config {
     /// A virtual clock's start on the wall clock, in ms since the Unix epoch: default 0.
     /// Ignored on the real clock.
     pub virtual_start_unix_ms: i64,
+    /// A callback that runs at least this many microseconds is counted in
+    /// tw_stats.slow_callbacks. 0 (the default) counts nothing and costs nothing; set, each
+    /// callback costs one more reading of the clock.
+    pub slow_callback_us: u64,
 }
 
 impl From<&Config> for tw_config {
@@ -201,6 +208,9 @@ impl From<&Config> for tw_config {
                 None => tw_clock::TW_CLOCK_MONOTONIC as u32,
             },
             virtual_start_unix_ms: config.virtual_start.map_or(0, unix_ms),
+            slow_callback_us: config
+                .slow_callback
+                .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
         }
     }
 }
@@ -225,6 +235,8 @@ impl TryFrom<&tw_config> for Config {
             max_timers: usize::try_from(config.max_timers).unwrap_or(usize::MAX),
             manual: config.manual != 0,
             virtual_start,
+            slow_callback: (config.slow_callback_us != 0)
+                .then(|| Duration::from_micros(config.slow_callback_us)),
         })
     }
 }
@@ -270,6 +282,11 @@ pub struct tw_stats {
     pub late_max_us: u64,
     /// Callbacks that panicked (never a C callback; counted for the other interfaces).
     pub callback_panics: u64,
+    /// Callbacks that ran for at least tw_config.slow_callback_us (0 while it is 0).
+    pub slow_callbacks: u64,
+    /// How long the counters cover, in milliseconds: since the wheel was created
+    /// (tw_get_stats), or the span of a recent view (tw_get_stats_recent).
+    pub span_ms: u64,
 }
 
 impl From<Stats> for tw_stats {
@@ -291,6 +308,8 @@ impl From<Stats> for tw_stats {
             late_p99_us: s.late_p99_us,
             late_max_us: s.late_max_us,
             callback_panics: s.callback_panics,
+            slow_callbacks: s.slow_callbacks,
+            span_ms: s.span_ms,
         }
     }
 }

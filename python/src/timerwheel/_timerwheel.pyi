@@ -28,8 +28,9 @@ def _default_wheel(cls: Type[_Wheel]) -> Any:
 
 def defaults() -> Dict[str, Any]:
     """The settings of ``Wheel()`` without arguments, as its keyword arguments: tick,
-    min_workers, max_workers, worker_keepalive, max_timers, manual (seconds for times;
-    max_timers None for no limit)."""
+    min_workers, max_workers, worker_keepalive, max_timers, manual, virtual_clock,
+    slow_callback (seconds for times; max_timers None for no limit, slow_callback None for
+    no threshold)."""
 
 class _Wheel:
     """The native wheel: a timerwheel runtime running Python callbacks. Use
@@ -44,6 +45,7 @@ class _Wheel:
         max_timers: Optional[int] = None,
         manual: Optional[bool] = None,
         virtual_clock: Union[float, bool, None] = None,
+        slow_callback: Optional[float] = None,
     ) -> "_Wheel": ...
     def call_later(
         self, delay: Seconds, callback: Callable[P, object], /, *args: P.args, **kwargs: P.kwargs
@@ -90,9 +92,18 @@ class _Wheel:
         """The pending timers as tuples of the fields of ``PendingTimer``, and the count
         of periodic timers left out because their callback was running."""
     def stats(self) -> Stats:
-        """The counters (a dict): pending, added, fired, fired_one_shot, cancelled,
-        discarded, workers, workers_peak, workers_spawned, workers_retired, queue_depth,
-        late_p50_us, late_p99_us, late_max_us, callback_panics."""
+        """The counters since the wheel started (a dict): pending, added, fired,
+        fired_one_shot, cancelled, discarded, workers, workers_peak, workers_spawned,
+        workers_retired, queue_depth, late_p50_us, late_p99_us, late_max_us,
+        callback_panics, slow_callbacks, span_ms."""
+    def stats_recent(self, window: Seconds = 60.0) -> Stats:
+        """The counters of the last ``window`` seconds (1 to 60), with the keys of
+        ``stats()``: the events and lateness since the newest earlier call at least
+        ``window`` ago (give or take half a second; since the start when the wheel is
+        younger; ``span_ms`` says how long), the gauges as now."""
+    def metrics_text(self) -> str:
+        """The wheel's metrics in Prometheus's text format (version 0.0.4), as the C
+        library's ``tw_metrics_text`` writes them."""
     def close(self) -> None:
         """Shuts the wheel down: waits for running callbacks, discards pending timers;
         no callback starts after it returns. Idempotent. TimerwheelBusyError from one of

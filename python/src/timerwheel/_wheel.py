@@ -80,6 +80,8 @@ class Wheel(_Wheel):
       as ``manual``); its start as a Unix time in seconds, or True for ``time.time()``.
       ``now()`` reads it; ``call_at`` follows it. For tests of timer logic: a month of
       schedules runs in milliseconds, in the same order every time.
+    - ``slow_callback``: seconds; a callback that runs at least this long is counted in
+      ``stats()["slow_callbacks"]`` (None, the default: not measured).
 
     A setting out of its range raises ``ValueError``, naming the setting and its range.
 
@@ -99,6 +101,7 @@ class Wheel(_Wheel):
         max_timers: Optional[int] = None,
         manual: Optional[bool] = None,
         virtual_clock: Union[float, bool, None] = None,
+        slow_callback: Optional[float] = None,
     ) -> None:
         # The arguments were taken by the native constructor (__new__).
         _wheels.add(self)

@@ -35,6 +35,10 @@ pub struct Config {
     /// says so (`Runtime::advance`), and there are no threads (as `manual`). `None`: the
     /// real clock.
     pub virtual_start: Option<SystemTime>,
+    /// A callback that runs at least this long is counted in `Stats::slow_callbacks`.
+    /// `None` (the default) counts nothing and costs nothing; set, each callback costs one
+    /// more reading of the clock.
+    pub slow_callback: Option<Duration>,
 }
 
 impl Default for Config {
@@ -47,6 +51,7 @@ impl Default for Config {
             max_timers: 0,
             manual: false,
             virtual_start: None,
+            slow_callback: None,
         }
     }
 }
@@ -158,6 +163,12 @@ impl Builder {
     /// Runs on a virtual clock that starts at the wall-clock time `start`.
     pub fn virtual_clock(mut self, start: SystemTime) -> Self {
         self.config.virtual_start = Some(start);
+        self
+    }
+
+    /// Counts the callbacks that run at least `threshold` in `Stats::slow_callbacks`.
+    pub fn slow_callback(mut self, threshold: Duration) -> Self {
+        self.config.slow_callback = Some(threshold);
         self
     }
 

@@ -10,10 +10,11 @@ use super::clock::{Clock, Deadline};
 use super::executor::Executor;
 use super::export::{exporting_here, ExportGuard, Exports};
 use super::fork::{self, Held, Lockable};
+use super::metrics::{Metrics, Reading, Window};
 use super::shard::{Ids, Run, Schedule, Shard, MAX_SHARDS};
 use super::stats::Histogram;
 use super::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use super::sync::thread_local;
+use super::sync::{thread_local, Mutex};
 use super::ticker::{HeldTimers, Ticker, WALL_CHECK};
 use super::worker::{run_queued, spawn_worker};
 use super::{Config, Error, Rejected, Stats, Task, TimerId};
@@ -158,6 +159,11 @@ pub(crate) struct Inner<T> {
     capacity: Capacity,
     lateness: Histogram,
     panics: AtomicU64,
+    /// `config.slow_callback` in nanoseconds; `None` when unset.
+    slow_callback_ns: Option<u64>,
+    slow_callbacks: AtomicU64,
+    /// The readings of the last-minute view.
+    window: Mutex<Window>,
     shutting_down: AtomicBool,
     /// The system clock minus the monotonic one when wall-clock timers were last placed.
     wall_offset: AtomicI64,
@@ -195,6 +201,9 @@ impl<T: Task> Inner<T> {
             None => Clock::new(config.tick),
         };
         let wall_offset = AtomicI64::new(saturate_i64(clock.wall_offset_ns()));
+        let slow_callback_ns = config
+            .slow_callback
+            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
         // One shard under loom too: the models follow timers through their shard, and the
         // shard hints, counted across model runs, would make one run differ from the next.
         let shard_count = if config.manual || cfg!(loom) {
@@ -225,6 +234,9 @@ impl<T: Task> Inner<T> {
             ticker: Ticker::default(),
             lateness: Histogram::new(),
             panics: AtomicU64::new(0),
+            slow_callback_ns,
+            slow_callbacks: AtomicU64::new(0),
+            window: Mutex::new(Window::new()),
             shutting_down: AtomicBool::new(false),
             wall_offset,
             shared,
@@ -390,18 +402,21 @@ impl<T: Task> Inner<T> {
     }
 
     /// Runs a started timer's task, recording its lateness (from the exact time it was
-    /// due, not its tick) and catching a panic.
+    /// due, not its tick), catching a panic and counting it when slow.
     pub(crate) fn run_task(&self, id: TimerId, run: &mut Run<T>) {
-        let late_ns = self
-            .clock
-            .elapsed_ns()
-            .saturating_sub(self.clock.exact_ns(run.deadline));
+        let start_ns = self.clock.elapsed_ns();
+        let late_ns = start_ns.saturating_sub(self.clock.exact_ns(run.deadline));
         self.lateness.record(late_ns / 1000);
         let scope = CallbackScope::enter(self.id(), id, &self.panics);
         let panicked = catch_unwind(AssertUnwindSafe(|| run.task.run(id))).is_err();
         let recorded = scope.leave(); // counted when it was recorded
         if panicked && !recorded {
             self.panics.fetch_add(1, Relaxed);
+        }
+        if let Some(slow_ns) = self.slow_callback_ns {
+            if self.clock.elapsed_ns().saturating_sub(start_ns) >= slow_ns {
+                self.slow_callbacks.fetch_add(1, Relaxed);
+            }
         }
     }
 
@@ -502,7 +517,28 @@ impl<T: Task> Inner<T> {
         stats.late_p99_us = self.lateness.quantile(0.99);
         stats.late_max_us = self.lateness.max();
         stats.callback_panics = self.panics.load(Relaxed);
+        stats.slow_callbacks = self.slow_callbacks.load(Relaxed);
+        stats.span_ms = self.clock.elapsed_ns() / 1_000_000;
         stats
+    }
+
+    /// The events of the last `window` (see `metrics.rs`).
+    pub(crate) fn stats_recent(&self, window: Duration) -> Stats {
+        let mut readings = self.window.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Reading::new(
+            self.clock.elapsed_ns(),
+            self.stats(),
+            &self.lateness.counts(),
+        );
+        readings.recent(now, window, self.lateness.max())
+    }
+
+    pub(crate) fn metrics(&self) -> Metrics {
+        Metrics {
+            stats: self.stats(),
+            lateness: self.lateness.lateness(),
+            slow_callback: self.config.slow_callback,
+        }
     }
 
     /// Copies every exportable timer (see [`ShardState::export`](super::shard::ShardState)),
@@ -580,7 +616,8 @@ impl<T: Task> Lockable for Inner<T> {
     /// The shards in order, then the executor's locks.
     fn lock_all(&self) -> Box<dyn Held + '_> {
         let shards: Vec<_> = self.shards.iter().map(Shard::lock).collect();
-        Box::new((shards, self.executor.lock_all()))
+        let window = self.window.lock();
+        Box::new((shards, self.executor.lock_all(), window))
     }
 }
 

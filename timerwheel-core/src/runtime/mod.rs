@@ -15,6 +15,7 @@
 //! | `worker.rs`   | worker threads and the run of a due timer                   |
 //! | `inner.rs`    | the paths of a timer through all of them                    |
 //! | `stats.rs`    | counters and the lateness histogram                         |
+//! | `metrics.rs`  | the last-minute view and the Prometheus text exposition     |
 //! | `fork.rs`     | the locks around fork(), and runtimes in a fork() child     |
 //! | `shared.rs`   | the process-wide shared runtimes (the defaults)             |
 //! | `sync.rs`     | locks, atomics, threads, time: std's, or loom's under loom  |
@@ -40,6 +41,7 @@ mod fork;
 mod inner;
 #[cfg(all(test, loom))]
 mod loom_tests;
+mod metrics;
 mod periodic;
 mod restart;
 mod shard;
@@ -61,9 +63,10 @@ pub use config::{Builder, Config, ConfigError, MAX_TICK, MAX_WORKERS, MIN_TICK};
 pub use error::{Error, Rejected};
 pub use fork::PerProcess;
 pub use inner::record_callback_failure;
+pub use metrics::{Metrics, MAX_WINDOW, MIN_WINDOW, PROMETHEUS_CONTENT_TYPE};
 pub use restart::{Export, ExportedTimer, Missed, TimerKind};
 pub use shared::{default_runtime, SharedRuntime};
-pub use stats::Stats;
+pub use stats::{Lateness, Stats, LATENESS_BOUNDS_US};
 pub use task::{prefetch, BoxTask, PeriodMode, Task, TimerId};
 pub use timer::Timer;
 
@@ -221,9 +224,34 @@ impl<T: Task> Runtime<T> {
         self.inner.is_pending(id)
     }
 
-    /// A snapshot of the counters.
+    /// A snapshot of the counters since the runtime started.
     pub fn stats(&self) -> Stats {
         self.inner.stats()
+    }
+
+    /// The counters of the last `window` (from [`MIN_WINDOW`], a second, to [`MAX_WINDOW`],
+    /// a minute; a window out of that range is taken as its nearest end): the events
+    /// (adds, runs, cancels, panics, slow callbacks, workers spawned and retired) and the
+    /// lateness of the callbacks started since the newest earlier call of this method at
+    /// least `window` ago (give or take half a second; since the start when the runtime is
+    /// younger), which `span_ms` gives; the gauges (`pending`, `workers`, `queue_depth`) as
+    /// they are now. The view is kept by these calls alone (two readings a second at most),
+    /// so it costs the timers nothing: asked every second, a one-second view spans a second
+    /// and a one-minute view a minute.
+    pub fn stats_recent(&self, window: Duration) -> Stats {
+        self.inner.stats_recent(window)
+    }
+
+    /// The counters since start, the lateness histogram in fixed buckets and the
+    /// slow-callback threshold: what an exporter gives.
+    pub fn metrics(&self) -> Metrics {
+        self.inner.metrics()
+    }
+
+    /// [`metrics`](Self::metrics) in Prometheus's text format
+    /// ([`Metrics::prometheus_text`]): the one exposition every interface serves.
+    pub fn prometheus_text(&self) -> String {
+        self.metrics().prometheus_text()
     }
 
     /// Manual mode: time until [`poll`](Self::poll) has work (zero if something is due;

@@ -2,6 +2,11 @@
 
 /// A snapshot of a runtime's counters. At any quiet moment
 /// `added == fired_one_shot + cancelled + pending + discarded`.
+///
+/// [`Runtime::stats`](super::Runtime::stats) counts since the runtime started;
+/// [`Runtime::stats_recent`](super::Runtime::stats_recent) counts the events of a recent
+/// window (`span_ms` says how long exactly), with the gauges (`pending`, `workers`,
+/// `queue_depth`) as they are now.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Timers in the wheel or queued or running that will run (again) unless cancelled.
@@ -35,6 +40,11 @@ pub struct Stats {
     pub late_max_us: u64,
     /// Callbacks that panicked (or raised).
     pub callback_panics: u64,
+    /// Callbacks that ran for at least `Config::slow_callback` (0 while it is unset).
+    pub slow_callbacks: u64,
+    /// How long the counters cover, in milliseconds: since the runtime started, or the
+    /// span of a recent view.
+    pub span_ms: u64,
 }
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -52,12 +62,30 @@ impl Stats {
     /// Every counter under its name, in the order of the struct. The one list of the
     /// counters: C's `tw_stats` has these fields in this order, Python's `stats()` these
     /// keys, Go's `Stats` these fields in CamelCase (a test in each compares).
-    pub fn fields(&self) -> [(&'static str, u64); 15] {
+    pub fn fields(&self) -> [(&'static str, u64); 17] {
         named_fields!(*self;
             pending, added, fired, fired_one_shot, cancelled, discarded, workers, workers_peak,
             workers_spawned, workers_retired, queue_depth, late_p50_us, late_p99_us,
-            late_max_us, callback_panics,
+            late_max_us, callback_panics, slow_callbacks, span_ms,
         )
+    }
+
+    /// The events counted since `base` (an earlier snapshot of the same runtime): the
+    /// counters of events minus `base`'s (never below 0); the gauges and lateness as in
+    /// `self`.
+    pub(crate) fn since(&self, base: &Stats) -> Stats {
+        Stats {
+            added: self.added.saturating_sub(base.added),
+            fired: self.fired.saturating_sub(base.fired),
+            fired_one_shot: self.fired_one_shot.saturating_sub(base.fired_one_shot),
+            cancelled: self.cancelled.saturating_sub(base.cancelled),
+            discarded: self.discarded.saturating_sub(base.discarded),
+            workers_spawned: self.workers_spawned.saturating_sub(base.workers_spawned),
+            workers_retired: self.workers_retired.saturating_sub(base.workers_retired),
+            callback_panics: self.callback_panics.saturating_sub(base.callback_panics),
+            slow_callbacks: self.slow_callbacks.saturating_sub(base.slow_callbacks),
+            ..*self
+        }
     }
 }
 
@@ -88,10 +116,14 @@ const LINEAR: u64 = 16;
 const SUB_BITS: u32 = 3;
 const BUCKETS: usize = LINEAR as usize + (64 - 4) * (1 << SUB_BITS);
 
-/// A log-bucket histogram of microseconds: one relaxed atomic add per sample, cheap enough
-/// to keep on always.
+/// A log-bucket histogram of microseconds for the quantiles, beside the fixed buckets of
+/// the exposition ([`LATENESS_BOUNDS_US`]) and the sum: a few relaxed atomic adds per
+/// sample, cheap enough to keep on always.
 pub(crate) struct Histogram {
     buckets: Box<[AtomicU64]>,
+    /// Samples per fixed bucket (not cumulative), the last one past every bound.
+    fixed: [AtomicU64; LATENESS_BOUNDS_US.len() + 1],
+    sum: AtomicU64,
     max: AtomicU64,
 }
 
@@ -99,12 +131,17 @@ impl Histogram {
     pub(crate) fn new() -> Self {
         Histogram {
             buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            fixed: std::array::from_fn(|_| AtomicU64::new(0)),
+            sum: AtomicU64::new(0),
             max: AtomicU64::new(0),
         }
     }
 
     pub(crate) fn record(&self, value: u64) {
         self.buckets[bucket_of(value)].fetch_add(1, Relaxed);
+        let fixed = LATENESS_BOUNDS_US.partition_point(|&bound| bound < value);
+        self.fixed[fixed].fetch_add(1, Relaxed);
+        self.sum.fetch_add(value, Relaxed);
         // Read first: a new maximum is rare, and a read keeps the line shared.
         if value > self.max.load(Relaxed) {
             self.max.fetch_max(value, Relaxed);
@@ -115,23 +152,81 @@ impl Histogram {
         self.max.load(Relaxed)
     }
 
+    /// The samples per log bucket now.
+    pub(crate) fn counts(&self) -> Box<[u64]> {
+        self.buckets.iter().map(|b| b.load(Relaxed)).collect()
+    }
+
     /// The value at quantile `q` (0..=1): the upper edge of its bucket, capped by the max.
     pub(crate) fn quantile(&self, q: f64) -> u64 {
-        let counts: Vec<u64> = self.buckets.iter().map(|b| b.load(Relaxed)).collect();
-        let total: u64 = counts.iter().sum();
-        if total == 0 {
-            return 0;
-        }
-        let rank = ((total as f64 * q).ceil() as u64).clamp(1, total);
-        let mut seen = 0;
-        for (bucket, &count) in counts.iter().enumerate() {
-            seen += count;
-            if seen >= rank {
-                return bucket_upper(bucket).min(self.max());
-            }
-        }
-        self.max()
+        quantile(&self.counts(), q, self.max())
     }
+
+    /// The fixed buckets, cumulative as the exposition gives them, and the sum.
+    pub(crate) fn lateness(&self) -> Lateness {
+        let mut cumulative = [0; LATENESS_BOUNDS_US.len() + 1];
+        let mut seen = 0;
+        for (bucket, count) in cumulative.iter_mut().zip(&self.fixed) {
+            seen += count.load(Relaxed);
+            *bucket = seen;
+        }
+        Lateness {
+            cumulative,
+            sum_us: self.sum.load(Relaxed),
+        }
+    }
+}
+
+/// The upper bounds of the lateness histogram's buckets, in microseconds (a last bucket,
+/// +Inf, holds what is later than every bound).
+pub const LATENESS_BOUNDS_US: [u64; 17] = [
+    50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
+    1_000_000, 2_500_000, 5_000_000, 10_000_000,
+];
+
+/// The lateness of the callbacks started since the runtime started, in the fixed buckets
+/// of [`LATENESS_BOUNDS_US`], as Prometheus takes a histogram.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Lateness {
+    /// Callbacks whose lateness was at most each bound, then (the last) all of them:
+    /// cumulative, so never decreasing.
+    pub cumulative: [u64; LATENESS_BOUNDS_US.len() + 1],
+    /// The sum of their lateness, microseconds.
+    pub sum_us: u64,
+}
+
+impl Lateness {
+    /// How many callbacks the histogram holds.
+    pub fn count(&self) -> u64 {
+        self.cumulative[LATENESS_BOUNDS_US.len()]
+    }
+}
+
+/// The value at quantile `q` (0..=1) of samples counted per log bucket: the upper edge of
+/// its bucket, capped by `max`; 0 when there is none.
+pub(crate) fn quantile(counts: &[u64], q: f64, max: u64) -> u64 {
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return 0;
+    }
+    let rank = ((total as f64 * q).ceil() as u64).clamp(1, total);
+    let mut seen = 0;
+    for (bucket, &count) in counts.iter().enumerate() {
+        seen += count;
+        if seen >= rank {
+            return bucket_upper(bucket).min(max);
+        }
+    }
+    max
+}
+
+/// The largest sample counted per log bucket, as far as the buckets tell (the upper edge
+/// of the last one not empty), capped by `max`.
+pub(crate) fn highest(counts: &[u64], max: u64) -> u64 {
+    counts
+        .iter()
+        .rposition(|&count| count != 0)
+        .map_or(0, |bucket| bucket_upper(bucket).min(max))
 }
 
 fn bucket_of(value: u64) -> usize {
@@ -182,6 +277,38 @@ mod tests {
             assert!(bucket_upper(bucket) >= value);
             assert!(bucket_upper(bucket) - value <= value / 8 + 1, "{value}");
         }
+    }
+
+    #[test]
+    fn fixed_buckets_are_cumulative_and_bound_their_samples() {
+        let h = Histogram::new();
+        for v in [
+            0,
+            50,
+            51,
+            100,
+            999,
+            1_000,
+            1_001,
+            10_000_000,
+            10_000_001,
+            u64::MAX / 4,
+        ] {
+            h.record(v);
+        }
+        let lateness = h.lateness();
+        let at = |bound| lateness.cumulative[LATENESS_BOUNDS_US.binary_search(&bound).unwrap()];
+        assert_eq!(at(50), 2, "a bound holds the samples equal to it");
+        assert_eq!(at(100), 4);
+        assert_eq!(at(500), 4);
+        assert_eq!(at(1_000), 6);
+        assert_eq!(at(10_000_000), 8);
+        assert_eq!(lateness.count(), 10);
+        assert!(lateness.cumulative.windows(2).all(|w| w[0] <= w[1]));
+        let small_sum: u64 = [50, 51, 100, 999, 1_000, 1_001, 10_000_000, 10_000_001]
+            .iter()
+            .sum();
+        assert_eq!(lateness.sum_us, small_sum + u64::MAX / 4);
     }
 
     #[test]
