@@ -26,6 +26,6 @@ pub mod wheel;
 
 pub use runtime::{
     default_runtime, prefetch, record_callback_failure, BoxTask, Builder, Config, ConfigError,
-    Error, Export, ExportedTimer, Missed, PerProcess, PeriodMode, Rejected, Runtime, SharedRuntime,
-    Stats, Task, Timer, TimerId, TimerKind,
+    Error, Export, ExportedTimer, Group, GroupData, GroupHandle, GroupId, Missed, PerProcess,
+    PeriodMode, Rejected, Runtime, SharedRuntime, Stats, Task, Timer, TimerId, TimerKind,
 };

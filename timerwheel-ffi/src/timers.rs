@@ -223,7 +223,7 @@ pub unsafe extern "C" fn tw_add_periodic_at(
 ///
 /// # Safety
 /// As for tw_add.
-unsafe fn add_timer<S>(
+pub(crate) unsafe fn add_timer<S>(
     w: *mut tw_wheel,
     out_id: *mut tw_timer_id,
     (cb, user_data, drop): (tw_callback, *mut c_void, tw_drop_fn),

@@ -21,6 +21,7 @@ from ._errors import (
     TimerwheelError,
     TimerwheelForkedError,
     TimerwheelFullError,
+    TimerwheelGroupClosedError,
 )
 from ._timerwheel import Timer, __version__, defaults
 from ._wheel import PendingTimer, Wheel
@@ -41,6 +42,7 @@ __all__ = [
     "TimerwheelError",
     "TimerwheelForkedError",
     "TimerwheelFullError",
+    "TimerwheelGroupClosedError",
     "Wheel",
     "__version__",
     "call_at",

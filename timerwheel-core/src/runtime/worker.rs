@@ -115,7 +115,20 @@ impl<'a, T: Task> Runner<'a, T> {
             run.task
         };
         self.inner.drop_ended(id, task);
-        self.ended = Some(Ended { shard, key });
+        match run.group {
+            None => self.ended = Some(Ended { shard, key }),
+            // A group's timer leaves its group now, so that the group's drop, if this
+            // was its last timer, follows at once, on this thread.
+            Some(group) => {
+                let mut state = shard.lock();
+                let ended = state.member_ended(key, group);
+                shard.notify_finished(&state);
+                drop(state);
+                if let Some(data) = ended {
+                    self.inner.drop_ended(id, data);
+                }
+            }
+        }
     }
 
     /// Removes the node of the last ended timer, if any.
