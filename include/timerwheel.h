@@ -747,6 +747,16 @@ enum tw_status tw_group_add_periodic(struct tw_wheel *w, tw_group_id group, uint
 enum tw_status tw_group_add_at(struct tw_wheel *w, tw_group_id group, int64_t unix_ms, tw_callback cb, void *user_data, tw_drop_fn drop, tw_timer_id *out_id);
 
 /**
+ * tw_add_periodic_at, into the group `group` (a session re-created after a restart, in
+ * phase with its schedule before). Returns what tw_add_periodic_at returns, and what
+ * tw_group_add adds.
+ *
+ * # Safety
+ * As for tw_add.
+ */
+enum tw_status tw_group_add_periodic_at(struct tw_wheel *w, tw_group_id group, int64_t first_unix_ms, uint64_t period_ms, tw_period_mode mode, tw_missed missed, tw_callback cb, void *user_data, tw_drop_fn drop, tw_timer_id *out_id);
+
+/**
  * Closes a group (its owner lets go of it): it takes no more timers, its timers run on,
  * and its drop follows the drop of the last (here, before this returns, if it has none).
  * May be called from a callback or drop function, of the group's own timers too.

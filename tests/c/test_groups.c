@@ -57,7 +57,8 @@ static void every_drop_once_and_the_group_after_them(void) {
     CHECK_OK(tw_group_add_at(w, g, INT64_MAX / 2, count_run, &c, count_timer_drop, &t));
     CHECK(wait_for(&c.runs, 3, 10000)); /* the one-shot fired: the group lives on */
     CHECK(atomic_get(&c.group_drops) == 0);
-    CHECK_OK(tw_group_add(w, g, 60000, count_run, &c, count_timer_drop, &t));
+    CHECK_OK(tw_group_add_periodic_at(w, g, tw_now_ms(w) + 60000, 1000, TW_FIXED_RATE,
+                                      TW_MISSED_SKIP, count_run, &c, count_timer_drop, &t));
     CHECK_OK(tw_group_close(w, g));
     CHECK_STATUS(tw_group_add(w, g, 1, count_run, &c, count_timer_drop, &t), TW_ERR_GROUP_CLOSED);
     CHECK_STATUS(tw_group_close(w, g), TW_ERR_GROUP_CLOSED);

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use std::mem;
 use std::time::Duration;
 
-use timerwheel_core::{Error, GroupId, PeriodMode, Runtime};
+use timerwheel_core::{Error, GroupId, Missed, PeriodMode, Runtime};
 
 use crate::boundary::guard;
 use crate::handle::tw_wheel;
@@ -13,8 +13,8 @@ use crate::ptr::{runtime, Out};
 use crate::task::CTask;
 use crate::time::unix_time;
 use crate::timers::add_timer;
-use crate::types::RawPeriodMode;
 use crate::types::{group_id, tw_callback, tw_drop_fn, tw_group_id, tw_status, tw_timer_id};
+use crate::types::{RawMissed, RawPeriodMode};
 
 /// A group's user data and drop function: dropping it calls `drop(user_data)`.
 struct GroupData {
@@ -154,6 +154,43 @@ pub unsafe extern "C" fn tw_group_add_at(
     let schedule = || Ok((group_id(group)?, unix_time(unix_ms)?));
     let add =
         |runtime: &Runtime<CTask>, (group, when), task| runtime.group_add_at(group, when, task);
+    // SAFETY: the caller keeps tw_add's contract, which is add_timer's.
+    unsafe { add_timer(w, out_id, callback, schedule, add) }
+}
+
+/// tw_add_periodic_at, into the group `group` (a session re-created after a restart, in
+/// phase with its schedule before). Returns what tw_add_periodic_at returns, and what
+/// tw_group_add adds.
+///
+/// # Safety
+/// As for tw_add.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the signature is the C contract
+pub unsafe extern "C" fn tw_group_add_periodic_at(
+    w: *mut tw_wheel,
+    group: tw_group_id,
+    first_unix_ms: i64,
+    period_ms: u64,
+    mode: RawPeriodMode,
+    missed: RawMissed,
+    cb: tw_callback,
+    user_data: *mut c_void,
+    drop: tw_drop_fn,
+    out_id: *mut tw_timer_id,
+) -> tw_status {
+    let callback = (cb, user_data, drop);
+    let period = Duration::from_millis(period_ms);
+    let schedule = || {
+        Ok((
+            group_id(group)?,
+            unix_time(first_unix_ms)?,
+            PeriodMode::try_from(mode)?,
+            Missed::try_from(missed)?,
+        ))
+    };
+    let add = |runtime: &Runtime<CTask>, (group, first, mode, missed), task| {
+        runtime.group_add_periodic_at(group, first, period, mode, missed, task)
+    };
     // SAFETY: the caller keeps tw_add's contract, which is add_timer's.
     unsafe { add_timer(w, out_id, callback, schedule, add) }
 }

@@ -34,8 +34,8 @@ pub mod text;
 
 pub use callback::tw_record_callback_failure;
 pub use groups::{
-    tw_group_add, tw_group_add_at, tw_group_add_periodic, tw_group_close, tw_group_create,
-    tw_group_delete,
+    tw_group_add, tw_group_add_at, tw_group_add_periodic, tw_group_add_periodic_at, tw_group_close,
+    tw_group_create, tw_group_delete,
 };
 pub use handle::tw_wheel;
 pub use restart::{tw_export, tw_export_fn, tw_timer_info};

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use super::clock::{Clock, Deadline};
 use super::periodic::resume;
 use super::shard::Schedule;
-use super::{period_ns, Error, PeriodMode, Rejected, Runtime, Task, TimerId};
+use super::{period_ns, Error, GroupId, PeriodMode, Rejected, Runtime, Task, TimerId};
 
 /// What a periodic timer re-created at an absolute start
 /// ([`Runtime::add_periodic_at`]) does with the points of its schedule that passed before
@@ -88,10 +88,45 @@ impl<T: Task> Runtime<T> {
         missed: Missed,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
-        let Some(period) = period_ns(period) else {
-            let error = Error::Invalid;
-            return Err(Rejected { error, task });
-        };
+        match self.resumed_schedule(first, period, mode, missed) {
+            Some((deadline, schedule)) => self.inner.add(deadline, schedule, task),
+            None => Err(Rejected {
+                error: Error::Invalid,
+                task,
+            }),
+        }
+    }
+
+    /// [`add_periodic_at`](Self::add_periodic_at), into the open group `group` (see
+    /// [`group_add`](Self::group_add)).
+    pub fn group_add_periodic_at(
+        &self,
+        group: GroupId,
+        first: SystemTime,
+        period: Duration,
+        mode: PeriodMode,
+        missed: Missed,
+        task: T,
+    ) -> Result<TimerId, Rejected<T>> {
+        match self.resumed_schedule(first, period, mode, missed) {
+            Some((deadline, schedule)) => self.inner.add_in_group(group, deadline, schedule, task),
+            None => Err(Rejected {
+                error: Error::Invalid,
+                task,
+            }),
+        }
+    }
+
+    /// The first deadline and the schedule of [`add_periodic_at`](Self::add_periodic_at);
+    /// `None` for a zero period.
+    fn resumed_schedule(
+        &self,
+        first: SystemTime,
+        period: Duration,
+        mode: PeriodMode,
+        missed: Missed,
+    ) -> Option<(Deadline, Schedule)> {
+        let period = period_ns(period)?;
         let clock = &self.inner.clock;
         let (now, wall) = (clock.elapsed_ns(), clock.wall_now());
         let at = |delay: u64| clock.deadline_of(now.saturating_add(delay));
@@ -107,7 +142,7 @@ impl<T: Task> Runtime<T> {
                 then: at(then),
             },
         };
-        self.inner.add(at(delay), schedule, task)
+        Some((at(delay), schedule))
     }
 
     /// Hands every pending timer to `visit`, with its task, as of one instant: every shard
