@@ -69,6 +69,9 @@ test-cpp: lib | $(C_BUILD)
 	$(CXX) -std=c++17 $(C_WARN) -pthread -g -O1 -Iinclude -Ibindings/cpp -Itests/c \
 	  tests/cpp/test_wrapper.cpp -o $(C_BUILD)/test_wrapper $(C_LINK)
 	$(C_BUILD)/test_wrapper
+	$(CXX) -std=c++17 $(C_WARN) -pthread -g -O1 $(C_SANITIZE) -Iinclude -Ibindings/cpp \
+	  -Itests/c tests/cpp/test_groups.cpp -o $(C_BUILD)/test_groups_cpp $(C_LINK)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 $(C_BUILD)/test_groups_cpp
 
 # Where `make install` puts things; DESTDIR, if set, is prepended to each (staged installs).
 PREFIX ?= /usr/local
