@@ -16,6 +16,7 @@ use timerwheel_core::{
 
 use crate::convert::{config_dict, period, seconds, unix_seconds, unix_time, WheelArgs};
 use crate::errors::{add_refused, invalid, to_py, wrong_mode};
+use crate::group::Group;
 use crate::stats::stats_dict;
 use crate::task::{CallParts, PyTask};
 use crate::timer::Timer;
@@ -41,7 +42,7 @@ fn virtual_start(value: Option<Bound<'_, PyAny>>) -> PyResult<Option<SystemTime>
 }
 
 /// The task for `callback(*args, **kwargs)`, or a TypeError if it cannot be called.
-fn task(
+pub(crate) fn task(
     callback: Bound<'_, PyAny>,
     args: Bound<'_, PyTuple>,
     kwargs: Option<Bound<'_, PyDict>>,
@@ -56,7 +57,7 @@ fn task(
 }
 
 /// The mode of `call_every(..., fixed_delay=...)`.
-fn mode(fixed_delay: bool) -> PeriodMode {
+pub(crate) fn mode(fixed_delay: bool) -> PeriodMode {
     if fixed_delay {
         PeriodMode::FixedDelay
     } else {
@@ -181,6 +182,12 @@ impl Wheel {
             rt,
             closed: AtomicBool::new(false),
         })
+    }
+
+    /// A new group of timers (see `Group`); `on_end()` is called once when it has ended.
+    #[pyo3(signature = (on_end=None))]
+    fn group(&self, on_end: Option<Bound<'_, PyAny>>) -> PyResult<Group> {
+        Group::create(&self.rt, on_end)
     }
 
     /// Runs `callback(*args, **kwargs)` once, `delay` seconds from now (never earlier).

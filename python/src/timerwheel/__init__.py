@@ -23,7 +23,7 @@ from ._errors import (
     TimerwheelFullError,
     TimerwheelGroupClosedError,
 )
-from ._timerwheel import Timer, __version__, defaults
+from ._timerwheel import Group, Timer, __version__, defaults
 from ._wheel import PendingTimer, Wheel
 from ._default import (
     call_at,
@@ -35,6 +35,7 @@ from ._default import (
 )
 
 __all__ = [
+    "Group",
     "PendingTimer",
     "Timer",
     "TimerwheelBusyError",
