@@ -13,6 +13,7 @@ type Timer struct {
 	f      func()
 	period time.Duration // 0 for a one-shot timer
 	mode   periodMode
+	group  *Group // the group its C timers join, nil for none
 
 	mu     sync.Mutex // guards the fields below
 	id     uint64     // the C timer that stands for t now
@@ -50,6 +51,10 @@ func (t *Timer) Stop() bool {
 // again after d. For a periodic timer, Reset moves the next call; the period stays. On a
 // closed wheel Reset does nothing and returns false.
 func (t *Timer) Reset(d time.Duration) bool {
+	if t.group != nil {
+		t.group.mu.Lock() // before t.mu, as everywhere (see Group)
+		defer t.group.mu.Unlock()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	w := t.w
@@ -82,10 +87,15 @@ func (t *Timer) startedInC(err error) bool {
 	return t.period == 0 && errors.Is(err, ErrNotFound)
 }
 
-// arm adds the C timer that stands for t, first firing after d. The caller holds t.mu.
+// arm adds the C timer that stands for t, first firing after d. The caller holds t.mu,
+// and its group's mu if it is in one.
 func (t *Timer) arm(d time.Duration) error {
 	return t.armWith(func(h uintptr) (uint64, error) {
-		return cAdd(t.w.c, d, t.period, t.mode, h)
+		id, err := cAdd(t.w.c, t.group.cID(), d, t.period, t.mode, h)
+		if err == nil && t.group != nil {
+			t.group.join(t)
+		}
+		return id, err
 	})
 }
 
