@@ -5,14 +5,14 @@ use std::ffi::c_void;
 use std::mem;
 use std::time::Duration;
 
-use timerwheel_core::{Error, GroupId, Missed, PeriodMode, Runtime};
+use timerwheel_core::{Missed, PeriodMode, Runtime};
 
 use crate::boundary::guard;
 use crate::handle::tw_wheel;
 use crate::ptr::{runtime, Out};
 use crate::task::CTask;
 use crate::time::unix_time;
-use crate::timers::add_timer;
+use crate::timers::{add_timer, on_id};
 use crate::types::{group_id, tw_callback, tw_drop_fn, tw_group_id, tw_status, tw_timer_id};
 use crate::types::{RawMissed, RawPeriodMode};
 
@@ -211,7 +211,7 @@ pub unsafe extern "C" fn tw_group_add_periodic_at(
 #[no_mangle]
 pub unsafe extern "C" fn tw_group_close(w: *mut tw_wheel, group: tw_group_id) -> tw_status {
     // SAFETY: the caller passes NULL or a live wheel.
-    unsafe { on_group(w, group, Runtime::group_close) }
+    unsafe { on_id(w, group, group_id, Runtime::group_close) }
 }
 
 /// Deletes every timer of a group, in time proportional to their number, as tw_delete
@@ -231,22 +231,5 @@ pub unsafe extern "C" fn tw_group_close(w: *mut tw_wheel, group: tw_group_id) ->
 #[no_mangle]
 pub unsafe extern "C" fn tw_group_delete(w: *mut tw_wheel, group: tw_group_id) -> tw_status {
     // SAFETY: the caller passes NULL or a live wheel.
-    unsafe { on_group(w, group, Runtime::group_delete) }
-}
-
-/// Applies `op` to group `group` of wheel `w`, behind the panic boundary.
-///
-/// # Safety
-/// `w` is NULL or a live wheel.
-unsafe fn on_group(
-    w: *mut tw_wheel,
-    group: tw_group_id,
-    op: impl FnOnce(&Runtime<CTask>, GroupId) -> Result<(), Error>,
-) -> tw_status {
-    guard(|| {
-        // SAFETY: the caller passes NULL or a live wheel.
-        let runtime = unsafe { runtime(w) }?;
-        op(runtime, group_id(group)?)?;
-        Ok(())
-    })
+    unsafe { on_id(w, group, group_id, Runtime::group_delete) }
 }

@@ -516,7 +516,11 @@ fn group_ends_once_after_its_timer(delete: bool) {
     let ran = poller.join().unwrap();
     assert!(ran <= 1 && tally.runs.load(SeqCst) == ran);
     assert_eq!(ends.load(SeqCst), 1, "the group did not end exactly once");
-    assert_eq!(drops_at_end.load(SeqCst), 1, "the group ended before its timer's drop");
+    assert_eq!(
+        drops_at_end.load(SeqCst),
+        1,
+        "the group ended before its timer's drop"
+    );
     assert_eq!(runtime.group_count(), 0);
     check_ended(&runtime, &[&tally]);
 }

@@ -88,13 +88,8 @@ impl<T: Task> Runtime<T> {
         missed: Missed,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
-        match self.resumed_schedule(first, period, mode, missed) {
-            Some((deadline, schedule)) => self.inner.add(deadline, schedule, task),
-            None => Err(Rejected {
-                error: Error::Invalid,
-                task,
-            }),
-        }
+        let add = |deadline, schedule, task| self.inner.add(deadline, schedule, task);
+        self.add_resumed(first, period, mode, missed, task, add)
     }
 
     /// [`add_periodic_at`](Self::add_periodic_at), into the open group `group` (see
@@ -108,25 +103,26 @@ impl<T: Task> Runtime<T> {
         missed: Missed,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
-        match self.resumed_schedule(first, period, mode, missed) {
-            Some((deadline, schedule)) => self.inner.add_in_group(group, deadline, schedule, task),
-            None => Err(Rejected {
-                error: Error::Invalid,
-                task,
-            }),
-        }
+        let add =
+            |deadline, schedule, task| self.inner.add_in_group(group, deadline, schedule, task);
+        self.add_resumed(first, period, mode, missed, task, add)
     }
 
-    /// The first deadline and the schedule of [`add_periodic_at`](Self::add_periodic_at);
-    /// `None` for a zero period.
-    fn resumed_schedule(
+    /// Adds, with `add`, the timer of [`add_periodic_at`](Self::add_periodic_at): its first
+    /// deadline and its schedule. `Invalid` for a zero period.
+    fn add_resumed(
         &self,
         first: SystemTime,
         period: Duration,
         mode: PeriodMode,
         missed: Missed,
-    ) -> Option<(Deadline, Schedule)> {
-        let period = period_ns(period)?;
+        task: T,
+        add: impl FnOnce(Deadline, Schedule, T) -> Result<TimerId, Rejected<T>>,
+    ) -> Result<TimerId, Rejected<T>> {
+        let Some(period) = period_ns(period) else {
+            let error = Error::Invalid;
+            return Err(Rejected { error, task });
+        };
         let clock = &self.inner.clock;
         let (now, wall) = (clock.elapsed_ns(), clock.wall_now());
         let at = |delay: u64| clock.deadline_of(now.saturating_add(delay));
@@ -142,7 +138,7 @@ impl<T: Task> Runtime<T> {
                 then: at(then),
             },
         };
-        Some((at(delay), schedule))
+        add(at(delay), schedule, task)
     }
 
     /// Hands every pending timer to `visit`, with its task, as of one instant: every shard
