@@ -9,11 +9,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use timerwheel_core::{Error, GroupData, GroupId, Rejected, Runtime, TimerId};
 
-use crate::convert::{period, seconds, unix_time};
-use crate::errors::{add_refused, to_py};
+use crate::convert::{seconds, unix_time};
+use crate::errors::to_py;
 use crate::task::PyTask;
 use crate::timer::Timer;
-use crate::wheel::{mode, task};
+use crate::wheel::{added, every, mode, task};
 
 /// A group of timers, made by `Wheel.group()`. Its timers are ordinary timers; `cancel()`
 /// cancels all of them at once and closes the group, `close()` lets them run on but takes
@@ -75,14 +75,7 @@ impl Group {
     }
 
     fn added(&self, result: Result<TimerId, Rejected<PyTask>>, what: &str) -> PyResult<Timer> {
-        match result {
-            Ok(id) => Ok(Timer::new(Arc::clone(&self.rt), id)),
-            Err(rejected) => Err(add_refused(
-                rejected.error,
-                what,
-                self.rt.config().max_timers,
-            )),
-        }
+        added(&self.rt, result, what)
     }
 }
 
@@ -144,8 +137,7 @@ impl Group {
         first: Option<f64>,
         kwargs: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Timer> {
-        let period = self::period(period)?;
-        let first = first.map_or(Ok(period), |f| seconds("first", f))?;
+        let (period, first) = every(period, first)?;
         let task = task(callback, args, kwargs)?;
         let added = self
             .rt

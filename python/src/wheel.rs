@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
@@ -54,6 +54,27 @@ pub(crate) fn task(
         )));
     }
     Ok(PyTask::new(callback, args, kwargs))
+}
+
+/// The period and the first delay of `call_every(period, ..., first=...)`: one period when
+/// `first` is not given.
+pub(crate) fn every(period: f64, first: Option<f64>) -> PyResult<(Duration, Duration)> {
+    let period = self::period(period)?;
+    let first = first.map_or(Ok(period), |f| seconds("first", f))?;
+    Ok((period, first))
+}
+
+/// The handle of a timer accepted by `rt`, or the exception for a refused one (whose task,
+/// handed back, is dropped here while the GIL is held).
+pub(crate) fn added(
+    rt: &Arc<Runtime<PyTask>>,
+    result: Result<TimerId, Rejected<PyTask>>,
+    what: &str,
+) -> PyResult<Timer> {
+    match result {
+        Ok(id) => Ok(Timer::new(Arc::clone(rt), id)),
+        Err(rejected) => Err(add_refused(rejected.error, what, rt.config().max_timers)),
+    }
 }
 
 /// The mode of `call_every(..., fixed_delay=...)`.
@@ -131,17 +152,8 @@ impl Wheel {
         }
     }
 
-    /// The handle of an accepted timer, or the exception for a refused one (whose task,
-    /// handed back, is dropped here while the GIL is held).
     fn added(&self, result: Result<TimerId, Rejected<PyTask>>, what: &str) -> PyResult<Timer> {
-        match result {
-            Ok(id) => Ok(Timer::new(Arc::clone(&self.rt), id)),
-            Err(rejected) => Err(add_refused(
-                rejected.error,
-                what,
-                self.rt.config().max_timers,
-            )),
-        }
+        added(&self.rt, result, what)
     }
 }
 
@@ -236,8 +248,7 @@ impl Wheel {
         first: Option<f64>,
         kwargs: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Timer> {
-        let period = self::period(period)?;
-        let first = first.map_or(Ok(period), |f| seconds("first", f))?;
+        let (period, first) = every(period, first)?;
         let task = task(callback, args, kwargs)?;
         self.added(
             self.rt.add_periodic(first, period, mode(fixed_delay), task),
