@@ -227,6 +227,7 @@ impl<T> Shard<T> {
 
     /// Removes the node of a timer whose run ended and whose task was dropped
     /// ([`ShardState::forget`]), and wakes the `cancel_sync` callers waiting for it.
+    #[inline]
     pub(crate) fn forget(&self, state: &mut ShardState<T>, key: Key) {
         state.forget(key);
         self.notify_finished(state);
@@ -478,6 +479,7 @@ impl<T> ShardState<T> {
     /// stale, was re-armed, is running already (the queue may hold an id more than once),
     /// or is not due yet: the tick thread expires a tick early and holds a timer until its
     /// exact deadline, and an older entry of a timer reset since must not start it early.
+    #[inline]
     pub(crate) fn start(&mut self, key: Key, now_ns: u64, clock: &Clock) -> Option<Run<T>> {
         if self.wheel.is_pending(key) {
             return None;
@@ -489,7 +491,7 @@ impl<T> ShardState<T> {
         let entry = self.wheel.get_mut(key)?;
         let task = entry.task.take()?;
         self.counters.fired += 1;
-        let periodic = self.sides.periodic(entry.side).is_some();
+        let (periodic, group) = self.sides.run_kind(entry.side);
         if !periodic {
             self.counters.fired_one_shot += 1;
         }
@@ -497,7 +499,7 @@ impl<T> ShardState<T> {
             task,
             deadline,
             periodic,
-            group: self.sides.group(entry.side),
+            group,
         })
     }
 
@@ -548,6 +550,7 @@ impl<T> ShardState<T> {
     }
 
     /// Removes the node of a timer whose run ended, once its task has been dropped.
+    #[inline]
     pub(crate) fn forget(&mut self, key: Key) {
         if self.is_running(key) {
             self.remove(key);
@@ -575,13 +578,21 @@ impl<T> ShardState<T> {
         let Some(entry) = self.wheel.remove(key) else {
             return (None, None);
         };
-        let Some(side) = entry.side else {
-            return (entry.task, None);
+        let group = match entry.side {
+            Some(side) if self.sides.group(Some(side)).is_some() => self.remove_member(side),
+            Some(side) => self.sides.remove(side),
+            None => None,
         };
-        if self.sides.group(Some(side)).is_some() {
-            self.groups.unlink(&mut self.sides, side);
-        }
-        (entry.task, self.sides.remove(side))
+        (entry.task, group)
+    }
+
+    /// Takes a group's timer whose node was removed off its group's list and frees its
+    /// records; its group. Out of the way of the timers outside groups.
+    #[cold]
+    #[inline(never)]
+    fn remove_member(&mut self, member: SideId) -> Option<Slot> {
+        self.groups.unlink(&mut self.sides, member);
+        self.sides.remove(member)
     }
 
     /// Re-places pending wall-clock timers after the system clock was stepped.

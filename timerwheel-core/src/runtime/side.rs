@@ -66,18 +66,29 @@ impl Sides {
     /// Frees the record (a member's, with the record of its kind); the group of a member
     /// (take it off the group's list first).
     pub(crate) fn remove(&mut self, id: SideId) -> Option<Slot> {
+        match self.take(id)? {
+            Side::Member(member) => Some(self.remove_member(member)),
+            _ => None,
+        }
+    }
+
+    /// Frees the record `id`; what it held.
+    fn take(&mut self, id: SideId) -> Option<Side> {
         let side = self.slots[id.index()].take()?;
         self.walls -= usize::from(matches!(side, Side::Wall { .. }));
         self.free.push(id);
-        match side {
-            Side::Member(member) => {
-                if let Some(kind) = member.kind {
-                    self.remove(kind);
-                }
-                Some(member.group)
-            }
-            _ => None,
+        Some(side)
+    }
+
+    /// Frees the kind record of a member whose record was taken; its group. Out of the
+    /// way of the timers outside groups.
+    #[cold]
+    #[inline(never)]
+    fn remove_member(&mut self, member: Member) -> Slot {
+        if let Some(kind) = member.kind {
+            self.take(kind);
         }
+        member.group
     }
 
     /// The record that says the timer's kind: `id` itself, or a member's kind record.
@@ -91,8 +102,9 @@ impl Sides {
 
     /// The schedule of a periodic timer; `None` for any other (`id` none: a one-shot).
     pub(crate) fn periodic(&self, id: Option<SideId>) -> Option<&Periodic> {
-        match self.slots[self.kind(id)?.index()].as_ref() {
+        match self.slots[id?.index()].as_ref() {
             Some(Side::Periodic(periodic)) => Some(periodic),
+            Some(Side::Member(member)) => self.periodic(member.kind),
             _ => None,
         }
     }
@@ -103,6 +115,18 @@ impl Sides {
         match self.slots[kind.index()].as_mut() {
             Some(Side::Periodic(periodic)) => Some(periodic),
             _ => None,
+        }
+    }
+
+    /// What a run needs to know of a timer: whether it is periodic, and its group.
+    #[inline]
+    pub(crate) fn run_kind(&self, id: Option<SideId>) -> (bool, Option<Slot>) {
+        match id.and_then(|id| self.slots[id.index()].as_ref()) {
+            Some(Side::Periodic(_)) => (true, None),
+            Some(Side::Member(member)) => {
+                (self.periodic(member.kind).is_some(), Some(member.group))
+            }
+            _ => (false, None),
         }
     }
 

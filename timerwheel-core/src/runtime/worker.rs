@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use super::group::Slot;
 use super::inner::Inner;
 use super::shard::{Finished, Run, Shard};
 use super::sync::thread;
@@ -117,17 +118,22 @@ impl<'a, T: Task> Runner<'a, T> {
         self.inner.drop_ended(id, task);
         match run.group {
             None => self.ended = Some(Ended { shard, key }),
-            // A group's timer leaves its group now, so that the group's drop, if this
-            // was its last timer, follows at once, on this thread.
-            Some(group) => {
-                let mut state = shard.lock();
-                let ended = state.member_ended(key, group);
-                shard.notify_finished(&state);
-                drop(state);
-                if let Some(data) = ended {
-                    self.inner.drop_ended(id, data);
-                }
-            }
+            Some(group) => self.leave_group(shard, key, id, group),
+        }
+    }
+
+    /// A group's timer whose task was dropped leaves its group now, so that the group's
+    /// drop, if this was its last timer, follows at once, on this thread. Out of the way
+    /// of the timers outside groups.
+    #[cold]
+    #[inline(never)]
+    fn leave_group(&self, shard: &Shard<T>, key: Key, id: TimerId, group: Slot) {
+        let mut state = shard.lock();
+        let ended = state.member_ended(key, group);
+        shard.notify_finished(&state);
+        drop(state);
+        if let Some(data) = ended {
+            self.inner.drop_ended(id, data);
         }
     }
 
