@@ -150,14 +150,17 @@ impl Groups {
         }
     }
 
-    /// The keys of the timers on the group's list.
-    pub(crate) fn members(&self, sides: &Sides, slot: Slot) -> Vec<Key> {
+    /// Empties the group's list, for a delete of all of them: the keys of its timers. Each
+    /// stays counted until its drop; a timer that is not deleted (it is running) leaves
+    /// no list when it ends.
+    pub(crate) fn take_members(&mut self, sides: &mut Sides, slot: Slot) -> Vec<Key> {
         let mut keys = Vec::new();
-        let mut at = self.group(slot).head;
+        let mut at = self.group_mut(slot).head.take();
         while let Some(member) = at {
-            let record = sides.member(member);
+            let record = sides.member_mut(member);
+            record.prev = None;
+            at = record.next.take();
             keys.push(record.key);
-            at = record.next;
         }
         keys
     }

@@ -351,7 +351,7 @@ impl<T> ShardState<T> {
     pub(crate) fn delete_group(&mut self, group: Key) -> Result<GroupDeleted<T>, Error> {
         let slot = self.groups.find(group)?;
         let (mut tasks, mut cancelled) = (Vec::new(), 0);
-        for key in self.groups.members(&self.sides, slot) {
+        for key in self.groups.take_members(&mut self.sides, slot) {
             match self.cancel(key) {
                 Ok(Some(removed)) => tasks.push(removed.task),
                 Ok(None) => {}

@@ -150,15 +150,7 @@ impl Sides {
         }))
     }
 
-    /// The member record `id`.
-    pub(crate) fn member(&self, id: SideId) -> &Member {
-        match &self.slots[id.index()] {
-            Some(Side::Member(member)) => member,
-            _ => unreachable!("a group's list holds member records only"),
-        }
-    }
-
-    /// [`member`](Self::member), to change.
+    /// The member record `id`, to change.
     pub(crate) fn member_mut(&mut self, id: SideId) -> &mut Member {
         match &mut self.slots[id.index()] {
             Some(Side::Member(member)) => member,
