@@ -75,6 +75,10 @@ typedef enum tw_status {
    * says how many bytes it needs.
    */
   TW_ERR_TOO_SMALL = 8,
+  /**
+   * The group is closed: it takes no more timers (tw_group_close, tw_group_delete).
+   */
+  TW_ERR_GROUP_CLOSED = 9,
 } tw_status;
 
 /**
@@ -308,6 +312,13 @@ typedef void (*tw_callback)(tw_timer_id id, void *user_data);
  * meanings (tw_destroy: TW_ERR_BUSY; tw_destroy_nowait works).
  */
 typedef void (*tw_drop_fn)(void *user_data);
+
+/**
+ * The id of a group of timers, unique to its wheel. 0 never names a group. Generational
+ * like a tw_timer_id: the id of a group that ended, or of another wheel's group, is
+ * TW_ERR_NOT_FOUND; so is a timer id given as a group id, and the other way round.
+ */
+typedef uint64_t tw_group_id;
 
 /**
  * One pending timer, as tw_export hands it to its function. The library fills it; it can
@@ -704,6 +715,101 @@ enum tw_status tw_delete(struct tw_wheel *w, tw_timer_id id);
  * `w` is NULL or a live wheel.
  */
 enum tw_status tw_delete_sync(struct tw_wheel *w, tw_timer_id id);
+
+/**
+ * Creates a group of timers holding `user_data`, open to tw_group_add*. `drop(user_data)`
+ * (if `drop` is not NULL) is called exactly once: after the group was closed
+ * (tw_group_close or tw_group_delete) and the drop of its last timer has returned, on the
+ * thread that ended it (the one that closed or deleted it, or ran its last timer), or by
+ * tw_destroy after the drops of its timers. It may call every function a timer's drop may.
+ * `*out` receives the group's id.
+ *
+ * Returns TW_OK, or one of these, and then `drop` is never called (the caller still owns
+ * `user_data`) and `*out` is left untouched:
+ * - TW_ERR_INVALID: `w` or `out` NULL.
+ * - TW_ERR_FULL: the wheel holds as many groups as its ids can name (2^28 per shard).
+ * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+ * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; `out` is NULL or valid for writing a `tw_group_id`;
+ * `drop` may be called with `user_data` from any thread.
+ */
+enum tw_status tw_group_create(struct tw_wheel *w, void *user_data, tw_drop_fn drop, tw_group_id *out);
+
+/**
+ * tw_add, into the group `group`: the timer is one of the group's until its drop has
+ * returned. Returns what tw_add returns, and (then neither `cb` nor `drop` is ever called):
+ * - TW_ERR_NOT_FOUND: `group` is 0, of another wheel, or a group that ended.
+ * - TW_ERR_GROUP_CLOSED: the group was closed (tw_group_close, tw_group_delete).
+ *
+ * # Safety
+ * As for tw_add.
+ */
+enum tw_status tw_group_add(struct tw_wheel *w, tw_group_id group, uint64_t delay_ms, tw_callback cb, void *user_data, tw_drop_fn drop, tw_timer_id *out_id);
+
+/**
+ * tw_add_periodic, into the group `group`. Returns what tw_add_periodic returns, and
+ * what tw_group_add adds.
+ *
+ * # Safety
+ * As for tw_add.
+ */
+enum tw_status tw_group_add_periodic(struct tw_wheel *w, tw_group_id group, uint64_t delay_ms, uint64_t period_ms, tw_period_mode mode, tw_callback cb, void *user_data, tw_drop_fn drop, tw_timer_id *out_id);
+
+/**
+ * tw_add_at, into the group `group`. Returns what tw_add_at returns, and what
+ * tw_group_add adds.
+ *
+ * # Safety
+ * As for tw_add.
+ */
+enum tw_status tw_group_add_at(struct tw_wheel *w, tw_group_id group, int64_t unix_ms, tw_callback cb, void *user_data, tw_drop_fn drop, tw_timer_id *out_id);
+
+/**
+ * tw_add_periodic_at, into the group `group` (a session re-created after a restart, in
+ * phase with its schedule before). Returns what tw_add_periodic_at returns, and what
+ * tw_group_add adds.
+ *
+ * # Safety
+ * As for tw_add.
+ */
+enum tw_status tw_group_add_periodic_at(struct tw_wheel *w, tw_group_id group, int64_t first_unix_ms, uint64_t period_ms, tw_period_mode mode, tw_missed missed, tw_callback cb, void *user_data, tw_drop_fn drop, tw_timer_id *out_id);
+
+/**
+ * Closes a group (its owner lets go of it): it takes no more timers, its timers run on,
+ * and its drop follows the drop of the last (here, before this returns, if it has none).
+ * May be called from a callback or drop function, of the group's own timers too.
+ *
+ * Returns TW_OK, or (and nothing changes):
+ * - TW_ERR_INVALID: `w` NULL.
+ * - TW_ERR_NOT_FOUND: `group` is 0, of another wheel, or a group that ended.
+ * - TW_ERR_GROUP_CLOSED: the group was closed already.
+ * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+ * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel.
+ */
+enum tw_status tw_group_close(struct tw_wheel *w, tw_group_id group);
+
+/**
+ * Deletes every timer of a group, in time proportional to their number, as tw_delete
+ * would each, and closes the group if it was open. Its pending timers' drops run here,
+ * before this returns; a periodic timer whose callback is running ends when it returns
+ * (no further run starts); the group's drop follows the last of them (here, if none is
+ * running). May be called from a callback or drop function, of the group's own timers too.
+ *
+ * Returns TW_OK (for a closed group that still has timers too), or (and nothing changes):
+ * - TW_ERR_INVALID: `w` NULL.
+ * - TW_ERR_NOT_FOUND: `group` is 0, of another wheel, or a group that ended.
+ * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+ * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel.
+ */
+enum tw_status tw_group_delete(struct tw_wheel *w, tw_group_id group);
 
 /**
  * Calls `fn(ctx, info)` for every pending timer of `w`, in deadline order, as of one

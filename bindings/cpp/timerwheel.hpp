@@ -457,6 +457,113 @@ private:
     tw_wheel *wheel_ = nullptr;
 };
 
+/* A group of timers (docs/contract.md, "Timer groups"), owned: non-copyable, movable. The
+ * destructor deletes the group (tw_group_delete): every timer in it is deleted, those
+ * running finish, and the group ends after their drops; close() lets them run on instead.
+ * `on_end`, if given, runs once when the group has ended: after it was deleted or closed
+ * and the drop of its last timer (each timer's callable freed). An exception from it is
+ * counted like a callback's. Must not outlive its Wheel. */
+class Group {
+public:
+    explicit Group(Wheel &wheel) : Group(wheel, nullptr) {}
+
+    template <class F>
+    Group(Wheel &wheel, F &&on_end) : wheel_(wheel.get()) {
+        if constexpr (std::is_null_pointer_v<std::decay_t<F>>) {
+            detail::check(tw_group_create(wheel_, nullptr, nullptr, &id_), "tw_group_create");
+        } else {
+            using Fn = std::decay_t<F>;
+            static_assert(std::is_invocable_v<Fn &>, "a group's on_end takes no arguments");
+            auto callable = std::make_unique<Fn>(std::forward<F>(on_end));
+            detail::check(tw_group_create(wheel_, callable.get(), &ended<Fn>, &id_),
+                          "tw_group_create");
+            callable.release();  // the group owns it now
+        }
+    }
+
+    Group(const Group &) = delete;
+    Group &operator=(const Group &) = delete;
+    Group(Group &&other) noexcept
+        : wheel_(std::exchange(other.wheel_, nullptr)),
+          id_(std::exchange(other.id_, 0)),
+          owned_(std::exchange(other.owned_, false)) {}
+    Group &operator=(Group &&other) noexcept {
+        if (this != &other) {
+            cancel();
+            wheel_ = std::exchange(other.wheel_, nullptr);
+            id_ = std::exchange(other.id_, 0);
+            owned_ = std::exchange(other.owned_, false);
+        }
+        return *this;
+    }
+
+    /* Deletes the group and every timer in it. */
+    ~Group() { cancel(); }
+
+    tw_group_id id() const noexcept { return id_; }
+
+    /* Deletes every timer of the group now and lets go of it (the destructor's work).
+     * True if the group was still there. Adds are refused afterwards. */
+    bool cancel() noexcept {
+        return std::exchange(owned_, false) && tw_group_delete(wheel_, id_) == TW_OK;
+    }
+
+    /* Lets go of the group without deleting its timers (tw_group_close): they run on, and
+     * the group ends after the last. Adds are refused afterwards (TW_ERR_GROUP_CLOSED, then
+     * TW_ERR_NOT_FOUND). Throws if the group was closed by someone else. */
+    void close() {
+        if (std::exchange(owned_, false)) detail::check(tw_group_close(wheel_, id_), "tw_group_close");
+    }
+
+    /* Runs `f` once, `delay` from now, as a timer of the group. */
+    template <class Rep, class Period, class F>
+    Timer after(std::chrono::duration<Rep, Period> delay, F &&f) {
+        std::uint64_t ms = detail::to_ms(delay);
+        auto add = [&](tw_callback cb, void *data, tw_drop_fn drop, tw_timer_id *id) {
+            return tw_group_add(wheel_, id_, ms, cb, data, drop, id);
+        };
+        return Timer(wheel_, detail::add(std::forward<F>(f), add, "tw_group_add"));
+    }
+
+    /* Runs `f` every `period`, the first time after `period`, as a timer of the group. */
+    template <class Rep, class Period, class F>
+    Timer every(std::chrono::duration<Rep, Period> period, F &&f,
+                tw_period_mode mode = TW_FIXED_RATE) {
+        std::uint64_t ms = detail::to_ms(period);
+        auto add = [&](tw_callback cb, void *data, tw_drop_fn drop, tw_timer_id *id) {
+            return tw_group_add_periodic(wheel_, id_, ms, ms, mode, cb, data, drop, id);
+        };
+        return Timer(wheel_, detail::add(std::forward<F>(f), add, "tw_group_add_periodic"));
+    }
+
+    /* Runs `f` once at the wall-clock time `when`, as a timer of the group. */
+    template <class F>
+    Timer at(std::chrono::system_clock::time_point when, F &&f) {
+        std::int64_t unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+            when.time_since_epoch()).count();
+        auto add = [&](tw_callback cb, void *data, tw_drop_fn drop, tw_timer_id *id) {
+            return tw_group_add_at(wheel_, id_, unix_ms, cb, data, drop, id);
+        };
+        return Timer(wheel_, detail::add(std::forward<F>(f), add, "tw_group_add_at"));
+    }
+
+private:
+    /* The group's drop: runs `on_end` once and frees it. */
+    template <class F>
+    static void ended(void *callable) noexcept {
+        std::unique_ptr<F> f(static_cast<F *>(callable));
+        try {
+            (*f)();
+        } catch (...) {
+            tw_record_callback_failure();
+        }
+    }
+
+    tw_wheel *wheel_ = nullptr;  // null once moved from
+    tw_group_id id_ = 0;
+    bool owned_ = true;  // false once deleted, closed or moved from
+};
+
 }  // namespace timerwheel
 
 #endif

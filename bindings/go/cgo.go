@@ -36,20 +36,39 @@ typedef struct twgo_added {
 	tw_timer_id id;
 } twgo_added;
 
-// Adds a one-shot timer. The id comes back by value so that no Go pointer is handed to C
-// on this hot path.
-static twgo_added twgo_add(tw_wheel *w, uint64_t delay_ms, uintptr_t handle) {
+// Adds a one-shot timer, into the group `group` unless it is 0. The id comes back by
+// value so that no Go pointer is handed to C on this hot path.
+static twgo_added twgo_add(tw_wheel *w, tw_group_id group, uint64_t delay_ms, uintptr_t handle) {
 	twgo_added r = {TW_OK, 0};
-	r.status = tw_add(w, delay_ms, twgo_fire, (void *)handle, NULL, &r.id);
+	r.status = group == 0
+		? tw_add(w, delay_ms, twgo_fire, (void *)handle, NULL, &r.id)
+		: tw_group_add(w, group, delay_ms, twgo_fire, (void *)handle, NULL, &r.id);
 	return r;
 }
 
-// Adds a periodic timer, its delay and period in nanoseconds (a time.Duration, unrounded).
-static twgo_added twgo_add_periodic(tw_wheel *w, uint64_t delay_ns, uint64_t period_ns,
-		tw_period_mode mode, uintptr_t handle) {
+// Adds a periodic timer, its delay and period in nanoseconds (a time.Duration, unrounded);
+// a timer of a group has them in milliseconds, rounded up.
+static twgo_added twgo_add_periodic(tw_wheel *w, tw_group_id group, uint64_t delay_ns,
+		uint64_t period_ns, tw_period_mode mode, uintptr_t handle) {
 	twgo_added r = {TW_OK, 0};
-	r.status = tw_add_periodic_ns(w, delay_ns, period_ns, mode, twgo_fire, (void *)handle,
-		NULL, &r.id);
+	uint64_t ms = 1000000;
+	r.status = group == 0
+		? tw_add_periodic_ns(w, delay_ns, period_ns, mode, twgo_fire, (void *)handle, NULL,
+			&r.id)
+		: tw_group_add_periodic(w, group, delay_ns / ms + (delay_ns % ms != 0),
+			period_ns / ms + (period_ns % ms != 0), mode, twgo_fire, (void *)handle, NULL,
+			&r.id);
+	return r;
+}
+
+typedef struct twgo_group {
+	tw_status status;
+	tw_group_id id;
+} twgo_group;
+
+static twgo_group twgo_group_create(tw_wheel *w) {
+	twgo_group r = {TW_OK, 0};
+	r.status = tw_group_create(w, NULL, NULL, &r.id);
 	return r;
 }
 
@@ -159,18 +178,32 @@ func cDefault() cWheel {
 	return C.tw_default()
 }
 
-// cAdd adds a timer that fires the registry entry of handle after delay; period 0 makes it
-// a one-shot (its delay rounded up to the millisecond, see deadlines), anything else a
-// periodic timer whose delay and period reach the library to the nanosecond.
-func cAdd(w cWheel, delay, period time.Duration, mode periodMode, handle uintptr) (uint64, error) {
+// cAdd adds a timer that fires the registry entry of handle after delay, into the C group
+// `group` unless it is 0; period 0 makes it a one-shot (its delay rounded up to the
+// millisecond, see deadlines), anything else a periodic timer whose delay and period reach
+// the library to the nanosecond (rounded up to the millisecond in a group).
+func cAdd(w cWheel, group uint64, delay, period time.Duration, mode periodMode,
+	handle uintptr) (uint64, error) {
 	var r C.twgo_added
+	g := C.tw_group_id(group)
 	if period == 0 {
-		r = C.twgo_add(w, C.uint64_t(millis(delay)), C.uintptr_t(handle))
+		r = C.twgo_add(w, g, C.uint64_t(millis(delay)), C.uintptr_t(handle))
 	} else {
-		r = C.twgo_add_periodic(w, C.uint64_t(nanos(delay)), C.uint64_t(nanos(period)), mode,
-			C.uintptr_t(handle))
+		r = C.twgo_add_periodic(w, g, C.uint64_t(nanos(delay)), C.uint64_t(nanos(period)),
+			mode, C.uintptr_t(handle))
 	}
 	return uint64(r.id), statusErr(r.status)
+}
+
+// cGroupCreate creates an open C group of timers.
+func cGroupCreate(w cWheel) (uint64, error) {
+	r := C.twgo_group_create(w)
+	return uint64(r.id), statusErr(r.status)
+}
+
+// cGroupClose closes a C group: it takes no more timers.
+func cGroupClose(w cWheel, group uint64) error {
+	return statusErr(C.tw_group_close(w, C.tw_group_id(group)))
 }
 
 // cAddEveryFrom adds a fixed-rate timer on the schedule first, first + period, ... that

@@ -28,6 +28,8 @@ var (
 	// ErrForked reports a wheel created before the process was forked (the C library's
 	// TW_ERR_FORKED). A Go program forks only to exec, so it never sees it in practice.
 	ErrForked = statusError(C.TW_ERR_FORKED)
+	// ErrGroupClosed reports an add to a Group that was stopped.
+	ErrGroupClosed = statusError(C.TW_ERR_GROUP_CLOSED)
 )
 
 // statusError is the package's error of a tw_status: the library's text of it.
@@ -43,14 +45,15 @@ var errNonPositivePeriod = fmt.Errorf("non-positive period: %w", ErrInvalid)
 
 // statusErrors maps tw_status codes to errors.
 var statusErrors = [...]error{
-	C.TW_OK:            nil,
-	C.TW_ERR_INVALID:   ErrInvalid,
-	C.TW_ERR_NOT_FOUND: ErrNotFound,
-	C.TW_ERR_FULL:      ErrFull,
-	C.TW_ERR_SHUTDOWN:  ErrClosed,
-	C.TW_ERR_BUSY:      ErrBusy,
-	C.TW_ERR_INTERNAL:  ErrInternal,
-	C.TW_ERR_FORKED:    ErrForked,
+	C.TW_OK:               nil,
+	C.TW_ERR_INVALID:      ErrInvalid,
+	C.TW_ERR_NOT_FOUND:    ErrNotFound,
+	C.TW_ERR_FULL:         ErrFull,
+	C.TW_ERR_SHUTDOWN:     ErrClosed,
+	C.TW_ERR_BUSY:         ErrBusy,
+	C.TW_ERR_INTERNAL:     ErrInternal,
+	C.TW_ERR_FORKED:       ErrForked,
+	C.TW_ERR_GROUP_CLOSED: ErrGroupClosed,
 }
 
 // errFromCode returns the error of a tw_status code; unknown codes wrap ErrInternal.

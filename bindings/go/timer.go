@@ -21,7 +21,8 @@ type Timer struct {
 	mode   periodMode
 	// arms is how many C timers have stood for t (the number of the current one); guarded
 	// by mu, beside mode to keep a Timer in 80 bytes.
-	arms uint32
+	arms  uint32
+	group *Group // the group its C timers join, nil for none
 
 	mu      sync.Mutex // guards the fields below
 	id      uint64     // the C timer that stands for t now
@@ -103,6 +104,10 @@ func (t *Timer) Reset(d time.Duration) bool {
 
 // resetFunc is Reset of the C timer that stands for t.
 func (t *Timer) resetFunc(d time.Duration) bool {
+	if t.group != nil {
+		t.group.mu.Lock() // before t.mu, as everywhere (see Group)
+		defer t.group.mu.Unlock()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if ctx := t.context(); ctx != nil && ctx.Err() != nil {
@@ -138,10 +143,15 @@ func (t *Timer) startedInC(err error) bool {
 	return t.period == 0 && errors.Is(err, ErrNotFound)
 }
 
-// arm adds the C timer that stands for t, first firing after d. The caller holds t.mu.
+// arm adds the C timer that stands for t, first firing after d. The caller holds t.mu,
+// and its group's mu if it is in one.
 func (t *Timer) arm(d time.Duration) error {
 	return t.armWith(func(h uintptr) (uint64, error) {
-		return cAdd(t.w.c, d, t.period, t.mode, h)
+		id, err := cAdd(t.w.c, t.group.cID(), d, t.period, t.mode, h)
+		if err == nil && t.group != nil {
+			t.group.join(t)
+		}
+		return id, err
 	})
 }
 

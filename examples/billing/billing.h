@@ -4,7 +4,7 @@
  * Every subscriber session has an account record (the "database", alive for the whole run)
  * and two timers: an idle timeout, pushed back on every activity event, and a fixed-rate
  * charging timer that deducts one unit of credit per period. Both timers share one heap
- * context that their drop functions free, the last one out.
+ * context, which their timer group frees once both have ended.
  */
 #ifndef BILLING_H
 #define BILLING_H
@@ -69,7 +69,7 @@ typedef struct billing {
     _Atomic uint64_t idle_fired;     /* idle timeout callbacks */
     _Atomic uint64_t charge_runs;    /* charging callbacks */
     _Atomic uint64_t slow_calls;
-    _Atomic uint64_t contexts_freed; /* heap contexts freed by the drop functions */
+    _Atomic uint64_t contexts_freed; /* heap contexts freed by their groups' drops */
     _Atomic uint64_t drop_errors;    /* a drop seen more often than the timers it serves */
     _Atomic uint64_t add_errors;
     _Atomic uint64_t contexts_made;  /* heap contexts made by session_start/resume */

@@ -2,7 +2,8 @@
  * The life of a session: start (two timers), activity (tw_reset of the idle timeout),
  * charging (a fixed-rate timer), and the three ways to end: hang-up, idle timeout, or
  * credit exhausted. Whoever ends a session records why and when under the account's lock,
- * then deletes the session's other timers; the drop functions free the shared context.
+ * then deletes the session's other timers. Both timers are in a group of their own, which
+ * frees their shared context once the last of them has ended.
  * For a restart (restart.c) a session can also be frozen, suspended, settled and resumed.
  */
 #include <stdio.h>
@@ -11,11 +12,10 @@
 
 #include "billing.h"
 
-/* What both timers of a session point to; freed by the drop of the second one to end. */
+/* What both timers of a session point to; freed by their group once both have ended. */
 typedef struct session_ctx {
     billing *b;
     uint32_t index;
-    _Atomic int refs;
 } session_ctx;
 
 uint64_t now_ns(void) {
@@ -28,15 +28,12 @@ pthread_mutex_t *account_lock(billing *b, uint32_t index) {
     return &b->locks[index % LOCK_STRIPES];
 }
 
-static void session_drop(void *user_data) {
+/* The session group's drop: runs once, after the group was closed and its last timer
+ * ended. */
+static void session_free(void *user_data) {
     session_ctx *ctx = user_data;
-    int left = atomic_fetch_sub(&ctx->refs, 1) - 1;
-    if (left < 0) {
-        atomic_fetch_add(&ctx->b->drop_errors, 1);
-    } else if (left == 0) {
-        atomic_fetch_add(&ctx->b->contexts_freed, 1);
-        free(ctx);
-    }
+    atomic_fetch_add(&ctx->b->contexts_freed, 1);
+    free(ctx);
 }
 
 static void delete_timer(billing *b, tw_timer_id id) {
@@ -110,7 +107,7 @@ static void on_charge(tw_timer_id id, void *user_data) {
     if (charge > 0 && is_slow(b, id, charge)) write_charge_record(b);
 }
 
-/* Counts an add; on refusal (the context keeps the reference) reports it and returns -1. */
+/* Counts an add; on refusal reports it and returns -1. */
 static int counted_add(billing *b, tw_status s) {
     if (s != TW_OK) {
         fprintf(stderr, "billing: add failed: %s\n", tw_status_str(s));
@@ -128,42 +125,47 @@ typedef struct schedule {
     int64_t charge_unix_ms;
 } schedule;
 
-static int add_charge(billing *b, session_ctx *ctx, int64_t first_unix_ms, tw_timer_id *out) {
+static int add_charge(billing *b, session_ctx *ctx, tw_group_id group, int64_t first_unix_ms,
+                      tw_timer_id *out) {
     uint64_t period = b->opt.period_ms;
     if (first_unix_ms < 0)
-        return counted_add(b, tw_add_periodic(b->wheel, period, period, TW_FIXED_RATE,
-                                              on_charge, ctx, session_drop, out));
-    return counted_add(b, tw_add_periodic_at(b->wheel, first_unix_ms, period, TW_FIXED_RATE,
-                                             TW_MISSED_RUN_ONCE, on_charge, ctx,
-                                             session_drop, out));
+        return counted_add(b, tw_group_add_periodic(b->wheel, group, period, period,
+                                                    TW_FIXED_RATE, on_charge, ctx, NULL, out));
+    return counted_add(b, tw_group_add_periodic_at(b->wheel, group, first_unix_ms, period,
+                                                   TW_FIXED_RATE, TW_MISSED_RUN_ONCE, on_charge,
+                                                   ctx, NULL, out));
 }
 
-/* Opens account `index` (its money already set) and starts its two timers. The lock is
- * held across the adds so that no callback sees the account before both ids are stored. */
+/* Opens account `index` (its money already set) and starts its two timers in a group of
+ * their own, which the session closes at once: the group frees the context after the last
+ * timer ended. The lock is held across the adds so that no callback sees the account
+ * before both ids are stored. */
 static int open_account(billing *b, uint32_t index, schedule when) {
     account *a = &b->accounts[index];
     session_ctx *ctx = malloc(sizeof *ctx);
+    tw_group_id group = 0;
     if (ctx == NULL) return -1;
     ctx->b = b;
     ctx->index = index;
-    atomic_init(&ctx->refs, 2);
+    if (tw_group_create(b->wheel, ctx, session_free, &group) != TW_OK) {
+        free(ctx);
+        return -1;
+    }
     atomic_fetch_add(&b->contexts_made, 1);
     pthread_mutex_lock(account_lock(b, index));
     a->reason = LIVE;
     atomic_fetch_add(&b->live, 1);
     int rc = 0;
-    if (counted_add(b, tw_add(b->wheel, when.idle_ms, on_idle, ctx, session_drop,
-                              &a->idle_id)) != 0) {
+    if (counted_add(b, tw_group_add(b->wheel, group, when.idle_ms, on_idle, ctx, NULL,
+                                    &a->idle_id)) != 0) {
         rc = -1;
         end_account(b, a, CLOSED);
-        free(ctx); /* no timer holds it */
-        atomic_fetch_add(&b->contexts_freed, 1);
-    } else if (add_charge(b, ctx, when.charge_unix_ms, &a->charge_id) != 0) {
+    } else if (add_charge(b, ctx, group, when.charge_unix_ms, &a->charge_id) != 0) {
         rc = -1;
         end_account(b, a, CLOSED);
-        session_drop(ctx); /* the refused add's reference */
         delete_timer(b, a->idle_id);
     }
+    tw_group_close(b->wheel, group);
     pthread_mutex_unlock(account_lock(b, index));
     return rc;
 }

@@ -11,6 +11,7 @@ pyo3::import_exception!(timerwheel._errors, TimerwheelFullError);
 pyo3::import_exception!(timerwheel._errors, TimerwheelClosedError);
 pyo3::import_exception!(timerwheel._errors, TimerwheelBusyError);
 pyo3::import_exception!(timerwheel._errors, TimerwheelForkedError);
+pyo3::import_exception!(timerwheel._errors, TimerwheelGroupClosedError);
 
 /// The exception for `err`, raised by the operation `what` (e.g. "call_later"): the
 /// runtime's message after the operation's name.
@@ -35,6 +36,7 @@ fn exception(err: Error, message: String) -> PyErr {
         Error::Shutdown => TimerwheelClosedError::new_err(message),
         Error::Busy => TimerwheelBusyError::new_err(message),
         Error::Forked => TimerwheelForkedError::new_err(message),
+        Error::GroupClosed => TimerwheelGroupClosedError::new_err(message),
     }
 }
 

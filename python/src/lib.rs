@@ -8,6 +8,7 @@
 mod convert;
 mod errors;
 mod gil;
+mod group;
 mod stats;
 mod task;
 mod timer;
@@ -19,6 +20,7 @@ use pyo3::prelude::*;
 fn _timerwheel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<wheel::Wheel>()?;
     m.add_class::<timer::Timer>()?;
+    m.add_class::<group::Group>()?;
     m.add_function(wrap_pyfunction!(wheel::_exiting, m)?)?;
     m.add_function(wrap_pyfunction!(wheel::defaults, m)?)?;
     m.add_function(wrap_pyfunction!(wheel::_default_wheel, m)?)?;

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
@@ -16,6 +16,7 @@ use timerwheel_core::{
 
 use crate::convert::{as_seconds, config_dict, delay, period, unix_seconds, unix_time, WheelArgs};
 use crate::errors::{add_refused, invalid, to_py, wrong_mode};
+use crate::group::Group;
 use crate::stats::stats_dict;
 use crate::task::{CallParts, PyTask};
 use crate::timer::Timer;
@@ -41,7 +42,7 @@ fn virtual_start(value: Option<Bound<'_, PyAny>>) -> PyResult<Option<SystemTime>
 }
 
 /// The task for `callback(*args, **kwargs)`, or a TypeError if it cannot be called.
-fn task(
+pub(crate) fn task(
     callback: Bound<'_, PyAny>,
     args: Bound<'_, PyTuple>,
     kwargs: Option<Bound<'_, PyDict>>,
@@ -55,8 +56,32 @@ fn task(
     Ok(PyTask::new(callback, args, kwargs))
 }
 
+/// The period and the first delay of `call_every(period, ..., first=...)`: one period when
+/// `first` is not given.
+pub(crate) fn every(
+    period: &Bound<'_, PyAny>,
+    first: Option<Bound<'_, PyAny>>,
+) -> PyResult<(Duration, Duration)> {
+    let period = self::period(period)?;
+    let first = first.map_or(Ok(period), |f| delay("first", &f))?;
+    Ok((period, first))
+}
+
+/// The handle of a timer accepted by `rt`, or the exception for a refused one (whose task,
+/// handed back, is dropped here while the GIL is held).
+pub(crate) fn added(
+    rt: &Arc<Runtime<PyTask>>,
+    result: Result<TimerId, Rejected<PyTask>>,
+    what: &str,
+) -> PyResult<Timer> {
+    match result {
+        Ok(id) => Ok(Timer::new(Arc::clone(rt), id)),
+        Err(rejected) => Err(add_refused(rejected.error, what, rt.config().max_timers)),
+    }
+}
+
 /// The mode of `call_every(..., fixed_delay=...)`.
-fn mode(fixed_delay: bool) -> PeriodMode {
+pub(crate) fn mode(fixed_delay: bool) -> PeriodMode {
     if fixed_delay {
         PeriodMode::FixedDelay
     } else {
@@ -130,17 +155,8 @@ impl Wheel {
         }
     }
 
-    /// The handle of an accepted timer, or the exception for a refused one (whose task,
-    /// handed back, is dropped here while the GIL is held).
     fn added(&self, result: Result<TimerId, Rejected<PyTask>>, what: &str) -> PyResult<Timer> {
-        match result {
-            Ok(id) => Ok(Timer::new(Arc::clone(&self.rt), id)),
-            Err(rejected) => Err(add_refused(
-                rejected.error,
-                what,
-                self.rt.config().max_timers,
-            )),
-        }
+        added(&self.rt, result, what)
     }
 }
 
@@ -185,6 +201,12 @@ impl Wheel {
             rt,
             closed: AtomicBool::new(false),
         })
+    }
+
+    /// A new group of timers (see `Group`); `on_end()` is called once when it has ended.
+    #[pyo3(signature = (on_end=None))]
+    fn group(&self, on_end: Option<Bound<'_, PyAny>>) -> PyResult<Group> {
+        Group::create(&self.rt, on_end)
     }
 
     /// Runs `callback(*args, **kwargs)` once, `delay` seconds from now (never earlier).
@@ -233,8 +255,7 @@ impl Wheel {
         first: Option<Bound<'_, PyAny>>,
         kwargs: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Timer> {
-        let period = self::period(&period)?;
-        let first = first.map_or(Ok(period), |f| delay("first", &f))?;
+        let (period, first) = every(&period, first)?;
         let task = task(callback, args, kwargs)?;
         self.added(
             self.rt.add_periodic(first, period, mode(fixed_delay), task),

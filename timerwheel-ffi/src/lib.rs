@@ -17,13 +17,15 @@ mod time;
 mod types;
 
 // The exported functions, in the order the header lists them: the wheel's life cycle,
-// a virtual clock, timers, the export of timers, a callback's report of its failure, the
-// figures for an operator, static strings.
+// a virtual clock, timers, groups of timers, the export of timers, a callback's report of
+// its failure, the figures for an operator, static strings.
 pub mod wheel;
 
 pub mod virtual_clock;
 
 pub mod timers;
+
+pub mod groups;
 
 pub mod restart;
 
@@ -34,6 +36,10 @@ pub mod metrics;
 pub mod text;
 
 pub use callback::tw_record_callback_failure;
+pub use groups::{
+    tw_group_add, tw_group_add_at, tw_group_add_periodic, tw_group_add_periodic_at, tw_group_close,
+    tw_group_create, tw_group_delete,
+};
 pub use handle::tw_wheel;
 pub use metrics::{tw_get_stats_recent, tw_metrics_text};
 pub use restart::{tw_export, tw_export_fn, tw_timer_info};
@@ -43,8 +49,8 @@ pub use timers::{
     tw_delete_sync, tw_reset,
 };
 pub use types::{
-    tw_callback, tw_clock, tw_config, tw_drop_fn, tw_missed, tw_period_mode, tw_stats, tw_status,
-    tw_timer_id, tw_timer_kind,
+    tw_callback, tw_clock, tw_config, tw_drop_fn, tw_group_id, tw_missed, tw_period_mode, tw_stats,
+    tw_status, tw_timer_id, tw_timer_kind,
 };
 pub use virtual_clock::{tw_advance, tw_advance_to_next, tw_now_ms};
 pub use wheel::{

@@ -223,7 +223,7 @@ pub unsafe extern "C" fn tw_add_periodic_at(
 ///
 /// # Safety
 /// As for tw_add.
-unsafe fn add_timer<S>(
+pub(crate) unsafe fn add_timer<S>(
     w: *mut tw_wheel,
     out_id: *mut tw_timer_id,
     (cb, user_data, drop): (tw_callback, *mut c_void, tw_drop_fn),
@@ -310,10 +310,25 @@ unsafe fn on_timer(
     id: tw_timer_id,
     op: impl FnOnce(&Runtime<CTask>, TimerId) -> Result<(), Error>,
 ) -> tw_status {
+    // SAFETY: the caller passes NULL or a live wheel.
+    unsafe { on_id(w, id, timer_id, op) }
+}
+
+/// Applies `op` to what the C id `raw` names (read by `name`: a timer, a group) in wheel
+/// `w`, behind the panic boundary.
+///
+/// # Safety
+/// `w` is NULL or a live wheel.
+pub(crate) unsafe fn on_id<I>(
+    w: *mut tw_wheel,
+    raw: u64,
+    name: impl FnOnce(u64) -> Result<I, tw_status>,
+    op: impl FnOnce(&Runtime<CTask>, I) -> Result<(), Error>,
+) -> tw_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live wheel.
         let runtime = unsafe { runtime(w) }?;
-        op(runtime, timer_id(id)?)?;
+        op(runtime, name(raw)?)?;
         Ok(())
     })
 }

@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use timerwheel_core::{Config, Error, Missed, PeriodMode, Stats, TimerId};
+use timerwheel_core::{Config, Error, GroupId, Missed, PeriodMode, Stats, TimerId};
 
 use crate::time::{unix_ms, unix_time};
 
@@ -52,6 +52,8 @@ pub enum tw_status {
     /// The caller's buffer is too small for what the call writes (tw_metrics_text): it
     /// says how many bytes it needs.
     TW_ERR_TOO_SMALL = 8,
+    /// The group is closed: it takes no more timers (tw_group_close, tw_group_delete).
+    TW_ERR_GROUP_CLOSED = 9,
 }
 
 impl From<Error> for tw_status {
@@ -63,6 +65,7 @@ impl From<Error> for tw_status {
             Error::Shutdown => tw_status::TW_ERR_SHUTDOWN,
             Error::Busy => tw_status::TW_ERR_BUSY,
             Error::Forked => tw_status::TW_ERR_FORKED,
+            Error::GroupClosed => tw_status::TW_ERR_GROUP_CLOSED,
         }
     }
 }
@@ -156,6 +159,16 @@ impl TryFrom<RawMissed> for Missed {
 /// A timer id from its C form. 0 names no timer: `TW_ERR_NOT_FOUND`, like any unknown id.
 pub fn timer_id(raw: tw_timer_id) -> Result<TimerId, tw_status> {
     TimerId::from_u64(raw).ok_or(tw_status::TW_ERR_NOT_FOUND)
+}
+
+/// The id of a group of timers, unique to its wheel. 0 never names a group. Generational
+/// like a tw_timer_id: the id of a group that ended, or of another wheel's group, is
+/// TW_ERR_NOT_FOUND; so is a timer id given as a group id, and the other way round.
+pub type tw_group_id = u64;
+
+/// The runtime's group id of a C one; 0 is TW_ERR_NOT_FOUND.
+pub fn group_id(raw: tw_group_id) -> Result<GroupId, tw_status> {
+    GroupId::from_u64(raw).ok_or(tw_status::TW_ERR_NOT_FOUND)
 }
 
 /// How a wheel is set up. Fill it with `tw_config_init`, then change what you need.

@@ -22,8 +22,9 @@ from ._errors import (
     TimerwheelError,
     TimerwheelForkedError,
     TimerwheelFullError,
+    TimerwheelGroupClosedError,
 )
-from ._timerwheel import Timer, __version__, defaults
+from ._timerwheel import Group, Timer, __version__, defaults
 from ._types import Stats
 from ._wheel import PendingTimer, Wheel
 from ._default import (
@@ -36,6 +37,7 @@ from ._default import (
 )
 
 __all__ = [
+    "Group",
     "PendingTimer",
     "Stats",
     "Timer",
@@ -44,6 +46,7 @@ __all__ = [
     "TimerwheelError",
     "TimerwheelForkedError",
     "TimerwheelFullError",
+    "TimerwheelGroupClosedError",
     "Wheel",
     "__version__",
     "call_at",

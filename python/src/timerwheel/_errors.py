@@ -23,3 +23,7 @@ class TimerwheelBusyError(TimerwheelError, RuntimeError):
     """The call would wait for the calling thread itself (``close()`` or
     ``Timer.cancel_sync()`` from one of the wheel's own callbacks), or would close the
     shared default wheel, which lives as long as the process."""
+
+
+class TimerwheelGroupClosedError(TimerwheelError, RuntimeError):
+    """The group is closed: it takes no more timers (it ends once its last timer ended)."""

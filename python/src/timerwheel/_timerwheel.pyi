@@ -47,6 +47,10 @@ class _Wheel:
         virtual_clock: Union[float, bool, None] = None,
         slow_callback: Optional[float] = None,
     ) -> "_Wheel": ...
+    def group(self, on_end: Optional[Callable[[], object]] = None) -> Group:
+        """A new group of timers (docs/contract.md, "Timer groups"); ``on_end()`` is
+        called once when the group has ended: cancelled or closed, and every timer in it
+        ended."""
     def call_later(
         self, delay: Seconds, callback: Callable[P, object], /, *args: P.args, **kwargs: P.kwargs
     ) -> Timer:
@@ -147,3 +151,38 @@ class Timer:
         """When the timer runs next, as a Unix time in seconds on its wheel's clock
         (``Wheel.now()``); None when it is not waiting (fired, cancelled, due and about to
         run, or a periodic timer whose callback is running)."""
+
+@final
+class Group:
+    """A group of timers, made by ``Wheel.group()``: cancelled together, and as a context
+    manager cancelled when the block ends. Adds raise TimerwheelGroupClosedError once the
+    group is closed or cancelled."""
+
+    @property
+    def id(self) -> int:
+        """The group's id, a positive integer."""
+    def call_later(
+        self, delay: float, callback: Callable[..., object], /, *args: Any, **kwargs: Any
+    ) -> Timer:
+        """``Wheel.call_later``, as a timer of this group."""
+    def call_at(
+        self, when: float, callback: Callable[..., object], /, *args: Any, **kwargs: Any
+    ) -> Timer:
+        """``Wheel.call_at``, as a timer of this group."""
+    def call_every(
+        self,
+        period: float,
+        callback: Callable[..., object],
+        /,
+        *args: Any,
+        fixed_delay: bool = False,
+        first: Optional[float] = None,
+        **kwargs: Any,
+    ) -> Timer:
+        """``Wheel.call_every``, as a timer of this group."""
+    def cancel(self) -> bool:
+        """Cancels every timer of the group and closes it; True if the group was there."""
+    def close(self) -> bool:
+        """Closes the group: its timers run on, it takes no more; True if it was open."""
+    def __enter__(self) -> "Group": ...
+    def __exit__(self, *exc: object) -> Literal[False]: ...

@@ -8,7 +8,8 @@ use std::fmt;
 pub enum Error {
     /// An argument is out of range (a zero period, a tick below 100 us, ...).
     Invalid,
-    /// No pending timer has this id: it fired (one-shot), was cancelled, or never existed.
+    /// No pending timer has this id: it fired (one-shot), was cancelled, or never existed
+    /// (for a group: it ended, or never existed).
     NotFound,
     /// The capacity limit (`max_timers`) is reached.
     Full,
@@ -20,17 +21,20 @@ pub enum Error {
     /// The runtime was started before this process was forked from its parent: its threads
     /// are not in this process (see the crate's docs on fork()).
     Forked,
+    /// The group is closed: it takes no more timers (it ends once its last timer ended).
+    GroupClosed,
 }
 
 impl Error {
     /// Every error, in the order of their C statuses.
-    pub const ALL: [Error; 6] = [
+    pub const ALL: [Error; 7] = [
         Error::Invalid,
         Error::NotFound,
         Error::Full,
         Error::Shutdown,
         Error::Busy,
         Error::Forked,
+        Error::GroupClosed,
     ];
 
     /// A short human-readable description: the one text of this error in every interface
@@ -53,6 +57,7 @@ impl Error {
                   or the wheel is the shared default wheel, which is never closed"
             }
             Error::Forked => c"the wheel was created before fork(); create a new one in the child",
+            Error::GroupClosed => c"the group is closed: it takes no more timers",
         }
     }
 }

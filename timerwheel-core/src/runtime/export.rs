@@ -11,6 +11,7 @@
 
 use std::cell::RefCell;
 
+use super::group::GroupData;
 use super::inner::drop_task;
 use super::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use super::sync::thread_local;
@@ -21,6 +22,14 @@ thread_local! {
     static EXPORTING: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
     /// The runtime whose deferred drops this thread runs, if any (0: none).
     static DRAINING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// What ended while an export was under way, dropped once it is over: a timer's task or,
+/// after its timers' tasks, the data of a group that ended.
+#[allow(dead_code)] // the values are held only to be dropped
+pub(crate) enum Ending<T> {
+    Task(T),
+    Group(GroupData),
 }
 
 /// Whether an export of the runtime `runtime` runs on this thread (its copy or its

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use super::clock::{Clock, Deadline};
 use super::executor::Executor;
-use super::export::{exporting_here, ExportGuard, Exports};
+use super::export::{exporting_here, Ending, ExportGuard, Exports};
 use super::fork::{self, Held, Lockable};
+use super::group::{GroupData, GroupId, Slot};
 use super::metrics::{Metrics, Reading, Window};
-use super::shard::{Ids, Run, Schedule, Shard, MAX_SHARDS};
+use super::shard::{Ids, Removed, Run, Schedule, Shard, MAX_SHARDS};
 use super::stats::Histogram;
 use super::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use super::sync::{thread_local, Mutex};
@@ -172,7 +173,7 @@ pub(crate) struct Inner<T> {
     /// The fork generation the runtime started in (see `fork.rs`).
     born: u64,
     /// Exports under way, and the drops they defer (see `export.rs`).
-    exports: Exports<T>,
+    exports: Exports<Ending<T>>,
 }
 
 /// The exportable timers of one instant, copied ([`Inner::export`]).
@@ -184,7 +185,7 @@ pub(crate) struct Snapshot<'a, A, T, S> {
     /// Periodic timers left out because their callback was running.
     pub(crate) running: usize,
     /// The export under way: drop it once the copies were read, the deferred drops run then.
-    pub(crate) exporting: ExportGuard<'a, T>,
+    pub(crate) exporting: ExportGuard<'a, Ending<T>>,
 }
 
 /// Drops a task outside every lock; a panicking drop is counted, not propagated.
@@ -271,9 +272,15 @@ impl<T: Task> Inner<T> {
     /// returned (see `export.rs`). In a fork() child at once: an export of the parent's
     /// threads never ends there.
     fn end_task(&self, task: T) {
+        self.end(Ending::Task(task));
+    }
+
+    /// Drops what ended now or, while an export is under way, once it is over (in the
+    /// order things ended, so a group's data after its timers' tasks).
+    fn end(&self, ended: Ending<T>) {
         match self.forked() {
-            true => drop_task(task, &self.panics),
-            false => self.exports.drop_or_defer(task, &self.panics),
+            true => drop_task(ended, &self.panics),
+            false => self.exports.drop_or_defer(ended, &self.panics),
         }
     }
 
@@ -291,24 +298,43 @@ impl<T: Task> Inner<T> {
         }
     }
 
+    /// The shard this thread adds to. The shard count is a power of two.
+    fn own_shard(&self) -> usize {
+        SHARD_HINT.with(|hint| *hint) & (self.shards.len() - 1)
+    }
+
+    /// Whether a timer may be added: the runtime is open and below `max_timers` (a place is
+    /// taken: give it back if the add fails after all).
+    fn admit(&self) -> Result<(), Error> {
+        self.check_open()?;
+        match self.capacity.reserve() {
+            true => Ok(()),
+            false => Err(Error::Full),
+        }
+    }
+
     pub(crate) fn add(
         &self,
         deadline: Deadline,
         schedule: Schedule,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
-        if let Err(error) = self.check_open() {
+        if let Err(error) = self.admit() {
             return Err(Rejected { error, task });
         }
-        if !self.capacity.reserve() {
-            return Err(Rejected {
-                error: Error::Full,
-                task,
-            });
-        }
-        // The shard count is a power of two.
-        let index = SHARD_HINT.with(|hint| *hint) & (self.shards.len() - 1);
+        let index = self.own_shard();
         let inserted = self.shards[index].lock().insert(deadline, schedule, task);
+        self.added(index, deadline, inserted)
+    }
+
+    /// After an insert into the shard `index`: the new timer's id, or the refusal (its
+    /// place under `max_timers` given back).
+    fn added(
+        &self,
+        index: usize,
+        deadline: Deadline,
+        inserted: Result<Key, (Error, T)>,
+    ) -> Result<TimerId, Rejected<T>> {
         match inserted {
             Ok(key) => {
                 self.ticker.notify_if_earlier(deadline.tick);
@@ -321,11 +347,100 @@ impl<T: Task> Inner<T> {
         }
     }
 
+    /// A new open group holding `data` (its drop runs once the group is closed and its
+    /// last timer ended), in the calling thread's shard; refused, `data` comes back.
+    pub(crate) fn create_group(&self, data: GroupData) -> Result<GroupId, Rejected<GroupData>> {
+        if let Err(error) = self.check_open() {
+            return Err(Rejected { error, task: data });
+        }
+        let index = self.own_shard();
+        match self.shards[index].lock().create_group(data) {
+            Ok(key) => Ok(self.ids.group(index, key)),
+            Err((error, task)) => Err(Rejected { error, task }),
+        }
+    }
+
+    /// The shard and key a group id names.
+    fn group_of(&self, id: GroupId) -> Result<(usize, Key), Error> {
+        match self.ids.decode_group(id) {
+            (shard, Some(key)) if shard < self.shards.len() => Ok((shard, key)),
+            _ => Err(Error::NotFound),
+        }
+    }
+
+    /// [`add`](Self::add) into the open group `group`, in the group's shard.
+    pub(crate) fn add_in_group(
+        &self,
+        group: GroupId,
+        deadline: Deadline,
+        schedule: Schedule,
+        task: T,
+    ) -> Result<TimerId, Rejected<T>> {
+        let found = self.check_open().and_then(|()| self.group_of(group));
+        let (index, group) = match found.and_then(|found| self.admit().map(|()| found)) {
+            Ok(found) => found,
+            Err(error) => return Err(Rejected { error, task }),
+        };
+        let shard = &self.shards[index];
+        let inserted = shard
+            .lock()
+            .insert_in_group(group, deadline, schedule, task);
+        self.added(index, deadline, inserted)
+    }
+
+    /// Closes a group to new timers; its drop runs now if it has no timer left, else after
+    /// the drop of its last one.
+    pub(crate) fn close_group(&self, group: GroupId) -> Result<(), Error> {
+        self.check_open()?;
+        let (index, group) = self.group_of(group)?;
+        let ended = self.shards[index].lock().close_group(group)?;
+        self.drop_group(ended);
+        Ok(())
+    }
+
+    /// Cancels every timer of a group and closes it: its pending timers are dropped here,
+    /// its running ones when they return, and the group's drop follows the last of them.
+    pub(crate) fn delete_group(&self, group: GroupId) -> Result<(), Error> {
+        self.check_open()?;
+        let (index, group) = self.group_of(group)?;
+        let shard = &self.shards[index];
+        let deleted = shard.lock().delete_group(group)?;
+        self.capacity.release(deleted.cancelled);
+        let count = deleted.tasks.len();
+        for task in deleted.tasks {
+            drop_task(task, &self.panics);
+        }
+        self.drop_group(deleted.ended);
+        if count > 0 {
+            self.dropped(shard, deleted.group, count);
+        }
+        Ok(())
+    }
+
+    /// `count` timers of the group in `slot` of `shard` had their task dropped: ends the
+    /// group (drops its data) if they were its last and it is closed.
+    fn dropped(&self, shard: &Shard<T>, slot: Slot, count: usize) {
+        let ended = shard.lock().dropped(slot, count);
+        self.drop_group(ended);
+    }
+
+    /// Drops the data of a group that ended, if one did.
+    fn drop_group(&self, ended: Option<GroupData>) {
+        if let Some(data) = ended {
+            self.end(Ending::Group(data));
+        }
+    }
+
+    /// Groups alive: open, or closed with timers left.
+    pub(crate) fn group_count(&self) -> usize {
+        self.shards.iter().map(|shard| shard.lock().groups()).sum()
+    }
+
     pub(crate) fn cancel(&self, id: TimerId) -> Result<(), Error> {
         self.check_open()?;
         let (shard, key) = self.shard_of(id)?;
         let removed = shard.lock().cancel(key)?;
-        self.release(removed);
+        self.release(shard, removed);
         Ok(())
     }
 
@@ -339,18 +454,21 @@ impl<T: Task> Inner<T> {
         let result = state.cancel(key);
         let state = shard.wait_not_running(state, key);
         drop(state);
-        let released = result.map(|task| self.release(task));
+        let released = result.map(|removed| self.release(shard, removed));
         // A drop deferred by an export (this one's, or that of the run waited for) has run.
         self.wait_for_deferred_drops();
         released
     }
 
     /// After a cancel: the timer is no longer pending, so its place under `max_timers` is
-    /// free; its task, if it came back (not running), is dropped.
-    fn release(&self, task: Option<T>) {
+    /// free; its task, if it came back (not running), is dropped, then its group told.
+    fn release(&self, shard: &Shard<T>, removed: Option<Removed<T>>) {
         self.capacity.release(1);
-        if let Some(task) = task {
+        if let Some(Removed { task, group }) = removed {
             self.end_task(task);
+            if let Some(slot) = group {
+                self.dropped(shard, slot, 1);
+            }
         }
     }
 
@@ -424,9 +542,9 @@ impl<T: Task> Inner<T> {
     /// that timer's callback scope: its drop function may call back into the runtime as the
     /// callback could (`cancel_sync` of its own timer is `Busy`, a shutdown does not wait
     /// for this thread).
-    pub(crate) fn drop_ended(&self, id: TimerId, task: T) {
+    pub(crate) fn drop_ended(&self, id: TimerId, ended: Ending<T>) {
         let _scope = CallbackScope::enter(self.id(), id, std::ptr::null());
-        self.end_task(task);
+        self.end(ended);
     }
 
     /// A one-shot timer started its run: no longer pending, its place under `max_timers`
@@ -596,16 +714,21 @@ impl<T: Task> Inner<T> {
         !self.shutting_down.swap(true, Relaxed)
     }
 
-    /// Closes every shard and drops what was pending; how many.
+    /// Closes every shard and drops what was pending, then the groups left without a
+    /// timer; how many timers.
     pub(crate) fn discard_all(&self) -> usize {
         let mut discarded = 0;
         for shard in self.shards.iter() {
-            let tasks = shard.lock().close();
+            let (tasks, groups) = shard.lock().close();
             discarded += tasks.len();
             self.capacity.release(tasks.len());
             for task in tasks {
                 self.end_task(task);
             }
+            let ended = shard.lock().end_groups(groups);
+            ended
+                .into_iter()
+                .for_each(|data| self.drop_group(Some(data)));
         }
         self.wait_for_deferred_drops();
         discarded

@@ -475,3 +475,66 @@ fn loom_shutdown_races_add() {
         check_ended(&runtime, &[&pending, &adding]);
     });
 }
+
+/// A group's data in these models: records, when the group ends, how many drops its timer's
+/// tally had seen, and counts the ends.
+struct GroupProbe {
+    tally: Arc<Tally>,
+    ends: Arc<AtomicUsize>,
+    timer_drops_at_end: Arc<AtomicUsize>,
+}
+
+impl Drop for GroupProbe {
+    fn drop(&mut self) {
+        let drops = self.tally.drops.load(SeqCst);
+        self.timer_drops_at_end.store(drops, SeqCst);
+        self.ends.fetch_add(1, SeqCst);
+    }
+}
+
+/// A group with one one-shot due now; one thread polls (runs it, drops it, ends it) while
+/// the model's thread closes or deletes the group. Whichever comes first, the group ends
+/// exactly once, after its timer's drop.
+fn group_ends_once_after_its_timer(delete: bool) {
+    let runtime = manual();
+    let tally = Arc::new(Tally::default());
+    let (ends, drops_at_end) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let data = GroupProbe {
+        tally: Arc::clone(&tally),
+        ends: Arc::clone(&ends),
+        timer_drops_at_end: Arc::clone(&drops_at_end),
+    };
+    let group = runtime.group_create(Box::new(data)).ok().unwrap();
+    let added = runtime.group_add(group, Duration::ZERO, Probe::new(&tally));
+    assert!(added.is_ok());
+    let poller = spawn(&runtime, |runtime| runtime.poll().unwrap());
+    let ended = match delete {
+        true => runtime.group_delete(group),
+        false => runtime.group_close(group),
+    };
+    assert_eq!(ended, Ok(()));
+    let ran = poller.join().unwrap();
+    assert!(ran <= 1 && tally.runs.load(SeqCst) == ran);
+    assert_eq!(ends.load(SeqCst), 1, "the group did not end exactly once");
+    assert_eq!(
+        drops_at_end.load(SeqCst),
+        1,
+        "the group ended before its timer's drop"
+    );
+    assert_eq!(runtime.group_count(), 0);
+    check_ended(&runtime, &[&tally]);
+}
+
+#[test]
+fn loom_a_group_closed_while_its_timer_runs_ends_once_after_it() {
+    model("group closed while its timer runs", || {
+        group_ends_once_after_its_timer(false)
+    });
+}
+
+#[test]
+fn loom_a_group_deleted_while_its_timer_runs_ends_once_after_it() {
+    model("group deleted while its timer runs", || {
+        group_ends_once_after_its_timer(true)
+    });
+}

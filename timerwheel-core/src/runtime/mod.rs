@@ -7,6 +7,8 @@
 //! | `virtual_clock.rs` | time moved by the caller: `advance`, `advance_to_next` |
 //! | `shard.rs`    | one wheel + bookkeeping under a lock; a timer's life cycle  |
 //! | `side.rs`     | what periodic and wall-clock timers keep beside the wheel   |
+//! | `group.rs`    | timer groups: a shard's table of them, their timers' list   |
+//! | `scope.rs`    | the Rust API's group handles: a scope that cancels on drop  |
 //! | `periodic.rs` | where a periodic timer runs next (fixed rate, fixed delay)  |
 //! | `restart.rs`  | the export of pending timers, re-creation in phase          |
 //! | `export.rs`   | an export's drops deferred, its calls back in refused       |
@@ -38,12 +40,14 @@ mod error;
 mod executor;
 mod export;
 mod fork;
+mod group;
 mod inner;
 #[cfg(all(test, loom))]
 mod loom_tests;
 mod metrics;
 mod periodic;
 mod restart;
+mod scope;
 mod shard;
 mod shared;
 mod side;
@@ -62,9 +66,11 @@ use std::time::{Duration, SystemTime};
 pub use config::{Builder, Config, ConfigError, MAX_TICK, MAX_WORKERS, MIN_TICK};
 pub use error::{Error, Rejected};
 pub use fork::PerProcess;
+pub use group::{GroupData, GroupId};
 pub use inner::record_callback_failure;
 pub use metrics::{Metrics, MAX_WINDOW, MIN_WINDOW, PROMETHEUS_CONTENT_TYPE};
 pub use restart::{Export, ExportedTimer, Missed, TimerKind};
+pub use scope::{Group, GroupHandle};
 pub use shared::{default_runtime, SharedRuntime};
 pub use stats::{Lateness, Stats, LATENESS_BOUNDS_US};
 pub use task::{prefetch, BoxTask, PeriodMode, Task, TimerId};
@@ -112,6 +118,19 @@ impl Runtime<BoxTask> {
         f: impl FnMut(TimerId) + Send + 'static,
     ) -> Result<Timer, Error> {
         self.handle(self.add_periodic(period, period, PeriodMode::FixedRate, Box::new(f)))
+    }
+
+    /// A group of timers (see [`Group`]): deleted, with every timer in it, when the handle
+    /// is dropped or [`cancel`](Group::cancel)led.
+    pub fn group(&self) -> Result<Group, Error> {
+        self.group_with(())
+    }
+
+    /// [`group`](Self::group), holding `data`, which is dropped once, after the group was
+    /// closed (or cancelled) and its last timer ended (its task was dropped).
+    pub fn group_with(&self, data: impl Send + 'static) -> Result<Group, Error> {
+        let id = self.group_create(Box::new(data)).map_err(|r| r.error)?;
+        Ok(Group::new(id, Arc::downgrade(&self.inner)))
     }
 
     fn handle(&self, added: Result<TimerId, Rejected<BoxTask>>) -> Result<Timer, Error> {
@@ -175,19 +194,12 @@ impl<T: Task> Runtime<T> {
         mode: PeriodMode,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
-        let Some(period_ns) = period_ns(period) else {
+        let Some(schedule) = periodic_schedule(period, mode) else {
             let error = Error::Invalid;
             return Err(Rejected { error, task });
         };
         let deadline = self.inner.clock.deadline_after(delay);
-        self.inner.add(
-            deadline,
-            Schedule::Every {
-                period: period_ns,
-                mode,
-            },
-            task,
-        )
+        self.inner.add(deadline, schedule, task)
     }
 
     /// Adds a one-shot timer for the wall-clock time `when`; a time in the past runs at
@@ -197,6 +209,81 @@ impl<T: Task> Runtime<T> {
     pub fn add_at(&self, when: SystemTime, task: T) -> Result<TimerId, Rejected<T>> {
         let deadline = self.inner.clock.deadline_at(when);
         self.inner.add(deadline, Schedule::At(when), task)
+    }
+
+    /// Creates an open group of timers holding `data`, whose drop runs exactly once: after
+    /// the group was closed ([`group_close`](Self::group_close) or
+    /// [`group_delete`](Self::group_delete)) and its last timer ended, or at shutdown after
+    /// its timers' drops. Refused, `data` comes back untouched. See docs/contract.md,
+    /// "Timer groups".
+    pub fn group_create(&self, data: GroupData) -> Result<GroupId, Rejected<GroupData>> {
+        self.inner.create_group(data)
+    }
+
+    /// [`add`](Self::add), into the open group `group`: `NotFound` for a group that ended
+    /// (or of another runtime), `GroupClosed` for a closed one.
+    pub fn group_add(
+        &self,
+        group: GroupId,
+        delay: Duration,
+        task: T,
+    ) -> Result<TimerId, Rejected<T>> {
+        let deadline = self.inner.clock.deadline_after(delay);
+        self.inner
+            .add_in_group(group, deadline, Schedule::Once, task)
+    }
+
+    /// [`add_periodic`](Self::add_periodic), into the open group `group`.
+    pub fn group_add_periodic(
+        &self,
+        group: GroupId,
+        delay: Duration,
+        period: Duration,
+        mode: PeriodMode,
+        task: T,
+    ) -> Result<TimerId, Rejected<T>> {
+        match periodic_schedule(period, mode) {
+            Some(schedule) => {
+                let deadline = self.inner.clock.deadline_after(delay);
+                self.inner.add_in_group(group, deadline, schedule, task)
+            }
+            None => Err(Rejected {
+                error: Error::Invalid,
+                task,
+            }),
+        }
+    }
+
+    /// [`add_at`](Self::add_at), into the open group `group`.
+    pub fn group_add_at(
+        &self,
+        group: GroupId,
+        when: SystemTime,
+        task: T,
+    ) -> Result<TimerId, Rejected<T>> {
+        let deadline = self.inner.clock.deadline_at(when);
+        self.inner
+            .add_in_group(group, deadline, Schedule::At(when), task)
+    }
+
+    /// Closes a group to new timers (its owner lets go of it): its timers run on, and its
+    /// drop follows the end of the last (at once if it has none). `GroupClosed` if closed
+    /// already, `NotFound` if it ended.
+    pub fn group_close(&self, group: GroupId) -> Result<(), Error> {
+        self.inner.close_group(group)
+    }
+
+    /// Cancels every timer of a group, in time proportional to their number, and closes it
+    /// (if it was not closed yet). Pending timers are dropped before it returns; a periodic
+    /// timer whose run is under way ends when it returns; the group's drop follows the
+    /// last. `NotFound` if the group ended.
+    pub fn group_delete(&self, group: GroupId) -> Result<(), Error> {
+        self.inner.delete_group(group)
+    }
+
+    /// Groups alive: open, or closed with timers left.
+    pub fn group_count(&self) -> usize {
+        self.inner.group_count()
     }
 
     /// Stops a timer: `Ok` when it was pending (or a periodic timer whose run is under way)
@@ -361,6 +448,12 @@ impl<T: Task> Runtime<T> {
     pub fn config(&self) -> &Config {
         &self.inner.config
     }
+}
+
+/// The schedule of a periodic timer; `None` for a zero period.
+fn periodic_schedule(period: Duration, mode: PeriodMode) -> Option<Schedule> {
+    let period = period_ns(period)?;
+    Some(Schedule::Every { period, mode })
 }
 
 /// A period in nanoseconds; `None` for zero. Beyond 584 years a period saturates: such a

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use super::clock::{Clock, Deadline};
 use super::periodic::resume;
 use super::shard::Schedule;
-use super::{period_ns, Error, PeriodMode, Rejected, Runtime, Task, TimerId};
+use super::{period_ns, Error, GroupId, PeriodMode, Rejected, Runtime, Task, TimerId};
 
 /// What a periodic timer re-created at an absolute start
 /// ([`Runtime::add_periodic_at`]) does with the points of its schedule that passed before
@@ -88,6 +88,37 @@ impl<T: Task> Runtime<T> {
         missed: Missed,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
+        let add = |deadline, schedule, task| self.inner.add(deadline, schedule, task);
+        self.add_resumed(first, period, mode, missed, task, add)
+    }
+
+    /// [`add_periodic_at`](Self::add_periodic_at), into the open group `group` (see
+    /// [`group_add`](Self::group_add)).
+    pub fn group_add_periodic_at(
+        &self,
+        group: GroupId,
+        first: SystemTime,
+        period: Duration,
+        mode: PeriodMode,
+        missed: Missed,
+        task: T,
+    ) -> Result<TimerId, Rejected<T>> {
+        let add =
+            |deadline, schedule, task| self.inner.add_in_group(group, deadline, schedule, task);
+        self.add_resumed(first, period, mode, missed, task, add)
+    }
+
+    /// Adds, with `add`, the timer of [`add_periodic_at`](Self::add_periodic_at): its first
+    /// deadline and its schedule. `Invalid` for a zero period.
+    fn add_resumed(
+        &self,
+        first: SystemTime,
+        period: Duration,
+        mode: PeriodMode,
+        missed: Missed,
+        task: T,
+        add: impl FnOnce(Deadline, Schedule, T) -> Result<TimerId, Rejected<T>>,
+    ) -> Result<TimerId, Rejected<T>> {
         let Some(period) = period_ns(period) else {
             let error = Error::Invalid;
             return Err(Rejected { error, task });
@@ -107,7 +138,7 @@ impl<T: Task> Runtime<T> {
                 then: at(then),
             },
         };
-        self.inner.add(at(delay), schedule, task)
+        add(at(delay), schedule, task)
     }
 
     /// Hands every pending timer to `visit`, as of one instant, in deadline order, with

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::time::SystemTime;
 
 use super::clock::{Clock, Deadline};
+use super::group::{GroupData, GroupId, Groups, Slot};
 use super::periodic::Periodic;
 use super::side::{Side, SideId, Sides};
 use super::stats::Counters;
@@ -30,6 +31,8 @@ pub(crate) const MAX_PER_SHARD: usize = 1 << (32 - SHARD_BITS);
 const RUNTIME_BITS: u32 = 8;
 /// How many generations a key cycles through: 1..=u32::MAX (0 is skipped).
 const GENERATIONS: u64 = u32::MAX as u64;
+/// How far group ids are moved around the cycle from timer ids (see [`Ids::group`]).
+const GROUP_SHIFT: u64 = 1 << (32 - RUNTIME_BITS - 1);
 
 /// Runtimes created in the process so far.
 static RUNTIMES_CREATED: AtomicU32 = AtomicU32::new(0);
@@ -74,6 +77,28 @@ impl Ids {
         let index = (raw & u64::from(u32::MAX)) >> SHARD_BITS;
         let generation = shifted(raw >> 32, GENERATIONS - self.shift);
         (shard, Key::from_u64((generation << 32) | index))
+    }
+
+    /// How the runtime writes its group ids: as its timer ids, their generations moved half
+    /// the distance between two runtimes further (2^23 places), so that a group id given
+    /// as a timer id (or the other way round), of this runtime or another, is not found
+    /// unless a slot was reused 2^23 − 1 times.
+    fn of_groups(self) -> Self {
+        Ids {
+            shift: (self.shift + GROUP_SHIFT) % GENERATIONS,
+        }
+    }
+
+    /// The id of the group `key` in `shard`.
+    pub(crate) fn group(self, shard: usize, key: Key) -> GroupId {
+        let raw = self.of_groups().encode(shard, key).as_u64();
+        GroupId::from_u64(raw).expect("an encoded id is never 0")
+    }
+
+    /// The shard and key a group id names (the shard may not exist: callers check).
+    pub(crate) fn decode_group(self, id: GroupId) -> (usize, Option<Key>) {
+        let as_timer = TimerId::from_u64(id.as_u64()).expect("a group id is never 0");
+        self.of_groups().decode(as_timer)
     }
 }
 
@@ -138,6 +163,25 @@ pub(crate) struct Run<T> {
     /// Whether the timer goes back into the wheel when the run returns (unless cancelled);
     /// any other timer ends with its run.
     pub(crate) periodic: bool,
+    /// The timer's group, if it is in one.
+    pub(crate) group: Option<Slot>,
+}
+
+/// A timer taken out of its shard by a cancel: the caller drops its task, then, for a
+/// timer of a group, tells the group ([`ShardState::dropped`]).
+pub(crate) struct Removed<T> {
+    pub(crate) task: T,
+    pub(crate) group: Option<Slot>,
+}
+
+/// What a group's delete took out: the tasks of its pending timers (drop them, then tell
+/// the group: [`ShardState::dropped`]), how many timers it cancelled in all (the periodic
+/// ones running now end when their run returns), and the group's data if it ended.
+pub(crate) struct GroupDeleted<T> {
+    pub(crate) tasks: Vec<T>,
+    pub(crate) cancelled: usize,
+    pub(crate) group: Slot,
+    pub(crate) ended: Option<GroupData>,
 }
 
 /// How a periodic timer's run ended.
@@ -162,6 +206,7 @@ pub(crate) struct ShardState<T> {
     /// Scratch space of `expire_due`.
     expired: Vec<Key>,
     closed: bool,
+    groups: Groups,
 }
 
 impl<T> Shard<T> {
@@ -182,6 +227,7 @@ impl<T> Shard<T> {
 
     /// Removes the node of a timer whose run ended and whose task was dropped
     /// ([`ShardState::forget`]), and wakes the `cancel_sync` callers waiting for it.
+    #[inline]
     pub(crate) fn forget(&self, state: &mut ShardState<T>, key: Key) {
         state.forget(key);
         self.notify_finished(state);
@@ -225,6 +271,7 @@ impl<T> ShardState<T> {
             sync_waiters: 0,
             expired: Vec::new(),
             closed: false,
+            groups: Groups::default(),
         }
     }
 
@@ -262,13 +309,91 @@ impl<T> ShardState<T> {
         Ok(key)
     }
 
-    /// Stops a timer. `Ok(Some(task))`: it was pending or queued, here is its task to drop;
-    /// `Ok(None)`: a periodic run is under way and the timer ends when it returns.
-    pub(crate) fn cancel(&mut self, key: Key) -> Result<Option<T>, Error> {
+    /// A new open group holding `data`; its key. `Full` when the shard holds as many groups
+    /// as an id can name, `Shutdown` once closed: the data comes back.
+    pub(crate) fn create_group(&mut self, data: GroupData) -> Result<Key, (Error, GroupData)> {
+        if self.closed {
+            return Err((Error::Shutdown, data));
+        }
+        self.groups
+            .create(data, MAX_PER_SHARD)
+            .map_err(|data| (Error::Full, data))
+    }
+
+    /// [`insert`](Self::insert) into the open group `group`: `NotFound` for a stale key,
+    /// `GroupClosed` for a closed group.
+    pub(crate) fn insert_in_group(
+        &mut self,
+        group: Key,
+        deadline: Deadline,
+        schedule: Schedule,
+        task: T,
+    ) -> Result<Key, (Error, T)> {
+        let slot = match self.groups.find_open(group) {
+            Ok(slot) => slot,
+            Err(error) => return Err((error, task)),
+        };
+        let key = self.insert(deadline, schedule, task)?;
+        let entry = self.wheel.get_mut(key).expect("just inserted");
+        let member = self.sides.insert_member(key, slot, entry.side);
+        entry.side = Some(member);
+        self.groups.link(&mut self.sides, slot, member);
+        Ok(key)
+    }
+
+    /// Closes the group `group` to new timers; its data if that ended it.
+    pub(crate) fn close_group(&mut self, group: Key) -> Result<Option<GroupData>, Error> {
+        let slot = self.groups.find(group)?;
+        self.groups.close(slot)
+    }
+
+    /// Cancels every timer of the group `group` and closes it (if it was not closed yet).
+    pub(crate) fn delete_group(&mut self, group: Key) -> Result<GroupDeleted<T>, Error> {
+        let slot = self.groups.find(group)?;
+        let (mut tasks, mut cancelled) = (Vec::new(), 0);
+        for key in self.groups.take_members(&mut self.sides, slot) {
+            match self.cancel(key) {
+                Ok(Some(removed)) => tasks.push(removed.task),
+                Ok(None) => {}
+                Err(_) => continue, // a one-shot running now, or a periodic one cancelled
+            }
+            cancelled += 1;
+        }
+        let ended = self.groups.ensure_closed(slot);
+        Ok(GroupDeleted {
+            tasks,
+            cancelled,
+            group: slot,
+            ended,
+        })
+    }
+
+    /// `count` timers of the group in `slot` had their task dropped; the group's data if
+    /// that ended it.
+    pub(crate) fn dropped(&mut self, slot: Slot, count: usize) -> Option<GroupData> {
+        self.groups.dropped(slot, count)
+    }
+
+    /// A timer of the group in `slot` ended after its run and its task was dropped:
+    /// removes its node ([`forget`](Self::forget)); the group's data if that ended it.
+    pub(crate) fn member_ended(&mut self, key: Key, slot: Slot) -> Option<GroupData> {
+        self.forget(key);
+        self.groups.dropped(slot, 1)
+    }
+
+    /// Groups alive.
+    pub(crate) fn groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Stops a timer. `Ok(Some(removed))`: it was pending or queued, here is its task to
+    /// drop; `Ok(None)`: a periodic run is under way and the timer ends when it returns.
+    pub(crate) fn cancel(&mut self, key: Key) -> Result<Option<Removed<T>>, Error> {
         let entry = self.wheel.get(key).ok_or(Error::NotFound)?;
         if entry.task.is_some() {
             self.counters.cancelled += 1;
-            return Ok(self.remove(key));
+            let (task, group) = self.remove(key);
+            return Ok(task.map(|task| Removed { task, group }));
         }
         match self.sides.periodic_mut(entry.side) {
             Some(periodic) if !periodic.cancelled => {
@@ -285,9 +410,7 @@ impl<T> ShardState<T> {
         let entry = self.wheel.get_mut(key).ok_or(Error::NotFound)?;
         if entry.task.is_some() {
             // Re-armed by a delay, a wall-clock timer is no longer one.
-            if let Some(wall) = entry.side.take_if(|&mut id| self.sides.is_wall(id)) {
-                self.sides.remove(wall);
-            }
+            self.sides.drop_wall(&mut entry.side);
             // The reset moves the next run: a catch-up run's way back to its grid goes too.
             if let Some(periodic) = self.sides.periodic_mut(entry.side) {
                 periodic.reset_to = None;
@@ -356,6 +479,7 @@ impl<T> ShardState<T> {
     /// stale, was re-armed, is running already (the queue may hold an id more than once),
     /// or is not due yet: the tick thread expires a tick early and holds a timer until its
     /// exact deadline, and an older entry of a timer reset since must not start it early.
+    #[inline]
     pub(crate) fn start(&mut self, key: Key, now_ns: u64, clock: &Clock) -> Option<Run<T>> {
         if self.wheel.is_pending(key) {
             return None;
@@ -367,7 +491,7 @@ impl<T> ShardState<T> {
         let entry = self.wheel.get_mut(key)?;
         let task = entry.task.take()?;
         self.counters.fired += 1;
-        let periodic = self.sides.periodic(entry.side).is_some();
+        let (periodic, group) = self.sides.run_kind(entry.side);
         if !periodic {
             self.counters.fired_one_shot += 1;
         }
@@ -375,6 +499,7 @@ impl<T> ShardState<T> {
             task,
             deadline,
             periodic,
+            group,
         })
     }
 
@@ -430,6 +555,7 @@ impl<T> ShardState<T> {
     }
 
     /// Removes the node of a timer whose run ended, once its task has been dropped.
+    #[inline]
     pub(crate) fn forget(&mut self, key: Key) {
         if self.is_running(key) {
             self.remove(key);
@@ -451,13 +577,27 @@ impl<T> ShardState<T> {
         }
     }
 
-    /// Removes the node and its record; its task if it still holds one.
-    fn remove(&mut self, key: Key) -> Option<T> {
-        let entry = self.wheel.remove(key)?;
-        if let Some(side) = entry.side {
-            self.sides.remove(side);
-        }
-        entry.task
+    /// Removes the node and its record (taking a group's timer off its list); its task if
+    /// it still holds one, and its group.
+    fn remove(&mut self, key: Key) -> (Option<T>, Option<Slot>) {
+        let Some(entry) = self.wheel.remove(key) else {
+            return (None, None);
+        };
+        let group = match entry.side {
+            Some(side) if self.sides.group(Some(side)).is_some() => self.remove_member(side),
+            Some(side) => self.sides.remove(side),
+            None => None,
+        };
+        (entry.task, group)
+    }
+
+    /// Takes a group's timer whose node was removed off its group's list and frees its
+    /// records; its group. Out of the way of the timers outside groups.
+    #[cold]
+    #[inline(never)]
+    fn remove_member(&mut self, member: SideId) -> Option<Slot> {
+        self.groups.unlink(&mut self.sides, member);
+        self.sides.remove(member)
     }
 
     /// Re-places pending wall-clock timers after the system clock was stepped.
@@ -469,10 +609,12 @@ impl<T> ShardState<T> {
         }
     }
 
-    /// Closes the shard to adds and takes every task out, for shutdown.
-    pub(crate) fn close(&mut self) -> Vec<T> {
+    /// Closes the shard to adds and takes every task out, for shutdown, with the groups of
+    /// those in a group: after dropping them, tell the groups ([`end_groups`](Self::end_groups)).
+    /// Every group is closed.
+    pub(crate) fn close(&mut self) -> (Vec<T>, Vec<Slot>) {
         self.closed = true;
-        let mut tasks = Vec::new();
+        let (mut tasks, mut groups) = (Vec::new(), Vec::new());
         // A periodic timer running now (closed from a callback) ends when its run returns:
         // discarded too, though its task is not here.
         let mut running_periodic = 0;
@@ -480,11 +622,26 @@ impl<T> ShardState<T> {
         self.wheel.drain(|_, entry| {
             let live_periodic = sides.periodic(entry.side).is_some_and(|p| !p.cancelled);
             running_periodic += u64::from(entry.task.is_none() && live_periodic);
+            if entry.task.is_some() {
+                groups.extend(sides.group(entry.side));
+            }
             tasks.extend(entry.task);
         });
         self.sides.clear();
+        self.groups.close_all();
         self.counters.discarded += tasks.len() as u64 + running_periodic;
-        tasks
+        (tasks, groups)
+    }
+
+    /// For shutdown, after the tasks [`close`](Self::close) took out were dropped: tells
+    /// their groups; the data of every group left without a timer.
+    pub(crate) fn end_groups(&mut self, dropped: Vec<Slot>) -> Vec<GroupData> {
+        let mut ended: Vec<_> = dropped
+            .into_iter()
+            .filter_map(|slot| self.groups.dropped(slot, 1))
+            .collect();
+        ended.extend(self.groups.end_idle());
+        ended
     }
 }
 
@@ -627,7 +784,7 @@ mod tests {
             Finished::Ended(_)
         ));
         state.forget(key);
-        assert!(state.wheel.get(key).is_none() && state.close().is_empty());
+        assert!(state.wheel.get(key).is_none() && state.close().0.is_empty());
     }
 
     /// The C task's shape: a callback, its user data and a nullable drop function.

@@ -1,10 +1,12 @@
 //! What a periodic or a wall-clock timer keeps beside its wheel entry, in a slab per shard.
 //! The entry holds the index of its record (a one-shot has none), and the record's variant
-//! is the one place that says which kind of timer it is.
+//! is the one place that says which kind of timer it is. A timer in a group has a member
+//! record, which holds the record of its kind, if any (see `group.rs`).
 
 use std::num::NonZeroU32;
 use std::time::SystemTime;
 
+use super::group::Slot;
 use super::periodic::Periodic;
 use super::shard::Schedule;
 use crate::wheel::Key;
@@ -16,6 +18,18 @@ pub(crate) enum Side {
     /// A one-shot for a wall-clock time: its key, to re-place it when the system clock is
     /// stepped.
     Wall { key: Key, when: SystemTime },
+    /// A timer in a group.
+    Member(Member),
+}
+
+/// A timer's place in its group: the group, its neighbours on the group's list, and the
+/// record of its kind (periodic, wall clock; none for a one-shot).
+pub(crate) struct Member {
+    pub(crate) key: Key,
+    pub(crate) group: Slot,
+    pub(crate) prev: Option<SideId>,
+    pub(crate) next: Option<SideId>,
+    pub(crate) kind: Option<SideId>,
 }
 
 /// Where a record is kept: its index in the slab, plus one.
@@ -49,11 +63,40 @@ impl Sides {
         id
     }
 
-    /// Frees the record.
-    pub(crate) fn remove(&mut self, id: SideId) {
-        if let Some(side) = self.slots[id.index()].take() {
-            self.walls -= usize::from(matches!(side, Side::Wall { .. }));
-            self.free.push(id);
+    /// Frees the record (a member's, with the record of its kind); the group of a member
+    /// (take it off the group's list first).
+    pub(crate) fn remove(&mut self, id: SideId) -> Option<Slot> {
+        match self.take(id)? {
+            Side::Member(member) => Some(self.remove_member(member)),
+            _ => None,
+        }
+    }
+
+    /// Frees the record `id`; what it held.
+    fn take(&mut self, id: SideId) -> Option<Side> {
+        let side = self.slots[id.index()].take()?;
+        self.walls -= usize::from(matches!(side, Side::Wall { .. }));
+        self.free.push(id);
+        Some(side)
+    }
+
+    /// Frees the kind record of a member whose record was taken; its group. Out of the
+    /// way of the timers outside groups.
+    #[cold]
+    #[inline(never)]
+    fn remove_member(&mut self, member: Member) -> Slot {
+        if let Some(kind) = member.kind {
+            self.take(kind);
+        }
+        member.group
+    }
+
+    /// The record that says the timer's kind: `id` itself, or a member's kind record.
+    fn kind(&self, id: Option<SideId>) -> Option<SideId> {
+        let id = id?;
+        match &self.slots[id.index()] {
+            Some(Side::Member(member)) => member.kind,
+            _ => Some(id),
         }
     }
 
@@ -61,32 +104,87 @@ impl Sides {
     pub(crate) fn periodic(&self, id: Option<SideId>) -> Option<&Periodic> {
         match self.slots[id?.index()].as_ref() {
             Some(Side::Periodic(periodic)) => Some(periodic),
+            Some(Side::Member(member)) => self.periodic(member.kind),
             _ => None,
         }
     }
 
     /// [`periodic`](Self::periodic), to change.
     pub(crate) fn periodic_mut(&mut self, id: Option<SideId>) -> Option<&mut Periodic> {
-        match self.slots[id?.index()].as_mut() {
+        let kind = self.kind(id)?;
+        match self.slots[kind.index()].as_mut() {
             Some(Side::Periodic(periodic)) => Some(periodic),
             _ => None,
         }
     }
 
+    /// What a run needs to know of a timer: whether it is periodic, and its group.
+    #[inline]
+    pub(crate) fn run_kind(&self, id: Option<SideId>) -> (bool, Option<Slot>) {
+        match id.and_then(|id| self.slots[id.index()].as_ref()) {
+            Some(Side::Periodic(_)) => (true, None),
+            Some(Side::Member(member)) => {
+                (self.periodic(member.kind).is_some(), Some(member.group))
+            }
+            _ => (false, None),
+        }
+    }
+
+    /// The group of the timer whose record is `id`; `None` outside every group.
+    pub(crate) fn group(&self, id: Option<SideId>) -> Option<Slot> {
+        match self.slots[id?.index()].as_ref() {
+            Some(Side::Member(member)) => Some(member.group),
+            _ => None,
+        }
+    }
+
+    /// Makes the timer whose record is `kind` (`None`: a one-shot) a member of `group`;
+    /// the member record, which the timer's entry holds from now on.
+    pub(crate) fn insert_member(&mut self, key: Key, group: Slot, kind: Option<SideId>) -> SideId {
+        self.insert(Side::Member(Member {
+            key,
+            group,
+            prev: None,
+            next: None,
+            kind,
+        }))
+    }
+
+    /// The member record `id`, to change.
+    pub(crate) fn member_mut(&mut self, id: SideId) -> &mut Member {
+        match &mut self.slots[id.index()] {
+            Some(Side::Member(member)) => member,
+            _ => unreachable!("a group's list holds member records only"),
+        }
+    }
+
+    /// Makes a wall-clock timer whose record is `id` a plain one-shot: frees its wall-clock
+    /// record (a member keeps its member record).
+    pub(crate) fn drop_wall(&mut self, id: &mut Option<SideId>) {
+        let Some(kind) = self.kind(*id).filter(|&kind| self.is_wall(kind)) else {
+            return;
+        };
+        self.remove(kind);
+        match self.slots[id.expect("a kind comes from a record").index()].as_mut() {
+            Some(Side::Member(member)) => member.kind = None,
+            _ => *id = None,
+        }
+    }
+
     /// The schedule of the timer whose record is `id` (none: a one-shot).
     pub(crate) fn schedule(&self, id: Option<SideId>) -> Schedule {
-        match id.and_then(|id| self.slots[id.index()].as_ref()) {
+        match self.kind(id).and_then(|id| self.slots[id.index()].as_ref()) {
             Some(Side::Periodic(periodic)) => Schedule::Every {
                 period: periodic.period_ns,
                 mode: periodic.mode,
             },
             Some(Side::Wall { when, .. }) => Schedule::At(*when),
-            None => Schedule::Once,
+            Some(Side::Member(_)) | None => Schedule::Once,
         }
     }
 
     /// Whether `id` is the record of a wall-clock timer.
-    pub(crate) fn is_wall(&self, id: SideId) -> bool {
+    fn is_wall(&self, id: SideId) -> bool {
         matches!(self.slots[id.index()], Some(Side::Wall { .. }))
     }
 

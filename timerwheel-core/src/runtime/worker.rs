@@ -11,6 +11,8 @@
 
 use std::sync::Arc;
 
+use super::export::Ending;
+use super::group::Slot;
 use super::inner::Inner;
 use super::shard::{Finished, Run, Shard};
 use super::sync::thread;
@@ -114,8 +116,26 @@ impl<'a, T: Task> Runner<'a, T> {
         } else {
             run.task
         };
-        self.inner.drop_ended(id, task);
-        self.ended = Some(Ended { shard, key });
+        self.inner.drop_ended(id, Ending::Task(task));
+        match run.group {
+            None => self.ended = Some(Ended { shard, key }),
+            Some(group) => self.leave_group(shard, key, id, group),
+        }
+    }
+
+    /// A group's timer whose task was dropped leaves its group now, so that the group's
+    /// drop, if this was its last timer, follows at once, on this thread. Out of the way
+    /// of the timers outside groups.
+    #[cold]
+    #[inline(never)]
+    fn leave_group(&self, shard: &Shard<T>, key: Key, id: TimerId, group: Slot) {
+        let mut state = shard.lock();
+        let ended = state.member_ended(key, group);
+        shard.notify_finished(&state);
+        drop(state);
+        if let Some(data) = ended {
+            self.inner.drop_ended(id, Ending::Group(data));
+        }
     }
 
     /// Removes the node of the last ended timer, if any.
