@@ -36,13 +36,15 @@ fn running(matches: impl Fn(&Current) -> bool) -> bool {
     CURRENT.with(|c| matches(&c.get())) || OUTER.with(|outer| outer.borrow().iter().any(matches))
 }
 
-/// The runtime and timer whose callback runs on a thread (0, 0 when none), and whether it
-/// reported a failure ([`record_callback_failure`]).
+/// The runtime and timer whose callback runs on a thread (0, 0 when none), whether it
+/// reported a failure ([`record_callback_failure`]), and whether a drop function runs
+/// inside it now (which is not the callback, and records nothing).
 #[derive(Clone, Copy)]
 struct Current {
     runtime: usize,
     timer: u64,
     failed: bool,
+    dropping: bool,
 }
 
 impl Current {
@@ -50,6 +52,7 @@ impl Current {
         runtime: 0,
         timer: 0,
         failed: false,
+        dropping: false,
     };
 }
 
@@ -61,11 +64,29 @@ struct CallbackScope {
 
 impl CallbackScope {
     fn enter(runtime: usize, id: TimerId) -> Self {
-        let current = Current {
+        Self::replace(Current {
             runtime,
             timer: id.as_u64(),
             failed: false,
-        };
+            dropping: false,
+        })
+    }
+
+    /// A drop function runs on this thread: inside a callback (or the run it ended), it
+    /// calls as that callback may, but it is not that callback. `None` outside callbacks,
+    /// where nothing is to be marked.
+    fn dropping() -> Option<Self> {
+        let current = CURRENT.with(Cell::get);
+        (current.runtime != 0).then(|| {
+            Self::replace(Current {
+                failed: false,
+                dropping: true,
+                ..current
+            })
+        })
+    }
+
+    fn replace(current: Current) -> Self {
         let previous = CURRENT.with(|c| c.replace(current));
         if previous.runtime != 0 {
             OUTER.with(|outer| outer.borrow_mut().push(previous));
@@ -98,11 +119,12 @@ impl Drop for CallbackScope {
 /// Records that the callback running on this thread failed, for an interface whose
 /// callbacks report failure rather than panic (a C++ exception caught by its wrapper): when
 /// the callback returns, it is counted in `callback_panics` of its runtime, once however
-/// often it was recorded. `Invalid`, and nothing is counted, outside a callback.
+/// often it was recorded. `Invalid`, and nothing is counted, outside a callback, and in a
+/// drop function (which is not a callback), also one that runs inside a callback.
 pub fn record_callback_failure() -> Result<(), Error> {
     CURRENT.with(|c| {
         let mut current = c.get();
-        if current.runtime == 0 {
+        if current.runtime == 0 || current.dropping {
             return Err(Error::Invalid);
         }
         current.failed = true;
@@ -158,6 +180,7 @@ pub(crate) struct Inner<T> {
 
 /// Drops a task outside every lock; a panicking drop is counted, not propagated.
 fn drop_task<T>(task: T, panics: &AtomicU64) {
+    let _dropping = CallbackScope::dropping();
     if catch_unwind(AssertUnwindSafe(move || drop(task))).is_err() {
         panics.fetch_add(1, Relaxed);
     }

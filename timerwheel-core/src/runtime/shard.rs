@@ -135,6 +135,8 @@ impl RoundedUp {
 pub(crate) struct Run<T> {
     pub(crate) task: T,
     pub(crate) deadline: Deadline,
+    /// The clock's reading when the run started.
+    pub(crate) started_ns: u64,
     /// Whether the timer goes back into the wheel when the run returns (unless cancelled);
     /// any other timer ends with its run.
     pub(crate) periodic: bool,
@@ -374,6 +376,7 @@ impl<T> ShardState<T> {
         Some(Run {
             task,
             deadline,
+            started_ns: now_ns,
             periodic,
         })
     }
@@ -382,7 +385,10 @@ impl<T> ShardState<T> {
     /// back), or, cancelled, it ends and its task comes back to be dropped. An ended
     /// timer's node stays, as if still running, until [`forget`](Self::forget): so
     /// `cancel_sync` waits until the task is dropped.
-    pub(crate) fn finish(&mut self, key: Key, task: T, clock: &Clock) -> Finished<T> {
+    pub(crate) fn finish(&mut self, key: Key, run: Run<T>, clock: &Clock) -> Finished<T> {
+        let Run {
+            task, started_ns, ..
+        } = run;
         // The node is gone only when the shard was closed under the run (the runtime was
         // dropped from a callback): the timer ends with it.
         let (Some(due), Some(entry)) = (self.deadline(key), self.wheel.get_mut(key)) else {
@@ -395,7 +401,7 @@ impl<T> ShardState<T> {
             return Finished::Ended(task);
         }
         entry.task = Some(task);
-        let next = periodic.next(clock.exact_ns(due), clock);
+        let next = periodic.next(clock.exact_ns(due), started_ns, clock);
         place(&mut self.wheel, key, next);
         Finished::Rearmed(next)
     }
@@ -548,14 +554,15 @@ mod tests {
         (state, key.ok().unwrap())
     }
 
-    /// Expires, starts and finishes the timer's next run; the exact time it was due.
+    /// Expires, starts (at its exact time) and finishes the timer's next run; the exact
+    /// time it was due.
     fn run_next(state: &mut ShardState<fn(TimerId)>, key: Key, clock: &Clock) -> u64 {
         let due = state.deadline(key).unwrap();
         state.expire_due(due.tick, |_, _| {});
-        let run = state.start(key, u64::MAX, clock).unwrap();
+        let run = state.start(key, clock.exact_ns(due), clock).unwrap();
         assert_eq!(run.deadline, due);
         assert!(matches!(
-            state.finish(key, run.task, clock),
+            state.finish(key, run, clock),
             Finished::Rearmed(_)
         ));
         clock.exact_ns(due)
@@ -576,8 +583,8 @@ mod tests {
 
     #[test]
     fn a_run_that_returns_late_is_followed_by_the_latest_point_due() {
-        // The first point (1 s) runs 3.5 s after the origin: 2 s passed entirely, 3 s is due
-        // and runs next (at once), then the grid goes on at 4 s.
+        // The first point (1 s) starts on time and returns 3.5 s after the origin: 2 s passed
+        // entirely, 3 s is due and runs next (at once), then the grid goes on at 4 s.
         let clock = Clock::started_ago(Duration::from_millis(300), Duration::from_millis(3500));
         let (mut state, key) = every_second(&clock, SECOND);
         assert_eq!(run_next(&mut state, key, &clock), SECOND);
@@ -617,10 +624,7 @@ mod tests {
         );
         assert!(!state.is_live(key));
         assert_eq!(state.cancel(key).err(), Some(Error::NotFound));
-        assert!(matches!(
-            state.finish(key, run.task, &clock),
-            Finished::Ended(_)
-        ));
+        assert!(matches!(state.finish(key, run, &clock), Finished::Ended(_)));
         state.forget(key);
         assert!(state.wheel.get(key).is_none() && state.close().is_empty());
     }

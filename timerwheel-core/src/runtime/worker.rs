@@ -101,7 +101,7 @@ impl<'a, T: Task> Runner<'a, T> {
     fn end(&mut self, shard: &'a Shard<T>, key: Key, id: TimerId, run: Run<T>) {
         let task = if run.periodic {
             let mut state = shard.lock();
-            let finished = state.finish(key, run.task, &self.inner.clock);
+            let finished = state.finish(key, run, &self.inner.clock);
             shard.notify_finished(&state);
             drop(state);
             match finished {
