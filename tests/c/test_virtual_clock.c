@@ -478,6 +478,90 @@ static void a_schedule_from_int64_min_keeps_its_phase(void) {
     }
 }
 
+/* Timers already due when added leave the run queue in the order of their exact times,
+ * ties in the order they were added; on a virtual or manual wheel, or with one worker, they
+ * start in it. Times from 10 ms to 292 million years back (INT64_MIN), before the wheel's
+ * creation too. */
+#define PAST 8
+
+typedef struct past_order {
+    long next;
+    long labels[PAST];
+} past_order;
+
+typedef struct past_entry {
+    past_order *order;
+    long label;
+} past_entry;
+
+static void on_past(tw_timer_id id, void *user_data) {
+    (void)id;
+    past_entry *e = user_data;
+    long at = atomic_add(&e->order->next, 1) - 1;
+    if (at < PAST) {
+        e->order->labels[at] = e->label;
+    }
+}
+
+/* Holds the only worker until the gate opens: what is added meanwhile waits in the queue. */
+static void wait_for_gate(tw_timer_id id, void *user_data) {
+    (void)id;
+    while (atomic_get(user_data) == 0) {
+        sleep_ms(1);
+    }
+}
+
+static void past_deadlines_run_in_deadline_order(void) {
+    /* Labels 0..7 added in this order, ms before now (the last one: INT64_MIN). */
+    const int64_t ago_ms[PAST] = {50, 10, 40, 20, 30, 30, 4000, 0};
+    const long expected[PAST] = {7, 6, 0, 2, 4, 5, 3, 1};
+    for (int kind = 0; kind < 3; kind++) { /* virtual, manual, one worker */
+        tw_config cfg;
+        tw_config_init(&cfg);
+        cfg.min_workers = cfg.max_workers = 1;
+        cfg.manual = kind == 1;
+        cfg.clock = kind == 0 ? TW_CLOCK_VIRTUAL : TW_CLOCK_MONOTONIC;
+        cfg.virtual_start_unix_ms = START_MS;
+        tw_wheel *w = NULL;
+        CHECK_OK(tw_create(&cfg, &w));
+        if (w == NULL) {
+            return;
+        }
+        past_order order = {0};
+        past_entry entries[PAST];
+        long gate = 0;
+        tw_timer_id gate_id = 0;
+        if (kind == 2) {
+            CHECK_OK(tw_add(w, 0, wait_for_gate, &gate, NULL, &gate_id));
+        }
+        int64_t now = tw_now_ms(w);
+        for (long i = 0; i < PAST; i++) {
+            entries[i] = (past_entry){&order, i};
+            int64_t at = i == PAST - 1 ? INT64_MIN : now - ago_ms[i];
+            tw_timer_id id = 0;
+            CHECK_OK(tw_add_at(w, at, on_past, &entries[i], NULL, &id));
+        }
+        atomic_set(&gate, 1);
+        size_t ran = 0;
+        for (int i = 0; i < 2000 && atomic_get(&order.next) < PAST; i++) {
+            if (kind < 2) {
+                CHECK_OK(tw_poll(w, &ran));
+            } else {
+                sleep_ms(1);
+            }
+        }
+        CHECK(atomic_get(&order.next) == PAST);
+        for (int i = 0; i < PAST; i++) {
+            if (order.labels[i] != expected[i]) {
+                fprintf(stderr, "wheel kind %d: run %d was timer %ld, expected %ld\n", kind, i,
+                        order.labels[i], expected[i]);
+                CHECK(order.labels[i] == expected[i]);
+            }
+        }
+        CHECK_OK(tw_destroy(w));
+    }
+}
+
 int main(void) {
     RUN(a_fixed_rate_schedule_over_a_year_runs_at_its_exact_points);
     RUN(the_same_program_runs_its_callbacks_in_the_same_order);
@@ -493,5 +577,6 @@ int main(void) {
     RUN(concurrent_advances_take_turns);
     RUN(a_virtual_wheel_polls_at_its_reading_manual_or_not);
     RUN(a_schedule_from_int64_min_keeps_its_phase);
+    RUN(past_deadlines_run_in_deadline_order);
     return check_summary("test_virtual_clock");
 }

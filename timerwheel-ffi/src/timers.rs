@@ -59,8 +59,8 @@ pub unsafe extern "C" fn tw_add(
 /// then, if any: it starts at once, late, and the points before it, which passed entirely
 /// while the callback ran or the process stalled, are coalesced into it (no burst).
 /// Otherwise the next run waits for the first point after the start of the one that just
-/// ran: the points that had come when a run started are coalesced into it, so no two runs
-/// start at the same clock reading (a period below the tick of a manual or virtual wheel
+/// ran. No two runs start at the same clock reading: on a virtual clock, which stands still
+/// during a run, the points at its reading are coalesced into it (a period below the tick
 /// runs once per tick). Either way the schedule stays on its grid. TW_FIXED_DELAY runs `period_ms` after the previous
 /// callback returned.
 ///
@@ -143,7 +143,9 @@ unsafe fn add_periodic(
 }
 
 /// Adds a one-shot timer for a wall-clock time, `unix_ms` milliseconds since the Unix
-/// epoch; a time in the past runs at once. If the system clock is stepped, the timer still
+/// epoch; a time in the past runs at once, and timers already due run in the order of their
+/// times (equal ones in the order added; before the wheel's creation down to 4.3 s before
+/// it, further back they tie). If the system clock is stepped, the timer still
 /// fires at `unix_ms` on the new clock.
 ///
 /// Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called and

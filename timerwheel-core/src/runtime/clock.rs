@@ -225,12 +225,23 @@ impl Clock {
         tick_start.saturating_sub(u64::from(deadline.rounded_up_ns))
     }
 
-    /// The deadline for the wall-clock time `when` as the system clock reads now.
+    /// The deadline for the wall-clock time `when` as the system clock reads now. A time
+    /// that has passed keeps its exact time, so that timers already due run in the order of
+    /// their times: down to the origin, and up to `u32::MAX - 1` ns (4.3 s) before it as
+    /// tick 0 rounded up by that much (further back they tie).
     pub(crate) fn deadline_at(&self, when: SystemTime) -> Deadline {
-        let delay = when
-            .duration_since(self.wall_now())
-            .unwrap_or(Duration::ZERO);
-        self.deadline_after(delay)
+        let ago = match when.duration_since(self.wall_now()) {
+            Ok(ahead) => return self.deadline_after(ahead),
+            Err(passed) => u64::try_from(passed.duration().as_nanos()).unwrap_or(u64::MAX),
+        };
+        let now = self.elapsed_ns_at_least();
+        match now.checked_sub(ago) {
+            Some(due_ns) => self.deadline_of(due_ns),
+            None => Deadline {
+                tick: 0,
+                rounded_up_ns: (ago - now).min(u64::from(u32::MAX - 1)) as u32,
+            },
+        }
     }
 
     /// Nanoseconds since the origin at which `tick` starts.

@@ -332,7 +332,8 @@ impl<T: Task> Inner<T> {
     }
 
     /// Expires every shard up to `tick`; the due ids with their deadlines, in deadline order
-    /// (see [`Deadline`]: within a tick, the one that waited longest goes first).
+    /// (see [`Deadline`]: within a tick, the one that waited longest goes first), timers
+    /// added already due in the order they were added among equal deadlines.
     pub(crate) fn collect_due(&self, tick: u64) -> Vec<(Deadline, TimerId)> {
         let mut ordered = Vec::new();
         for (index, shard) in self.shards.iter().enumerate() {
@@ -340,7 +341,7 @@ impl<T: Task> Inner<T> {
                 ordered.push((deadline, self.ids.encode(index, key)))
             });
         }
-        ordered.sort_unstable_by_key(|&(deadline, _)| deadline);
+        ordered.sort_by_key(|&(deadline, _)| deadline);
         ordered
     }
 
@@ -398,9 +399,8 @@ impl<T: Task> Inner<T> {
     /// the current tick (its exact deadline is then past too). Returns as
     /// [`step_time`](Self::step_time).
     pub(crate) fn advance_time(&self) -> (Option<u64>, bool) {
-        self.step_time(self.clock.now_tick(), |expired| {
-            let mut due = expired.into_iter().map(|(_, id)| id).collect();
-            self.executor.push(&mut due);
+        self.step_time(self.clock.now_tick(), |mut expired| {
+            self.executor.push(&mut expired);
         })
     }
 
@@ -411,7 +411,7 @@ impl<T: Task> Inner<T> {
         let ahead = self.clock.now_tick().saturating_add(1);
         self.step_time(ahead, |expired| {
             for (deadline, id) in expired {
-                held.hold(self.clock.exact_ns(deadline), id);
+                held.hold(self.clock.exact_ns(deadline), deadline, id);
             }
             let mut due = Vec::new();
             held.release(self.clock.elapsed_ns(), &mut due);

@@ -30,9 +30,8 @@ impl Periodic {
     }
 
     /// The next deadline after the run due at `point_ns` (exact), which started at
-    /// `started_ns`, returned, now. Never a second run at the clock reading the run
-    /// started at: a next point held at the end of the clock's range where this run stood
-    /// (see `clock.rs`) is never reached.
+    /// `started_ns`, returned, now. A next point held at the end of the clock's range
+    /// (see `clock.rs`) where this run stood is never reached: no second run there.
     pub(crate) fn next(&mut self, point_ns: u64, started_ns: u64, clock: &Clock) -> Deadline {
         if let Some(reset) = self.reset_to.take() {
             return reset;
@@ -45,7 +44,8 @@ impl Periodic {
                 clock.deadline_of(next)
             }
         };
-        if clock.exact_ns(next) <= started_ns {
+        let held_where_it_ran = next.tick == clock.end_tick() && clock.exact_ns(next) <= started_ns;
+        if held_where_it_ran {
             Deadline::NEVER
         } else {
             next
@@ -54,16 +54,20 @@ impl Periodic {
 }
 
 /// The point of the fixed-rate schedule `point + k·period` (k ≥ 1) that runs next, after
-/// the run due at `point` started at `started` and returned at `returned` (all in ns). The
-/// run stands for every point that had come when it started (they are coalesced into it: on
-/// a manual or virtual clock, or a process that stalled, no second run follows at the same
-/// reading). Then the latest point that came while it ran, if any (it is due: it runs at
-/// once, late, and the points before it are coalesced into it); otherwise the first point
-/// after its start. Saturates at `u64::MAX` (584 years).
+/// the run due at `point` started at `started` and returned at `returned` (all in ns): the
+/// latest point at or before `returned` if there is one (it is due: it runs at once, late,
+/// and the points before it, which passed entirely while the run was under way, are
+/// coalesced into it); otherwise the first point after `point`. Never a second run at the
+/// reading the run started at: on a clock that stood still during the run (virtual), the
+/// points at that reading are coalesced into it, and the next is the first one after it.
+/// Saturates at `u64::MAX` (584 years).
 pub(crate) fn fixed_rate_next(point: u64, period: u64, started: u64, returned: u64) -> u64 {
     let latest_by = |t: u64| t.saturating_sub(point) / period;
-    let covered = latest_by(started);
-    let k = latest_by(returned).max(covered.saturating_add(1));
+    let k = if returned > started {
+        latest_by(returned).max(1)
+    } else {
+        latest_by(started).saturating_add(1)
+    };
     point.saturating_add(k.saturating_mul(period))
 }
 
@@ -105,14 +109,12 @@ mod tests {
     }
 
     #[test]
-    fn points_that_came_before_the_run_started_are_coalesced_into_it() {
-        // Due at 10, started at 35: 20 and 30 had come; the next is 40, not 30 at once.
-        assert_eq!(fixed_rate_next(10, 10, 35, 36), 40);
-        // ... unless a point comes while it runs.
-        assert_eq!(fixed_rate_next(10, 10, 35, 41), 40);
+    fn no_second_run_at_the_reading_a_run_started_at() {
         // A period below the tick on a clock that stands still during the run (virtual):
         // the points at the reading are this run's, the next one is after the reading.
         assert_eq!(fixed_rate_next(100, 30, 1000, 1000), 1030);
+        // On a clock that moved, the latest point due runs at once.
+        assert_eq!(fixed_rate_next(10, 10, 35, 36), 30);
     }
 
     #[test]
@@ -147,10 +149,11 @@ mod properties {
 
     proptest! {
         /// The rule, for any tick, period, point, start and return time (far from
-        /// saturation): the next point is on the grid and after the start; either it lies
-        /// after the return time and is the first point after the start (nothing came
-        /// during the run), or it lies at or before the return time and the point after it
-        /// does not (it is the latest point due, and runs at once). Its deadline is never before it, and less than a tick
+        /// saturation): the next point is on the grid and after `point`; either it lies
+        /// after the return time and is the first point after `point` (nothing was missed),
+        /// or it lies at or before the return time and the point after it does not (it is
+        /// the latest point due, and runs at once). A run that took no time on its clock is
+        /// followed by the first point after its reading. Its deadline is never before it, and less than a tick
         /// after it.
         #[test]
         fn the_next_point_is_the_latest_due_or_the_first_ahead(
@@ -163,9 +166,11 @@ mod properties {
             let started = point + started_late;
             let returned = started + ran_for;
             let next = fixed_rate_next(point, period, started, returned);
-            prop_assert!(next > started && (next - point) % period == 0);
-            if next > returned {
-                prop_assert!(next - period <= started, "the first point after the start");
+            prop_assert!(next > point && (next - point) % period == 0);
+            if ran_for == 0 {
+                prop_assert!(next > started && next - period <= started, "first after");
+            } else if next > returned {
+                prop_assert_eq!(next, point + period);
             } else {
                 prop_assert!(next + period > returned);
             }

@@ -163,6 +163,10 @@ pub(crate) struct ShardState<T> {
     sync_waiters: usize,
     /// Scratch space of `expire_due`.
     expired: Vec<Key>,
+    /// Timers added already due (their deadline's tick reached), in the order they were
+    /// added: they leave the wheel at once and go out with the next expiry in that order,
+    /// behind what the wheel expires then (a stable sort by deadline keeps it for ties).
+    due_on_add: Vec<Key>,
     closed: bool,
 }
 
@@ -226,6 +230,7 @@ impl<T> ShardState<T> {
             counters: Counters::default(),
             sync_waiters: 0,
             expired: Vec::new(),
+            due_on_add: Vec::new(),
             closed: false,
         }
     }
@@ -259,6 +264,10 @@ impl<T> ShardState<T> {
         };
         if let Some(side) = side {
             self.attach(key, side);
+        }
+        if deadline.tick <= self.wheel.now() {
+            self.wheel.detach(key);
+            self.due_on_add.push(key);
         }
         self.counters.added += 1;
         Ok(key)
@@ -330,6 +339,11 @@ impl<T> ShardState<T> {
     {
         let mut keys = std::mem::take(&mut self.expired);
         self.wheel.expire_due(now, |key| keys.push(key));
+        // Added already due, and neither cancelled, reset nor started since.
+        let still_due = |key: &Key| {
+            !self.wheel.is_pending(*key) && self.wheel.get(*key).is_some_and(|e| e.task.is_some())
+        };
+        keys.extend(self.due_on_add.drain(..).filter(still_due));
         for key in keys.drain(..) {
             let entry = self.wheel.get(key).expect("expired keys are live");
             if let Some(task) = &entry.task {
@@ -343,10 +357,13 @@ impl<T> ShardState<T> {
     /// The wheel's work ahead of time; returns the next tick at which the wheel has work.
     pub(crate) fn move_ahead(&mut self) -> Option<u64> {
         self.wheel.move_ahead();
-        self.wheel.next_expiry()
+        self.next_expiry()
     }
 
     pub(crate) fn next_expiry(&self) -> Option<u64> {
+        if !self.due_on_add.is_empty() {
+            return Some(self.wheel.now());
+        }
         self.wheel.next_expiry()
     }
 
@@ -484,6 +501,7 @@ impl<T> ShardState<T> {
             tasks.extend(entry.task);
         });
         self.sides.clear();
+        self.due_on_add.clear();
         self.counters.discarded += tasks.len() as u64 + running_periodic;
         tasks
     }
