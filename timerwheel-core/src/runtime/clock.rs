@@ -227,19 +227,24 @@ impl Clock {
 
     /// The deadline for the wall-clock time `when` as the system clock reads now. A time
     /// that has passed keeps its exact time, so that timers already due run in the order of
-    /// their times: down to the origin, and up to `u32::MAX - 1` ns (4.3 s) before it as
-    /// tick 0 rounded up by that much (further back they tie).
-    pub(crate) fn deadline_at(&self, when: SystemTime) -> Deadline {
-        let ago = match when.duration_since(self.wall_now()) {
-            Ok(ahead) => return self.deadline_after(ahead),
-            Err(passed) => u64::try_from(passed.duration().as_nanos()).unwrap_or(u64::MAX),
+    /// their times: `when` less `wall_offset_ns` (the system clock minus this one, one
+    /// reading for every such timer, so that equal times stay equal), down to the origin,
+    /// and up to `u32::MAX - 1` ns (4.3 s) before it as tick 0 rounded up by that much
+    /// (further back they tie).
+    pub(crate) fn deadline_at(&self, when: SystemTime, wall_offset_ns: i64) -> Deadline {
+        if let Ok(ahead) = when.duration_since(self.wall_now()) {
+            return self.deadline_after(ahead);
+        }
+        let when_ns = match when.duration_since(SystemTime::UNIX_EPOCH) {
+            Ok(after) => after.as_nanos() as i128,
+            Err(before) => -(before.duration().as_nanos() as i128),
         };
-        let now = self.elapsed_ns_at_least();
-        match now.checked_sub(ago) {
-            Some(due_ns) => self.deadline_of(due_ns),
-            None => Deadline {
+        let due_ns = (when_ns - i128::from(wall_offset_ns)).min(i128::from(self.elapsed_ns()));
+        match u64::try_from(due_ns) {
+            Ok(due_ns) => self.deadline_of(due_ns),
+            Err(_) => Deadline {
                 tick: 0,
-                rounded_up_ns: (ago - now).min(u64::from(u32::MAX - 1)) as u32,
+                rounded_up_ns: due_ns.unsigned_abs().min(u128::from(u32::MAX - 1)) as u32,
             },
         }
     }

@@ -4,7 +4,7 @@
 use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::clock::{Clock, Deadline};
 use super::executor::Executor;
@@ -317,6 +317,11 @@ impl<T: Task> Inner<T> {
         }
     }
 
+    /// The deadline of the wall-clock time `when` (see [`Clock::deadline_at`]).
+    pub(crate) fn deadline_at(&self, when: SystemTime) -> Deadline {
+        self.clock.deadline_at(when, self.wall_offset.load(Relaxed))
+    }
+
     pub(crate) fn reset(&self, id: TimerId, delay: Duration) -> Result<(), Error> {
         self.check_open()?;
         let (shard, key) = self.shard_of(id)?;
@@ -454,9 +459,10 @@ impl<T: Task> Inner<T> {
         let now = self.clock.wall_offset_ns();
         let before = i128::from(self.wall_offset.load(Relaxed));
         if (now - before).unsigned_abs() > u128::from(self.clock.tick_ns()).max(1_000_000) {
-            self.wall_offset.store(saturate_i64(now), Relaxed);
+            let offset = saturate_i64(now);
+            self.wall_offset.store(offset, Relaxed);
             for shard in self.shards.iter() {
-                shard.lock().replace_wall_timers(&self.clock);
+                shard.lock().replace_wall_timers(&self.clock, offset);
             }
         }
     }

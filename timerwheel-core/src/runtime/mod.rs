@@ -189,7 +189,7 @@ impl<T: Task> Runtime<T> {
     /// wakes (at least once a second while such timers are pending); when it was stepped,
     /// these timers are re-placed so that they still fire at `when` on the new clock.
     pub fn add_at(&self, when: SystemTime, task: T) -> Result<TimerId, Rejected<T>> {
-        let deadline = self.inner.clock.deadline_at(when);
+        let deadline = self.inner.deadline_at(when);
         self.inner.add(deadline, Schedule::At(when), task)
     }
 

@@ -479,10 +479,14 @@ impl<T> ShardState<T> {
     }
 
     /// Re-places pending wall-clock timers after the system clock was stepped.
-    pub(crate) fn replace_wall_timers(&mut self, clock: &Clock) {
+    pub(crate) fn replace_wall_timers(&mut self, clock: &Clock, wall_offset_ns: i64) {
         for (key, when) in self.sides.walls() {
             if self.wheel.is_pending(key) {
-                place(&mut self.wheel, key, clock.deadline_at(when));
+                place(
+                    &mut self.wheel,
+                    key,
+                    clock.deadline_at(when, wall_offset_ns),
+                );
             }
         }
     }
