@@ -139,7 +139,8 @@ typedef enum tw_clock {
   /**
    * A virtual clock: it starts at `virtual_start_unix_ms` and moves only by tw_advance
    * and tw_advance_to_next, which run the callbacks due on the calling thread. The wheel
-   * has no threads (as `manual`).
+   * has no threads (as `manual`; `manual` set too changes nothing). Its range is 2^64 ns
+   * from the wheel's creation (see tw_advance).
    */
   TW_CLOCK_VIRTUAL = 1,
 } tw_clock;
@@ -157,8 +158,9 @@ typedef struct tw_wheel tw_wheel;
 typedef struct tw_config {
   /**
    * sizeof(tw_config) where the caller was compiled: tw_config_init sets it, tw_create
-   * reads that many bytes and takes the defaults for fields past them. 0 stands for the
-   * layout of 0.2.0 (a struct zeroed instead of filled by tw_config_init).
+   * reads that many bytes and takes the defaults for fields past them (and for a field
+   * the size ends inside: fields are read whole or not at all). 0 stands for the layout
+   * of 0.2.0 (a struct zeroed instead of filled by tw_config_init).
    */
   size_t size;
   /**
@@ -184,6 +186,7 @@ typedef struct tw_config {
   uint64_t max_timers;
   /**
    * Nonzero = no threads: the caller drives time with tw_poll and tw_next_timeout_ms.
+   * With TW_CLOCK_VIRTUAL it changes nothing (that wheel has no threads either way).
    */
   uint32_t manual;
   /**
@@ -212,8 +215,8 @@ typedef struct tw_config {
 typedef struct tw_stats {
   /**
    * Set it to sizeof(tw_stats) before tw_get_stats (`tw_stats s = {.size = sizeof s};`),
-   * or to 0 for the layout of 0.2.0: the library writes no more bytes than that, and
-   * stores here how many it wrote.
+   * or to 0 for the layout of 0.2.0: the library writes no more bytes than that, only
+   * whole fields, and stores here how many it wrote.
    */
   size_t size;
   /**
@@ -503,7 +506,10 @@ enum tw_status tw_get_stats(const struct tw_wheel *w, struct tw_stats *out);
  * due), or -1 when no timer is pending: the timeout to give poll()/epoll_wait() before
  * calling tw_poll. It may come before the next deadline when the wheel must move far
  * timers closer; tw_poll then runs nothing and the next value is later. On a wheel with
- * threads the value is the same, for information only.
+ * threads the value is the same, for information only. On a virtual clock it is virtual
+ * time: tw_advance by it reaches that work, also a timer held at the end of the clock's
+ * range (a deadline past 2^64 ns from the wheel's creation); -1 when only periodic timers
+ * whose next point lies past that range are pending.
  *
  * Bad input: `w` NULL returns -1. During tw_destroy: the value until the pending timers
  * are discarded, then -1.
@@ -515,10 +521,12 @@ int64_t tw_next_timeout_ms(struct tw_wheel *w);
 
 /**
  * For a manual wheel: runs every callback that is due, on the calling thread, and stores
- * how many ran in `*ran`.
+ * how many ran in `*ran`. On a virtual clock (with `manual` or not) it is tw_advance(w, 0,
+ * ran): what is due at the clock's reading runs, the clock stays, and it returns what
+ * tw_advance returns (TW_ERR_BUSY from the wheel's callbacks and drops).
  *
  * Returns TW_OK, or (and nothing runs):
- * - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is not manual (also during destroy).
+ * - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel has threads (also during destroy).
  * - TW_ERR_SHUTDOWN: a manual wheel is being destroyed.
  * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
  *
@@ -534,8 +542,15 @@ enum tw_status tw_poll(struct tw_wheel *w, size_t *ran);
  * timers that callbacks add or reset, run in the same call when they fall due by its end.
  * Stores how many callbacks ran in `*ran`.
  *
+ * Safe from any thread: an advance of this wheel under way on another thread finishes
+ * first (advances take turns, as under a lock), so the clock ends at the sum of them and
+ * callbacks never overlap. The clock's range is 2^64 ns from the wheel's creation (about
+ * 584 years): a deadline beyond it is held at its last tick (END, at least 1 ms before the
+ * range ends), where an advance reaches and runs it.
+ *
  * Returns TW_OK, or (and the clock does not move):
- * - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is on the real clock.
+ * - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is on the real clock, or the advance
+ *   would take the clock past its range (nothing runs).
  * - TW_ERR_BUSY: called from inside a callback or drop of this wheel.
  * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
  * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
@@ -548,7 +563,8 @@ enum tw_status tw_advance(struct tw_wheel *w, uint64_t ms, size_t *ran);
 /**
  * For a wheel on a virtual clock: moves its time to the next deadline (rounded up to the
  * tick) and runs what is due there, as tw_advance does; stores how many ran in `*ran`. With
- * no timer pending, the clock stays and `*ran` is 0.
+ * no timer pending (or only periodic timers whose next point lies past the clock's range),
+ * the clock stays and `*ran` is 0. A timer held at the end of the range runs there.
  *
  * Returns TW_OK, or the errors of tw_advance.
  *
@@ -582,7 +598,9 @@ int64_t tw_now_ms(const struct tw_wheel *w);
  * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
  * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
  *
- * Any `delay_ms` is accepted, UINT64_MAX included (such a timer never fires in practice).
+ * Any `delay_ms` is accepted, UINT64_MAX included (such a timer never fires in practice: a
+ * deadline past the clock's range, 2^64 ns from the wheel's creation, is held at the
+ * range's last tick, which only a virtual clock reaches, and runs there).
  *
  * # Safety
  * `w` is NULL or a live wheel; `out_id` is NULL or valid for writing a `tw_timer_id`;
@@ -601,8 +619,10 @@ enum tw_status tw_add(struct tw_wheel *w, uint64_t delay_ms, tw_callback cb, voi
  * the exact point. When a run returns, the next run is the latest point that has come by
  * then, if any: it starts at once, late, and the points before it, which passed entirely
  * while the callback ran or the process stalled, are coalesced into it (no burst).
- * Otherwise the next run waits for the first point after the one that just ran. Either way
- * the schedule stays on its grid. TW_FIXED_DELAY runs `period_ms` after the previous
+ * Otherwise the next run waits for the first point after the start of the one that just
+ * ran. No two runs start at the same clock reading: on a virtual clock, which stands still
+ * during a run, the points at its reading are coalesced into it (a period below the tick
+ * runs once per tick). Either way the schedule stays on its grid. TW_FIXED_DELAY runs `period_ms` after the previous
  * callback returned.
  *
  * Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called and
@@ -629,7 +649,9 @@ enum tw_status tw_add_periodic_ns(struct tw_wheel *w, uint64_t delay_ns, uint64_
 
 /**
  * Adds a one-shot timer for a wall-clock time, `unix_ms` milliseconds since the Unix
- * epoch; a time in the past runs at once. If the system clock is stepped, the timer still
+ * epoch; a time in the past runs at once, and timers already due run in the order of their
+ * times (equal ones in the order added; before the wheel's creation down to 4.3 s before
+ * it, further back they tie). If the system clock is stepped, the timer still
  * fires at `unix_ms` on the new clock.
  *
  * Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called and
@@ -652,7 +674,10 @@ enum tw_status tw_add_at(struct tw_wheel *w, int64_t unix_ms, tw_callback cb, vo
  * still ahead, the first run is at it. When it has passed, `missed` says what becomes of
  * the points that passed: TW_MISSED_RUN_ONCE runs once now, then at the schedule's next
  * point; TW_MISSED_SKIP waits for the next point. A point due right now runs now either
- * way. From its first run on, the timer is like one of tw_add_periodic in `mode`, timed on
+ * way. The phase is exact for any start (INT64_MIN included) and period (UINT64_MAX
+ * included). A catch-up run (TW_MISSED_RUN_ONCE) is followed by the schedule's next point
+ * in either mode, TW_FIXED_DELAY included; from that point on (from the first run when it
+ * is on the schedule), the timer is like one of tw_add_periodic in `mode`, timed on
  * the monotonic clock (the wall clock is read once, here).
  *
  * Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called and
@@ -852,7 +877,8 @@ enum tw_status tw_export(struct tw_wheel *w, tw_export_fn fn, void *ctx, size_t 
  * innermost callback.
  *
  * Returns TW_OK, or TW_ERR_INVALID, and nothing is counted, when no callback of any wheel
- * runs on the calling thread (a drop function is not a callback).
+ * runs on the calling thread (a drop function is not a callback, even one that runs
+ * inside a callback, from its tw_delete).
  */
 enum tw_status tw_record_callback_failure(void);
 

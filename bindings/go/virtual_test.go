@@ -173,3 +173,41 @@ func TestVirtualCloseFromACallbackStopsTheAdvance(t *testing.T) {
 		t.Fatalf("Advance after Close: %v", err)
 	}
 }
+
+// Timers already due when added (a zero or negative delay: Go's "now") start in the order
+// they were added, on a virtual wheel and on a wheel of one worker (held busy while they
+// queue), like the runtime's timers of equal deadlines.
+func TestTimersAlreadyDueRunInTheOrderAdded(t *testing.T) {
+	for _, kind := range []string{"virtual", "one worker"} {
+		t.Run(kind, func(t *testing.T) {
+			cfg := Config{VirtualStart: start}
+			if kind == "one worker" {
+				cfg = Config{MinWorkers: 1, MaxWorkers: 1}
+			}
+			w := newWheel(t, cfg)
+			gate := make(chan struct{})
+			if kind == "one worker" {
+				mustAfterFunc(t, w, 0, func() { <-gate })
+			}
+			ran := make(chan int, 16)
+			delays := []time.Duration{0, -50 * time.Millisecond, 0, -time.Hour, -1, 0, 0, 0}
+			want := make([]int, len(delays))
+			for i, d := range delays {
+				i := i
+				mustAfterFunc(t, w, d, func() { ran <- i })
+				want[i] = i
+			}
+			close(gate)
+			if kind == "virtual" {
+				mustAdvance(t, w, 0, len(delays))
+			}
+			got := make([]int, len(delays))
+			for i := range got {
+				got[i] = receive(t, ran, "a due timer's run")
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("ran in order %v; want %v", got, want)
+			}
+		})
+	}
+}

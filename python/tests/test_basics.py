@@ -72,6 +72,33 @@ def test_call_at_in_the_past_runs_at_once(wheel):
     assert done.wait(10)
 
 
+# Seconds before now of five timers already due, added in this order, then a tie with the
+# third, one before the wheel's creation and one 291 years back.
+PAST = [0.05, 0.01, 0.04, 0.02, 0.03, 0.04, 4.0, 9.2e9]
+# The order they run in: by their exact time, the tie in the order added.
+PAST_ORDER = [7, 6, 0, 2, 5, 4, 3, 1]
+
+
+@pytest.mark.parametrize("kind", ["one worker", "virtual"])
+def test_past_deadlines_run_in_deadline_order(kind):
+    """call_at with times already past: the callbacks run in the order of those times
+    (not in the order added, not shuffled); equal times in the order added."""
+    options = {"max_workers": 1, "min_workers": 1} if kind == "one worker" else {"virtual_clock": True}
+    with Wheel(**options) as w:
+        gate = threading.Event()
+        if kind == "one worker":
+            w.call_later(0, gate.wait, 10)  # holds the only worker while the others queue
+        ran = []
+        now = w.now() if kind == "virtual" else time.time()
+        for label, ago in enumerate(PAST):
+            w.call_at(now - ago, ran.append, label)
+        gate.set()
+        if kind == "virtual":
+            w.advance(0)
+        wait_until(lambda: len(ran) == len(PAST))
+        assert ran == PAST_ORDER
+
+
 def test_timer_attributes(wheel):
     timer = wheel.call_later(60, print)
     assert timer.id > 0

@@ -222,6 +222,34 @@ static void stats_bad_sizes_are_invalid(void) {
     CHECK_OK(tw_destroy(w));
 }
 
+/* A size that ends inside a field covers the fields before it: the library reads and
+ * writes a field whole or not at all (a half-read tick_us would be a tick out of range). */
+static void a_size_inside_a_field_covers_the_fields_before_it(void) {
+    tw_config cfg;
+    memset(&cfg, POISON, sizeof cfg);
+    cfg.size = sizeof(size_t) + 4; /* half of tick_us */
+    tw_wheel *w = NULL;
+    CHECK(tw_config_check(&cfg) == NULL);
+    CHECK_OK(tw_create(&cfg, &w)); /* every field past the size field: its default */
+    if (w == NULL) {
+        return;
+    }
+    tw_timer_id id = 0;
+    CHECK_OK(tw_add(w, 1, noop, NULL, NULL, &id));
+    union {
+        tw_stats stats;
+        unsigned char bytes[sizeof(tw_stats)];
+    } buf;
+    memset(buf.bytes, POISON, sizeof buf.bytes);
+    size_t half = offsetof(tw_stats, added) + 4; /* pending whole, added half */
+    buf.stats.size = half;
+    CHECK_OK(tw_get_stats(w, &buf.stats));
+    CHECK(buf.stats.size == offsetof(tw_stats, added)); /* what it wrote: whole fields */
+    CHECK(buf.stats.pending == 1);
+    CHECK(poisoned(buf.bytes, offsetof(tw_stats, added), sizeof buf.bytes));
+    CHECK_OK(tw_destroy(w));
+}
+
 int main(void) {
     RUN(version_macros_match_the_library);
     RUN(config_init_sets_the_size);
@@ -233,5 +261,6 @@ int main(void) {
     RUN(zeroed_stats_get_the_layout_of_0_2_0);
     RUN(newer_stats_keep_their_extra_fields);
     RUN(stats_bad_sizes_are_invalid);
+    RUN(a_size_inside_a_field_covers_the_fields_before_it);
     return check_summary("test_abi");
 }

@@ -371,6 +371,60 @@ static void during_shutdown(void) {
     CHECK(cb_runs == runs);
 }
 
+/* A drop function is not a callback: tw_record_callback_failure there returns
+ * TW_ERR_INVALID and counts nothing, after a run inside tw_poll, and when a callback's
+ * tw_delete drops another timer (the callback's own call still counts). */
+static tw_status recorded_in_drop[2];
+static long drops_recorded;
+static tw_status recorded_in_callback;
+
+typedef struct victim {
+    tw_wheel *w;
+    tw_timer_id id;
+} victim;
+
+static void record_in_drop(void *user_data) {
+    (void)user_data;
+    long n = atomic_add(&drops_recorded, 1);
+    if (n <= 2) {
+        recorded_in_drop[n - 1] = tw_record_callback_failure();
+    }
+}
+
+static void delete_then_record(tw_timer_id id, void *user_data) {
+    (void)id;
+    victim *v = user_data;
+    CHECK_OK(tw_delete(v->w, v->id));
+    recorded_in_callback = tw_record_callback_failure();
+}
+
+static void record_from_a_drop_function(void) {
+    tw_wheel *w = new_wheel(1);
+    if (w == NULL) {
+        return;
+    }
+    victim v = {.w = w};
+    tw_timer_id id = 0;
+    size_t ran = 0;
+    CHECK_OK(tw_add(w, 0, count_cb, NULL, record_in_drop, &id));
+    CHECK_OK(tw_add(w, 3600000, count_cb, NULL, record_in_drop, &v.id));
+    CHECK_OK(tw_add(w, 0, delete_then_record, &v, NULL, &id));
+    for (int i = 0; i < 1000 && ran < 2; i++) {
+        size_t now = 0;
+        CHECK_OK(tw_poll(w, &now));
+        ran += now;
+        sleep_ms(1);
+    }
+    CHECK(ran == 2 && atomic_get(&drops_recorded) == 2);
+    CHECK_STATUS(recorded_in_drop[0], TW_ERR_INVALID);
+    CHECK_STATUS(recorded_in_drop[1], TW_ERR_INVALID);
+    CHECK_STATUS(recorded_in_callback, TW_OK);
+    tw_stats stats = {.size = sizeof stats};
+    CHECK_OK(tw_get_stats(w, &stats));
+    CHECK(stats.callback_panics == 1); /* the callback's own, once */
+    CHECK_OK(tw_destroy(w));
+}
+
 int main(void) {
     RUN(null_wheel);
     RUN(null_callback);
@@ -381,5 +435,6 @@ int main(void) {
     RUN(default_wheel);
     RUN(from_own_callback);
     RUN(during_shutdown);
+    RUN(record_from_a_drop_function);
     return check_summary("test_errors");
 }

@@ -5,6 +5,8 @@
  */
 #include "check.h"
 
+#include <pthread.h>
+
 #define START_MS INT64_C(1704067200000) /* 2024-01-01T00:00:00Z */
 #define MINUTE_MS UINT64_C(60000)
 #define DAY_MS (24 * 60 * MINUTE_MS)
@@ -266,6 +268,300 @@ static void advance_is_for_virtual_wheels_only(void) {
     CHECK_OK(tw_destroy(w));
 }
 
+/* The clock's range ends 2^64 ns after its start; its last tick (1 ms tick) starts at
+ * END_MS, at least 1 ms before that end. */
+#define END_MS UINT64_C(18446744073708)
+
+static void count_run(tw_timer_id id, void *user_data) {
+    (void)id;
+    atomic_add(user_data, 1);
+}
+
+static void the_largest_delay_runs_when_the_clock_gets_there(void) {
+    tw_wheel *w = virtual_wheel();
+    if (w == NULL) {
+        return;
+    }
+    long runs = 0;
+    tw_timer_id id = 0;
+    size_t ran = 7;
+    CHECK_OK(tw_add(w, UINT64_MAX, count_run, &runs, NULL, &id));
+    /* Past the clock's range: refused, nothing moves or runs. */
+    CHECK_STATUS(tw_advance(w, UINT64_MAX, &ran), TW_ERR_INVALID);
+    CHECK_STATUS(tw_advance(w, END_MS + 2, &ran), TW_ERR_INVALID);
+    CHECK(ran == 7 && tw_now_ms(w) == START_MS && atomic_get(&runs) == 0);
+    /* To the timer, however far: it runs there, and nothing spins. */
+    CHECK_OK(tw_advance_to_next(w, &ran));
+    CHECK(ran == 1 && atomic_get(&runs) == 1);
+    CHECK(tw_now_ms(w) == START_MS + (int64_t)END_MS);
+    CHECK_OK(tw_advance_to_next(w, &ran));
+    CHECK(ran == 0);
+    CHECK(tw_next_timeout_ms(w) == -1);
+    CHECK_OK(tw_destroy(w));
+}
+
+static void an_advance_past_2_pow_64_ns_is_refused_not_cut_short(void) {
+    tw_wheel *w = virtual_wheel();
+    if (w == NULL) {
+        return;
+    }
+    long runs = 0;
+    tw_timer_id id = 0;
+    size_t ran = 0;
+    CHECK_OK(tw_add(w, UINT64_MAX, count_run, &runs, NULL, &id));
+    CHECK_OK(tw_advance(w, DAY_MS, &ran));
+    /* 2^64 ns is 18446744073709.55 ms: from a day on, this would pass it. */
+    CHECK_STATUS(tw_advance(w, END_MS, &ran), TW_ERR_INVALID);
+    CHECK(tw_now_ms(w) == START_MS + (int64_t)DAY_MS && atomic_get(&runs) == 0);
+    CHECK_OK(tw_advance(w, END_MS - DAY_MS, &ran));
+    CHECK(ran == 1 && tw_now_ms(w) == START_MS + (int64_t)END_MS);
+    CHECK_OK(tw_advance(w, 1, &ran)); /* 1 ms more still fits ... */
+    CHECK_STATUS(tw_advance(w, 1, &ran), TW_ERR_INVALID); /* ... 2 do not */
+    CHECK(tw_now_ms(w) == START_MS + (int64_t)END_MS + 1);
+    CHECK_OK(tw_destroy(w));
+}
+
+static void a_far_wall_clock_timer_is_as_far_as_next_timeout_says(void) {
+    tw_wheel *w = virtual_wheel();
+    if (w == NULL) {
+        return;
+    }
+    long runs = 0;
+    tw_timer_id id = 0;
+    size_t ran = 0;
+    CHECK_OK(tw_add_at(w, INT64_MAX, count_run, &runs, NULL, &id));
+    CHECK_OK(tw_advance(w, 365 * DAY_MS, &ran));
+    int steps = 0;
+    while (atomic_get(&runs) == 0 && steps++ < 20) {
+        int64_t wait = tw_next_timeout_ms(w);
+        CHECK(wait >= 0 && (uint64_t)wait <= END_MS - 365 * DAY_MS);
+        CHECK_OK(tw_advance(w, (uint64_t)wait, &ran));
+    }
+    CHECK(atomic_get(&runs) == 1); /* held at the end of the clock's range */
+    CHECK(tw_next_timeout_ms(w) == -1);
+    CHECK_OK(tw_destroy(w));
+}
+
+static void a_period_below_the_tick_runs_once_per_reading(void) {
+    tw_wheel *w = virtual_wheel();
+    run_log *log = log_new(w);
+    if (w == NULL || log == NULL) {
+        return;
+    }
+    tw_timer_id id = 0;
+    size_t ran = 0;
+    CHECK_OK(tw_add_periodic_ns(w, 250000, 250000, TW_FIXED_RATE, on_run, entry_new(log, 1),
+                                drop_entry, &id));
+    CHECK_OK(tw_advance(w, 10, &ran));
+    CHECK(ran == 10 && log->count == 10);
+    for (size_t i = 0; i < 10 && i < log->count; i++) {
+        CHECK(log->at[i] == (int64_t)i + 1);
+    }
+    CHECK_OK(tw_destroy(w));
+    free(log);
+}
+
+/* Threads that advance one wheel at once, each by 1 ms at a time, over timers due every
+ * millisecond whose callbacks take a little while. */
+#define STEPS 100
+
+typedef struct shared_clock {
+    tw_wheel *w;
+    long inside;
+    long overlaps;
+    long runs;
+} shared_clock;
+
+static void on_slow_run(tw_timer_id id, void *user_data) {
+    (void)id;
+    shared_clock *c = user_data;
+    if (atomic_add(&c->inside, 1) != 1) {
+        atomic_add(&c->overlaps, 1);
+    }
+    struct timespec pause = {0, 20000};
+    nanosleep(&pause, NULL);
+    atomic_add(&c->runs, 1);
+    atomic_add(&c->inside, -1);
+}
+
+static void *advance_steps(void *arg) {
+    shared_clock *c = arg;
+    for (int i = 0; i < STEPS; i++) {
+        size_t ran = 0;
+        CHECK_OK(tw_advance(c->w, 1, &ran));
+    }
+    return NULL;
+}
+
+static void concurrent_advances_take_turns(void) {
+    for (int threads = 2; threads <= 8; threads++) {
+        shared_clock c = {.w = virtual_wheel()};
+        if (c.w == NULL) {
+            return;
+        }
+        uint64_t span = (uint64_t)threads * STEPS;
+        for (uint64_t ms = 1; ms <= span; ms++) {
+            tw_timer_id id = 0;
+            CHECK_OK(tw_add(c.w, ms, on_slow_run, &c, NULL, &id));
+        }
+        pthread_t t[8];
+        for (int i = 0; i < threads; i++) {
+            CHECK(pthread_create(&t[i], NULL, advance_steps, &c) == 0);
+        }
+        for (int i = 0; i < threads; i++) {
+            pthread_join(t[i], NULL);
+        }
+        CHECK(tw_now_ms(c.w) == START_MS + (int64_t)span); /* the sum */
+        CHECK(atomic_get(&c.runs) == (long)span);           /* none lost */
+        CHECK(atomic_get(&c.overlaps) == 0);
+        CHECK_OK(tw_destroy(c.w));
+    }
+}
+
+static tw_status polled_inside;
+
+static void poll_from_inside(tw_timer_id id, void *user_data) {
+    (void)id;
+    size_t ran = 0;
+    polled_inside = tw_poll(user_data, &ran);
+}
+
+/* manual = 1 with the virtual clock is the virtual clock (a virtual wheel has no threads
+ * either way); tw_poll there is tw_advance by 0: it runs what is due at the reading. */
+static void a_virtual_wheel_polls_at_its_reading_manual_or_not(void) {
+    for (uint32_t manual = 0; manual <= 1; manual++) {
+        tw_config cfg;
+        tw_config_init(&cfg);
+        cfg.manual = manual;
+        cfg.clock = TW_CLOCK_VIRTUAL;
+        cfg.virtual_start_unix_ms = START_MS;
+        tw_wheel *w = NULL;
+        CHECK_OK(tw_create(&cfg, &w));
+        if (w == NULL) {
+            return;
+        }
+        long runs = 0;
+        tw_timer_id id = 0;
+        size_t ran = 7;
+        CHECK_OK(tw_add_at(w, START_MS - 1000, count_run, &runs, NULL, &id));
+        CHECK_OK(tw_add(w, 1000, poll_from_inside, w, NULL, &id));
+        CHECK(tw_next_timeout_ms(w) == 0);
+        CHECK_OK(tw_poll(w, &ran));
+        CHECK(ran == 1 && atomic_get(&runs) == 1 && tw_now_ms(w) == START_MS);
+        int64_t wait = tw_next_timeout_ms(w); /* virtual milliseconds (a cascade step first) */
+        CHECK(wait > 0 && wait <= 1000);
+        CHECK_OK(tw_poll(w, &ran));
+        CHECK(ran == 0 && tw_now_ms(w) == START_MS); /* polling does not move the clock */
+        CHECK_OK(tw_advance(w, 1000, &ran));
+        CHECK(ran == 1);
+        CHECK_STATUS(polled_inside, TW_ERR_BUSY); /* as tw_advance from a callback */
+        CHECK_OK(tw_destroy(w));
+    }
+}
+
+/* A start 292 million years back with a period of 584 million years: the schedule's next
+ * point is INT64_MAX ms, far ahead; SKIP waits for it, RUN_ONCE runs once now. */
+static void a_schedule_from_int64_min_keeps_its_phase(void) {
+    for (int missed = TW_MISSED_RUN_ONCE; missed <= TW_MISSED_SKIP; missed++) {
+        tw_wheel *w = virtual_wheel();
+        if (w == NULL) {
+            return;
+        }
+        long runs = 0;
+        tw_timer_id id = 0;
+        size_t ran = 0;
+        CHECK_OK(tw_add_periodic_at(w, INT64_MIN, UINT64_MAX, TW_FIXED_RATE, (tw_missed)missed,
+                                    count_run, &runs, NULL, &id));
+        CHECK_OK(tw_advance(w, 365 * DAY_MS, &ran));
+        CHECK(atomic_get(&runs) == (missed == TW_MISSED_RUN_ONCE ? 1 : 0));
+        CHECK_OK(tw_destroy(w));
+    }
+}
+
+/* Timers already due when added leave the run queue in the order of their exact times,
+ * ties in the order they were added; on a virtual or manual wheel, or with one worker, they
+ * start in it. Times from 10 ms to 292 million years back (INT64_MIN), before the wheel's
+ * creation too. */
+#define PAST 8
+
+typedef struct past_order {
+    long next;
+    long labels[PAST];
+} past_order;
+
+typedef struct past_entry {
+    past_order *order;
+    long label;
+} past_entry;
+
+static void on_past(tw_timer_id id, void *user_data) {
+    (void)id;
+    past_entry *e = user_data;
+    long at = atomic_add(&e->order->next, 1) - 1;
+    if (at < PAST) {
+        e->order->labels[at] = e->label;
+    }
+}
+
+/* Holds the only worker until the gate opens: what is added meanwhile waits in the queue. */
+static void wait_for_gate(tw_timer_id id, void *user_data) {
+    (void)id;
+    while (atomic_get(user_data) == 0) {
+        sleep_ms(1);
+    }
+}
+
+static void past_deadlines_run_in_deadline_order(void) {
+    /* Labels 0..7 added in this order, ms before now (the last one: INT64_MIN). */
+    const int64_t ago_ms[PAST] = {50, 10, 40, 20, 30, 30, 4000, 0};
+    const long expected[PAST] = {7, 6, 0, 2, 4, 5, 3, 1};
+    for (int kind = 0; kind < 3; kind++) { /* virtual, manual, one worker */
+        tw_config cfg;
+        tw_config_init(&cfg);
+        cfg.min_workers = cfg.max_workers = 1;
+        cfg.manual = kind == 1;
+        cfg.clock = kind == 0 ? TW_CLOCK_VIRTUAL : TW_CLOCK_MONOTONIC;
+        cfg.virtual_start_unix_ms = START_MS;
+        tw_wheel *w = NULL;
+        CHECK_OK(tw_create(&cfg, &w));
+        if (w == NULL) {
+            return;
+        }
+        past_order order = {0};
+        past_entry entries[PAST];
+        long gate = 0;
+        tw_timer_id gate_id = 0;
+        if (kind == 2) {
+            CHECK_OK(tw_add(w, 0, wait_for_gate, &gate, NULL, &gate_id));
+        }
+        int64_t now = tw_now_ms(w);
+        for (long i = 0; i < PAST; i++) {
+            entries[i] = (past_entry){&order, i};
+            int64_t at = i == PAST - 1 ? INT64_MIN : now - ago_ms[i];
+            tw_timer_id id = 0;
+            CHECK_OK(tw_add_at(w, at, on_past, &entries[i], NULL, &id));
+        }
+        atomic_set(&gate, 1);
+        size_t ran = 0;
+        for (int i = 0; i < 2000 && atomic_get(&order.next) < PAST; i++) {
+            if (kind < 2) {
+                CHECK_OK(tw_poll(w, &ran));
+            } else {
+                sleep_ms(1);
+            }
+        }
+        CHECK(atomic_get(&order.next) == PAST);
+        for (int i = 0; i < PAST; i++) {
+            if (order.labels[i] != expected[i]) {
+                fprintf(stderr, "wheel kind %d: run %d was timer %ld, expected %ld\n", kind, i,
+                        order.labels[i], expected[i]);
+                CHECK(order.labels[i] == expected[i]);
+            }
+        }
+        CHECK_OK(tw_destroy(w));
+    }
+}
+
 int main(void) {
     RUN(a_fixed_rate_schedule_over_a_year_runs_at_its_exact_points);
     RUN(the_same_program_runs_its_callbacks_in_the_same_order);
@@ -274,5 +570,13 @@ int main(void) {
     RUN(add_at_follows_the_virtual_wall_clock);
     RUN(advance_from_a_callback_is_busy);
     RUN(advance_is_for_virtual_wheels_only);
+    RUN(the_largest_delay_runs_when_the_clock_gets_there);
+    RUN(an_advance_past_2_pow_64_ns_is_refused_not_cut_short);
+    RUN(a_far_wall_clock_timer_is_as_far_as_next_timeout_says);
+    RUN(a_period_below_the_tick_runs_once_per_reading);
+    RUN(concurrent_advances_take_turns);
+    RUN(a_virtual_wheel_polls_at_its_reading_manual_or_not);
+    RUN(a_schedule_from_int64_min_keeps_its_phase);
+    RUN(past_deadlines_run_in_deadline_order);
     return check_summary("test_virtual_clock");
 }

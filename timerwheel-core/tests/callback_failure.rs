@@ -94,3 +94,52 @@ fn a_failure_is_counted_when_recorded_and_a_panic_after_it_not_again() {
         "one failed callback, counted once"
     );
 }
+
+/// A task whose drop records a failure and keeps what it was told.
+struct RecordsOnDrop(Arc<std::sync::Mutex<Vec<Result<(), Error>>>>);
+
+impl Drop for RecordsOnDrop {
+    fn drop(&mut self) {
+        self.0.lock().unwrap().push(record_callback_failure());
+    }
+}
+
+#[test]
+fn a_drop_function_is_not_a_callback_and_records_nothing() {
+    let rt = manual();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    // Dropped after its run, inside poll.
+    let dropped = RecordsOnDrop(Arc::clone(&seen));
+    rt.after(Duration::ZERO, move |_| {
+        let _ = &dropped;
+    })
+    .unwrap();
+    // Dropped by a cancel made inside another callback, which itself succeeds.
+    let cancelled = RecordsOnDrop(Arc::clone(&seen));
+    let victim = rt
+        .after(Duration::from_secs(3600), move |_| {
+            let _ = &cancelled;
+        })
+        .unwrap();
+    let (weak, inside) = (Arc::new(std::sync::Mutex::new(None)), Arc::clone(&seen));
+    let handle = Arc::clone(&weak);
+    rt.after(Duration::ZERO, move |_| {
+        let timer: Option<timerwheel_core::Timer> = handle.lock().unwrap().take();
+        assert!(timer.unwrap().cancel());
+        inside.lock().unwrap().push(record_callback_failure());
+    })
+    .unwrap();
+    *weak.lock().unwrap() = Some(victim);
+    poll_until(&rt, 2);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [Err(Error::Invalid), Err(Error::Invalid), Ok(())],
+        "the drops are refused, the callback's own call is not"
+    );
+    assert_eq!(
+        rt.stats().callback_panics,
+        1,
+        "the callback's own failure only"
+    );
+}

@@ -295,3 +295,249 @@ fn deadline_is_the_next_run_on_the_runtime_clock_and_none_once_it_is_not_waiting
         "unknown"
     );
 }
+/// A callback that counts its runs.
+fn count(runs: &Arc<AtomicUsize>) -> impl FnMut(TimerId) + Send + 'static {
+    let runs = Arc::clone(runs);
+    move |_| {
+        runs.fetch_add(1, SeqCst);
+    }
+}
+
+/// The largest delay a tokio sleep takes (six levels of 64 slots of 1 ms), ported onto
+/// this API as tokio's `exactly_max` and `no_out_of_bounds_close_to_max` test it, and the
+/// largest delays this API takes: each timer runs when the clock is advanced to it.
+#[test]
+fn a_timer_of_the_largest_delay_runs_when_the_clock_gets_there() {
+    const TOKIO_MAX_MS: u64 = (1 << (6 * 6)) - 1;
+    let delays = [
+        Duration::from_millis(TOKIO_MAX_MS),
+        Duration::from_millis(TOKIO_MAX_MS - 1),
+        Duration::from_millis(u64::MAX),
+        Duration::from_millis(u64::MAX - 1),
+        Duration::MAX,
+    ];
+    for delay in delays {
+        let rt = virtual_runtime();
+        let runs = Arc::new(AtomicUsize::new(0));
+        rt.after(delay, count(&runs)).unwrap();
+        assert_eq!(rt.advance_to_next(), Ok(1), "{delay:?}");
+        assert_eq!(runs.load(SeqCst), 1);
+        assert!(since_start(&rt) <= delay, "{delay:?}");
+        assert_eq!(rt.advance_to_next(), Ok(0), "nothing left, and no spin");
+    }
+}
+
+#[test]
+fn the_clock_reaches_its_end_and_refuses_to_go_past_it() {
+    let rt = virtual_runtime();
+    let runs = Arc::new(AtomicUsize::new(0));
+    rt.after(Duration::from_millis(u64::MAX), count(&runs))
+        .unwrap();
+    rt.add_periodic(
+        Duration::from_millis(u64::MAX),
+        Duration::from_millis(1),
+        PeriodMode::FixedRate,
+        Box::new(count(&runs)),
+    )
+    .unwrap();
+    assert_eq!(rt.advance(DAY), Ok(0));
+    // An advance past 2^64 ns from the start is refused and changes nothing.
+    assert_eq!(rt.advance(Duration::MAX), Err(Error::Invalid));
+    assert_eq!(
+        rt.advance(Duration::from_nanos(u64::MAX)),
+        Err(Error::Invalid)
+    );
+    assert_eq!(since_start(&rt), DAY, "the clock did not move");
+    assert_eq!(runs.load(SeqCst), 0, "nothing ran");
+    // Up to the end it goes, in one call, and runs both there; the periodic timer's next
+    // point lies past the range: it waits, and nothing spins.
+    let rest = Duration::from_nanos(u64::MAX) - DAY;
+    assert_eq!(rt.advance(rest), Ok(2));
+    assert_eq!(since_start(&rt), Duration::from_nanos(u64::MAX));
+    assert_eq!(rt.advance_to_next(), Ok(0));
+    assert_eq!(rt.next_timeout(), None);
+    assert_eq!(rt.advance(Duration::from_nanos(1)), Err(Error::Invalid));
+    assert_eq!(rt.stats().pending, 1, "the periodic timer is still there");
+    assert_eq!(rt.shutdown(), Ok(1));
+}
+
+#[test]
+fn a_far_wall_clock_timer_waits_at_the_end_and_next_timeout_says_how_far() {
+    let rt = virtual_runtime();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let far = SystemTime::UNIX_EPOCH + Duration::from_millis(i64::MAX as u64);
+    rt.at(far, count(&runs)).unwrap();
+    rt.advance(365 * DAY).unwrap();
+    let to_end = Duration::from_nanos(u64::MAX - 1_000_000) - 365 * DAY;
+    // Advancing by what it says reaches the timer (in a few steps: the wheel may first
+    // move it closer), never past the end of the clock's range.
+    let mut steps = 0;
+    while runs.load(SeqCst) == 0 {
+        let wait = rt.next_timeout().unwrap();
+        assert!(wait <= to_end, "{wait:?}");
+        rt.advance(wait).unwrap();
+        steps += 1;
+        assert!(steps < 20, "{steps} steps");
+    }
+    assert!(
+        since_start(&rt) >= to_end,
+        "held at the end: never early within the range"
+    );
+    assert_eq!(rt.next_timeout(), None);
+}
+
+#[test]
+fn a_fixed_rate_period_below_the_tick_runs_once_per_clock_reading() {
+    let rt = virtual_runtime();
+    let log = Log::default();
+    let period = Duration::from_micros(250);
+    let task = logger(&rt, &log, "fast");
+    rt.add_periodic(period, period, PeriodMode::FixedRate, task)
+        .unwrap();
+    assert_eq!(rt.advance(Duration::from_millis(10)), Ok(10));
+    let runs = times(&log);
+    let ticks: Vec<_> = (1..=10).map(Duration::from_millis).collect();
+    assert_eq!(
+        runs, ticks,
+        "one run per reading: the points at it are coalesced"
+    );
+}
+
+/// Two to eight threads advance one virtual wheel at once: each advance waits for the one
+/// under way, so the clock ends at the sum, every timer in the span runs, once, and no two
+/// callbacks overlap.
+#[test]
+fn concurrent_advances_take_turns() {
+    for threads in 2..=8u32 {
+        let rt = virtual_runtime();
+        let (runs, inside) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let overlaps = Arc::new(AtomicUsize::new(0));
+        const STEPS: u32 = 200;
+        let span = threads * STEPS;
+        for ms in 1..=u64::from(span) {
+            let (runs, inside, overlaps) = (
+                Arc::clone(&runs),
+                Arc::clone(&inside),
+                Arc::clone(&overlaps),
+            );
+            rt.after(Duration::from_millis(ms), move |_| {
+                if inside.fetch_add(1, SeqCst) != 0 {
+                    overlaps.fetch_add(1, SeqCst);
+                }
+                std::thread::sleep(Duration::from_micros(20)); // another advance may start
+                runs.fetch_add(1, SeqCst);
+                inside.fetch_sub(1, SeqCst);
+            })
+            .unwrap();
+        }
+        let ran: usize = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    let rt = &rt;
+                    scope.spawn(move || {
+                        (0..STEPS)
+                            .map(|_| rt.advance(Duration::from_millis(1)).unwrap())
+                            .sum::<usize>()
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).sum()
+        });
+        let span = Duration::from_millis(u64::from(span));
+        assert_eq!(since_start(&rt), span, "{threads} threads: the sum");
+        assert_eq!(ran, span.as_millis() as usize, "{threads} threads");
+        assert_eq!(runs.load(SeqCst), ran);
+        assert_eq!(
+            overlaps.load(SeqCst),
+            0,
+            "{threads} threads: overlapping callbacks"
+        );
+    }
+}
+
+/// `add_periodic_at` against an exact model, for starts from a millisecond to 292 million
+/// years back (`i64::MIN` ms), periods from a millisecond to 584 million years
+/// (`u64::MAX` ms), both policies and both modes: the first run and the one after it come
+/// where the model puts them, on the schedule's grid, however far back it started.
+#[test]
+fn a_schedule_resumed_from_far_back_keeps_its_phase() {
+    const MS: i128 = 1_000_000;
+    let now_ms: i64 = 1_704_067_200_000; // start()
+    let firsts = [
+        now_ms,
+        now_ms - 1,
+        now_ms - 7,
+        now_ms - 86_400_000,
+        now_ms - 86_400_001,
+        0,
+        -1,
+        -(1 << 52),
+        i64::MIN / 2,
+        i64::MIN + 1,
+        i64::MIN,
+    ];
+    let periods = [
+        1u64,
+        3,
+        1000,
+        86_400_000,
+        1 << 40,
+        1 << 60,
+        u64::MAX / 3,
+        u64::MAX - 1,
+        u64::MAX,
+    ];
+    let policies = [
+        timerwheel_core::Missed::RunOnce,
+        timerwheel_core::Missed::Skip,
+    ];
+    let modes = [PeriodMode::FixedRate, PeriodMode::FixedDelay];
+    let end = Duration::from_nanos(u64::MAX - 1_000_000); // the clock's last tick, at 1 ms
+    let end_ns = i128::from(end.as_millis() as u64) * MS;
+    let held = |ns: i128| Duration::from_nanos(ns.min(end_ns) as u64);
+    let mut cases = 0;
+    for first in firsts {
+        for period in periods {
+            for missed in policies {
+                for mode in modes {
+                    // The model, in i128 nanoseconds since the start.
+                    let (first_ns, period_ns) = (
+                        (i128::from(first) - i128::from(now_ms)) * MS,
+                        i128::from(period) * MS,
+                    );
+                    let behind = -first_ns; // how far back it started, at least 0
+                    let next_point = first_ns + (behind + period_ns - 1) / period_ns * period_ns;
+                    let on_point = next_point == 0;
+                    let (first_run, second_run) = match missed {
+                        _ if on_point => (0, period_ns),
+                        timerwheel_core::Missed::RunOnce => (0, next_point),
+                        timerwheel_core::Missed::Skip => (next_point, next_point + period_ns),
+                    };
+                    let rt = virtual_runtime();
+                    let log = Log::default();
+                    let when = if first >= 0 {
+                        SystemTime::UNIX_EPOCH + Duration::from_millis(first as u64)
+                    } else {
+                        SystemTime::UNIX_EPOCH - Duration::from_millis(first.unsigned_abs())
+                    };
+                    let task = logger(&rt, &log, "run");
+                    let period_d = Duration::from_millis(period);
+                    rt.add_periodic_at(when, period_d, mode, missed, task)
+                        .unwrap();
+                    let case = format!("first {first} period {period} {missed:?} {mode:?}");
+                    assert_eq!(rt.advance_to_next(), Ok(1), "{case}");
+                    assert_eq!(times(&log), [held(first_run)], "{case}: first run");
+                    let second = if first_run >= end_ns {
+                        None // it ran at the end; the next point lies past the range
+                    } else {
+                        Some(held(second_run))
+                    };
+                    rt.advance_to_next().unwrap();
+                    assert_eq!(times(&log).get(1).copied(), second, "{case}: second run");
+                    cases += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(cases, 11 * 9 * 4);
+}

@@ -12,7 +12,8 @@ use crate::types::tw_status;
 /// innermost callback.
 ///
 /// Returns TW_OK, or TW_ERR_INVALID, and nothing is counted, when no callback of any wheel
-/// runs on the calling thread (a drop function is not a callback).
+/// runs on the calling thread (a drop function is not a callback, even one that runs
+/// inside a callback, from its tw_delete).
 #[no_mangle]
 pub extern "C" fn tw_record_callback_failure() -> tw_status {
     guard(|| Ok(timerwheel_core::record_callback_failure()?))

@@ -1,7 +1,9 @@
 //! The structs a caller allocates, `tw_config` and `tw_stats`, begin with their size as the
 //! caller was compiled (`size_t size`) and grow only at their end. The library reads or
 //! writes no more bytes than that size says, so a program compiled against an older, smaller
-//! struct keeps working with a newer library (docs/c.md, "ABI policy").
+//! struct keeps working with a newer library (docs/c.md, "ABI policy"). A size that ends
+//! inside a field covers the fields before it only: the library reads or writes a field
+//! whole or not at all.
 
 use std::mem::offset_of;
 use std::ptr::{self, NonNull};
@@ -18,6 +20,9 @@ pub unsafe trait SizedStruct: Copy {
     /// version with a size field, defined it. It never changes.
     const FIRST_SIZE: usize;
 
+    /// Where each field ends, in order (the size field's included).
+    const FIELD_ENDS: &'static [usize];
+
     /// Stores the size field.
     fn set_size(&mut self, size: usize);
 }
@@ -25,6 +30,17 @@ pub unsafe trait SizedStruct: Copy {
 // SAFETY: tw_config is repr(C), starts with `size: usize`, and has only integer fields.
 unsafe impl SizedStruct for tw_config {
     const FIRST_SIZE: usize = offset_of!(tw_config, virtual_start_unix_ms) + size_of::<i64>();
+    const FIELD_ENDS: &'static [usize] = &[
+        offset_of!(tw_config, tick_us),
+        offset_of!(tw_config, min_workers),
+        offset_of!(tw_config, max_workers),
+        offset_of!(tw_config, worker_keepalive_ms),
+        offset_of!(tw_config, max_timers),
+        offset_of!(tw_config, manual),
+        offset_of!(tw_config, clock),
+        offset_of!(tw_config, virtual_start_unix_ms),
+        size_of::<tw_config>(),
+    ];
 
     fn set_size(&mut self, size: usize) {
         self.size = size;
@@ -34,6 +50,16 @@ unsafe impl SizedStruct for tw_config {
 // SAFETY: tw_stats is repr(C), starts with `size: usize`, and has only integer fields.
 unsafe impl SizedStruct for tw_stats {
     const FIRST_SIZE: usize = offset_of!(tw_stats, callback_panics) + size_of::<u64>();
+    // After the size, every field is a u64.
+    const FIELD_ENDS: &'static [usize] = &{
+        let mut ends = [0; size_of::<tw_stats>() / size_of::<u64>()];
+        let mut i = 0;
+        while i < ends.len() {
+            ends[i] = size_of::<usize>() + i * size_of::<u64>();
+            i += 1;
+        }
+        ends
+    };
 
     fn set_size(&mut self, size: usize) {
         self.size = size;
@@ -54,8 +80,18 @@ unsafe fn caller_size<T: SizedStruct>(ptr: NonNull<T>) -> Result<usize, tw_statu
     }
 }
 
-/// Reads the caller's struct over `defaults`: the bytes its size covers replace the
-/// defaults' own, the fields past them keep their defaults. A caller's struct larger than
+/// How many of this library's bytes a caller's `size` covers with whole fields.
+fn whole_fields<T: SizedStruct>(size: usize) -> usize {
+    T::FIELD_ENDS
+        .iter()
+        .copied()
+        .take_while(|&end| end <= size)
+        .last()
+        .unwrap_or(0)
+}
+
+/// Reads the caller's struct over `defaults`: the fields its size covers whole replace the
+/// defaults' own, the fields past them (one it ends inside included) keep their defaults. A caller's struct larger than
 /// this library's is accepted only when its extra bytes are all zero (no setting this
 /// library does not know is silently dropped); `TW_ERR_INVALID` otherwise.
 ///
@@ -65,10 +101,11 @@ unsafe fn caller_size<T: SizedStruct>(ptr: NonNull<T>) -> Result<usize, tw_statu
 pub unsafe fn read_sized<T: SizedStruct>(ptr: NonNull<T>, defaults: T) -> Result<T, tw_status> {
     // SAFETY: by this function's contract.
     let size = unsafe { caller_size(ptr) }?;
-    let known = size.min(size_of::<T>());
+    let known = whole_fields::<T>(size);
     let bytes = ptr.cast::<u8>().as_ptr();
+    let ours = size.min(size_of::<T>());
     // SAFETY: the caller's struct holds `size` readable bytes (this function's contract).
-    let extra = unsafe { std::slice::from_raw_parts(bytes.add(known), size - known) };
+    let extra = unsafe { std::slice::from_raw_parts(bytes.add(ours), size - ours) };
     if extra.iter().any(|&byte| byte != 0) {
         return Err(tw_status::TW_ERR_INVALID);
     }
@@ -80,14 +117,14 @@ pub unsafe fn read_sized<T: SizedStruct>(ptr: NonNull<T>, defaults: T) -> Result
     Ok(value)
 }
 
-/// Writes `value` into the caller's struct, no more bytes than its size field says (the
-/// layout of 0.2.0 when it is 0), and stores there how many bytes were written.
+/// Writes `value` into the caller's struct, the fields that fit whole in its size field
+/// (the layout of 0.2.0 when it is 0), and stores there how many bytes were written.
 ///
 /// # Safety
 /// `ptr` is valid for reading the size field and for writing as many bytes as it says.
 pub unsafe fn write_sized<T: SizedStruct>(ptr: NonNull<T>, mut value: T) -> Result<(), tw_status> {
     // SAFETY: by this function's contract.
-    let written = unsafe { caller_size(ptr) }?.min(size_of::<T>());
+    let written = whole_fields::<T>(unsafe { caller_size(ptr) }?);
     value.set_size(written);
     // SAFETY: `written` bytes are writable in the caller's struct (this function's
     // contract) and readable from `value`, a distinct local.
@@ -129,5 +166,15 @@ mod tests {
         assert_eq!(offset_of!(tw_stats, pending), 8);
         assert_eq!(offset_of!(tw_stats, late_max_us), 112);
         assert_eq!(tw_stats::FIRST_SIZE, 128);
+    }
+
+    #[test]
+    fn a_size_inside_a_field_covers_the_fields_before_it() {
+        assert_eq!(whole_fields::<tw_config>(12), 8, "half of tick_us");
+        assert_eq!(whole_fields::<tw_config>(20), 20);
+        assert_eq!(whole_fields::<tw_config>(52), 48);
+        assert_eq!(whole_fields::<tw_config>(1000), 56);
+        assert_eq!(whole_fields::<tw_stats>(20), 16);
+        assert_eq!(whole_fields::<tw_stats>(1000), size_of::<tw_stats>());
     }
 }

@@ -26,7 +26,9 @@ use crate::types::{RawMissed, RawPeriodMode};
 /// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
 /// - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
 ///
-/// Any `delay_ms` is accepted, UINT64_MAX included (such a timer never fires in practice).
+/// Any `delay_ms` is accepted, UINT64_MAX included (such a timer never fires in practice: a
+/// deadline past the clock's range, 2^64 ns from the wheel's creation, is held at the
+/// range's last tick, which only a virtual clock reaches, and runs there).
 ///
 /// # Safety
 /// `w` is NULL or a live wheel; `out_id` is NULL or valid for writing a `tw_timer_id`;
@@ -56,8 +58,10 @@ pub unsafe extern "C" fn tw_add(
 /// the exact point. When a run returns, the next run is the latest point that has come by
 /// then, if any: it starts at once, late, and the points before it, which passed entirely
 /// while the callback ran or the process stalled, are coalesced into it (no burst).
-/// Otherwise the next run waits for the first point after the one that just ran. Either way
-/// the schedule stays on its grid. TW_FIXED_DELAY runs `period_ms` after the previous
+/// Otherwise the next run waits for the first point after the start of the one that just
+/// ran. No two runs start at the same clock reading: on a virtual clock, which stands still
+/// during a run, the points at its reading are coalesced into it (a period below the tick
+/// runs once per tick). Either way the schedule stays on its grid. TW_FIXED_DELAY runs `period_ms` after the previous
 /// callback returned.
 ///
 /// Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called and
@@ -139,7 +143,9 @@ unsafe fn add_periodic(
 }
 
 /// Adds a one-shot timer for a wall-clock time, `unix_ms` milliseconds since the Unix
-/// epoch; a time in the past runs at once. If the system clock is stepped, the timer still
+/// epoch; a time in the past runs at once, and timers already due run in the order of their
+/// times (equal ones in the order added; before the wheel's creation down to 4.3 s before
+/// it, further back they tie). If the system clock is stepped, the timer still
 /// fires at `unix_ms` on the new clock.
 ///
 /// Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called and
@@ -173,7 +179,10 @@ pub unsafe extern "C" fn tw_add_at(
 /// still ahead, the first run is at it. When it has passed, `missed` says what becomes of
 /// the points that passed: TW_MISSED_RUN_ONCE runs once now, then at the schedule's next
 /// point; TW_MISSED_SKIP waits for the next point. A point due right now runs now either
-/// way. From its first run on, the timer is like one of tw_add_periodic in `mode`, timed on
+/// way. The phase is exact for any start (INT64_MIN included) and period (UINT64_MAX
+/// included). A catch-up run (TW_MISSED_RUN_ONCE) is followed by the schedule's next point
+/// in either mode, TW_FIXED_DELAY included; from that point on (from the first run when it
+/// is on the schedule), the timer is like one of tw_add_periodic in `mode`, timed on
 /// the monotonic clock (the wall clock is read once, here).
 ///
 /// Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called and

@@ -111,7 +111,8 @@ pub enum tw_clock {
     TW_CLOCK_MONOTONIC = 0,
     /// A virtual clock: it starts at `virtual_start_unix_ms` and moves only by tw_advance
     /// and tw_advance_to_next, which run the callbacks due on the calling thread. The wheel
-    /// has no threads (as `manual`).
+    /// has no threads (as `manual`; `manual` set too changes nothing). Its range is 2^64 ns
+    /// from the wheel's creation (see tw_advance).
     TW_CLOCK_VIRTUAL = 1,
 }
 
@@ -177,8 +178,9 @@ pub fn group_id(raw: tw_group_id) -> Result<GroupId, tw_status> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct tw_config {
     /// sizeof(tw_config) where the caller was compiled: tw_config_init sets it, tw_create
-    /// reads that many bytes and takes the defaults for fields past them. 0 stands for the
-    /// layout of 0.2.0 (a struct zeroed instead of filled by tw_config_init).
+    /// reads that many bytes and takes the defaults for fields past them (and for a field
+    /// the size ends inside: fields are read whole or not at all). 0 stands for the layout
+    /// of 0.2.0 (a struct zeroed instead of filled by tw_config_init).
     pub size: usize,
     /// Granularity of the wheel in microseconds: default 1000, at least 100, at most 1000000.
     pub tick_us: u64,
@@ -192,6 +194,7 @@ pub struct tw_config {
     /// Most pending timers at once; 0 = unlimited (the default).
     pub max_timers: u64,
     /// Nonzero = no threads: the caller drives time with tw_poll and tw_next_timeout_ms.
+    /// With TW_CLOCK_VIRTUAL it changes nothing (that wheel has no threads either way).
     pub manual: u32,
     /// A `tw_clock`: TW_CLOCK_MONOTONIC (0, the default) or TW_CLOCK_VIRTUAL (tw_create
     /// refuses anything else).
@@ -261,8 +264,8 @@ impl TryFrom<&tw_config> for Config {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct tw_stats {
     /// Set it to sizeof(tw_stats) before tw_get_stats (`tw_stats s = {.size = sizeof s};`),
-    /// or to 0 for the layout of 0.2.0: the library writes no more bytes than that, and
-    /// stores here how many it wrote.
+    /// or to 0 for the layout of 0.2.0: the library writes no more bytes than that, only
+    /// whole fields, and stores here how many it wrote.
     pub size: usize,
     /// Timers that will run (again) unless deleted.
     pub pending: u64,

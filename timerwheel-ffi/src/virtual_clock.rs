@@ -15,8 +15,15 @@ use crate::types::tw_status;
 /// timers that callbacks add or reset, run in the same call when they fall due by its end.
 /// Stores how many callbacks ran in `*ran`.
 ///
+/// Safe from any thread: an advance of this wheel under way on another thread finishes
+/// first (advances take turns, as under a lock), so the clock ends at the sum of them and
+/// callbacks never overlap. The clock's range is 2^64 ns from the wheel's creation (about
+/// 584 years): a deadline beyond it is held at its last tick (END, at least 1 ms before the
+/// range ends), where an advance reaches and runs it.
+///
 /// Returns TW_OK, or (and the clock does not move):
-/// - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is on the real clock.
+/// - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is on the real clock, or the advance
+///   would take the clock past its range (nothing runs).
 /// - TW_ERR_BUSY: called from inside a callback or drop of this wheel.
 /// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
 /// - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
@@ -37,7 +44,8 @@ pub unsafe extern "C" fn tw_advance(w: *mut tw_wheel, ms: u64, ran: *mut usize) 
 
 /// For a wheel on a virtual clock: moves its time to the next deadline (rounded up to the
 /// tick) and runs what is due there, as tw_advance does; stores how many ran in `*ran`. With
-/// no timer pending, the clock stays and `*ran` is 0.
+/// no timer pending (or only periodic timers whose next point lies past the clock's range),
+/// the clock stays and `*ran` is 0. A timer held at the end of the range runs there.
 ///
 /// Returns TW_OK, or the errors of tw_advance.
 ///

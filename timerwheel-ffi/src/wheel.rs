@@ -217,7 +217,10 @@ pub unsafe extern "C" fn tw_get_stats(w: *const tw_wheel, out: *mut tw_stats) ->
 /// due), or -1 when no timer is pending: the timeout to give poll()/epoll_wait() before
 /// calling tw_poll. It may come before the next deadline when the wheel must move far
 /// timers closer; tw_poll then runs nothing and the next value is later. On a wheel with
-/// threads the value is the same, for information only.
+/// threads the value is the same, for information only. On a virtual clock it is virtual
+/// time: tw_advance by it reaches that work, also a timer held at the end of the clock's
+/// range (a deadline past 2^64 ns from the wheel's creation); -1 when only periodic timers
+/// whose next point lies past that range are pending.
 ///
 /// Bad input: `w` NULL returns -1. During tw_destroy: the value until the pending timers
 /// are discarded, then -1.
@@ -236,10 +239,12 @@ pub unsafe extern "C" fn tw_next_timeout_ms(w: *mut tw_wheel) -> i64 {
 }
 
 /// For a manual wheel: runs every callback that is due, on the calling thread, and stores
-/// how many ran in `*ran`.
+/// how many ran in `*ran`. On a virtual clock (with `manual` or not) it is tw_advance(w, 0,
+/// ran): what is due at the clock's reading runs, the clock stays, and it returns what
+/// tw_advance returns (TW_ERR_BUSY from the wheel's callbacks and drops).
 ///
 /// Returns TW_OK, or (and nothing runs):
-/// - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is not manual (also during destroy).
+/// - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel has threads (also during destroy).
 /// - TW_ERR_SHUTDOWN: a manual wheel is being destroyed.
 /// - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
 ///

@@ -5,9 +5,15 @@
 //! A virtual clock reads a counter instead, which only [`Clock::move_to`] moves (see
 //! `virtual_clock.rs`); its wall clock is its start time plus that counter. The real clock
 //! pays one branch on a field set at start for it.
+//!
+//! The clock's range: readings are nanoseconds since the origin in a `u64` (about 584
+//! years). A deadline beyond [`Clock::end_tick`], the last tick that starts at least 1 ms
+//! before the end of that range, is held at that tick: it comes due there. (The 1 ms keeps
+//! a wait rounded up to the millisecond, as C gets it, inside the range.)
 
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use super::sync::time::{system_now, Instant};
@@ -25,6 +31,10 @@ pub(crate) struct Deadline {
 }
 
 impl Deadline {
+    /// A deadline no clock reading reaches (past [`Clock::end_tick`]): a periodic timer
+    /// whose next point lies beyond the clock's range waits there, and never runs again.
+    pub(crate) const NEVER: Deadline = Deadline::at_tick(u64::MAX);
+
     /// A deadline right at the start of `tick`.
     pub(crate) const fn at_tick(tick: u64) -> Self {
         Deadline {
@@ -53,11 +63,15 @@ pub(crate) struct Clock {
     /// [`tsc::monotonic_ns_at_least`] readings count from.
     origin_ns: u64,
     tick_ns: u64,
+    /// The last tick a deadline is placed at (see the module doc).
+    end_tick: u64,
     /// A virtual clock: the wall-clock time at its origin. `None`: the real clock.
     virtual_start: Option<SystemTime>,
     /// A virtual clock's time, in nanoseconds since the origin. Std's atomic under loom
     /// too: the models run the real clock.
     virtual_ns: AtomicU64,
+    /// Held by the one thread that moves a virtual clock: advances take turns.
+    advancing: Mutex<()>,
     /// Unit tests step the system clock as this runtime sees it, in nanoseconds.
     #[cfg(test)]
     pub(crate) wall_step_ns: std::sync::atomic::AtomicI64,
@@ -67,12 +81,15 @@ impl Clock {
     pub(crate) fn new(tick: Duration) -> Self {
         tsc::start();
         let origin_ns = tsc::monotonic_ns();
+        let tick_ns = tick.as_nanos().max(1) as u64;
         Clock {
             origin: Instant::now(),
             origin_ns,
-            tick_ns: tick.as_nanos().max(1) as u64,
+            tick_ns,
+            end_tick: (u64::MAX - 1_000_000) / tick_ns,
             virtual_start: None,
             virtual_ns: AtomicU64::new(0),
+            advancing: Mutex::new(()),
             #[cfg(test)]
             wall_step_ns: std::sync::atomic::AtomicI64::new(0),
         }
@@ -94,6 +111,18 @@ impl Clock {
     pub(crate) fn move_to(&self, ns: u64) {
         debug_assert!(self.is_virtual(), "only a virtual clock moves on demand");
         self.virtual_ns.fetch_max(ns, Relaxed);
+    }
+
+    /// The right to move a virtual clock, until the guard is dropped: a second thread that
+    /// asks waits for the first.
+    pub(crate) fn take_turn(&self) -> MutexGuard<'_, ()> {
+        // Callbacks run under it, but their panics are caught: nothing is left half done.
+        self.advancing.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The last tick a deadline is placed at: later ones are held there.
+    pub(crate) fn end_tick(&self) -> u64 {
+        self.end_tick
     }
 
     /// The wall clock now: the system clock, or a virtual clock's own.
@@ -166,23 +195,28 @@ impl Clock {
             .and_then(|delay_ns| self.elapsed_ns_at_least().checked_add(delay_ns));
         match due_ns {
             Some(due_ns) => self.deadline_of(due_ns),
-            // Beyond 584 years: the exact tick matters to no one, and it must not wrap.
-            None => Deadline::at_tick(u64::MAX),
+            // Beyond the clock's range: held at its end.
+            None => Deadline::at_tick(self.end_tick),
         }
     }
 
     /// The deadline of the exact time `due_ns` (nanoseconds since the origin): the first
-    /// tick at or after it.
+    /// tick at or after it, or the end tick for a time beyond it.
     pub(crate) fn deadline_of(&self, due_ns: u64) -> Deadline {
         let tick = due_ns.div_ceil(self.tick_ns);
-        match tick.checked_mul(self.tick_ns) {
-            // Less than a tick, and a tick is at most a second: it fits.
-            Some(tick_start) => Deadline {
-                tick,
-                rounded_up_ns: (tick_start - due_ns) as u32,
-            },
-            None => Deadline::at_tick(tick),
+        if tick > self.end_tick {
+            return Deadline::at_tick(self.end_tick);
         }
+        Deadline {
+            tick,
+            // Less than a tick, and a tick is at most a second: it fits.
+            rounded_up_ns: (tick * self.tick_ns - due_ns) as u32,
+        }
+    }
+
+    /// [`deadline_of`](Self::deadline_of) for a time given in `u128` nanoseconds.
+    pub(crate) fn deadline_of_wide(&self, due_ns: u128) -> Deadline {
+        self.deadline_of(u64::try_from(due_ns).unwrap_or(u64::MAX))
     }
 
     /// The exact time of `deadline` in nanoseconds since the origin (saturating).
@@ -191,12 +225,28 @@ impl Clock {
         tick_start.saturating_sub(u64::from(deadline.rounded_up_ns))
     }
 
-    /// The deadline for the wall-clock time `when` as the system clock reads now.
-    pub(crate) fn deadline_at(&self, when: SystemTime) -> Deadline {
-        let delay = when
-            .duration_since(self.wall_now())
-            .unwrap_or(Duration::ZERO);
-        self.deadline_after(delay)
+    /// The deadline for the wall-clock time `when` as the system clock reads now. A time
+    /// that has passed keeps its exact time, so that timers already due run in the order of
+    /// their times: `when` less `wall_offset_ns` (the system clock minus this one, one
+    /// reading for every such timer, so that equal times stay equal), down to the origin,
+    /// and up to `u32::MAX - 1` ns (4.3 s) before it as tick 0 rounded up by that much
+    /// (further back they tie).
+    pub(crate) fn deadline_at(&self, when: SystemTime, wall_offset_ns: i64) -> Deadline {
+        if let Ok(ahead) = when.duration_since(self.wall_now()) {
+            return self.deadline_after(ahead);
+        }
+        let when_ns = match when.duration_since(SystemTime::UNIX_EPOCH) {
+            Ok(after) => after.as_nanos() as i128,
+            Err(before) => -(before.duration().as_nanos() as i128),
+        };
+        let due_ns = (when_ns - i128::from(wall_offset_ns)).min(i128::from(self.elapsed_ns()));
+        match u64::try_from(due_ns) {
+            Ok(due_ns) => self.deadline_of(due_ns),
+            Err(_) => Deadline {
+                tick: 0,
+                rounded_up_ns: due_ns.unsigned_abs().min(u128::from(u32::MAX - 1)) as u32,
+            },
+        }
     }
 
     /// Nanoseconds since the origin at which `tick` starts.
@@ -249,7 +299,8 @@ mod tests {
         assert_eq!(at(500_000), (1, 500_000));
         assert_eq!(at(1_000_000), (1, 0), "on the tick: not rounded");
         assert_eq!(at(1_000_001), (2, 999_999));
-        assert_eq!(at(u64::MAX).0, u64::MAX.div_ceil(1_000_000));
+        assert_eq!(at(u64::MAX).0, clock.end_tick(), "held at the end");
+        assert_eq!(clock.end_tick(), (u64::MAX - 1_000_000) / 1_000_000);
         for ns in [0, 1, 499_999, 1_000_000, 1_000_001, 123_456_789_012] {
             assert_eq!(clock.exact_ns(clock.deadline_of(ns)), ns);
         }

@@ -1,6 +1,7 @@
 //! The adaptive executor: the run queue of due timers and the workers that drain it.
 //!
-//! Dispatch. Every due run not yet started waits in one shared queue, and a worker takes
+//! Dispatch. Every due run not yet started waits in one shared queue, in deadline order
+//! (runs of equal deadlines in the order they were queued), and a worker takes
 //! one run at a time, right before it starts it. So a run that is due can always be taken by
 //! any idle worker or by a worker being added; none waits behind a busy worker's private
 //! batch. The lock this costs per run is uncontended most of the time (the tick thread
@@ -25,6 +26,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::clock::Deadline;
 use super::sync::thread::{self, JoinHandle};
 use super::sync::time::Instant;
 use super::sync::{Condvar, Mutex, MutexGuard};
@@ -33,9 +35,10 @@ use super::TimerId;
 /// How long the oldest waiting run may wait, with every worker busy, before the pool grows.
 pub(crate) const GROW_AFTER: Duration = Duration::from_millis(1);
 
-/// A due run not yet started, and since when it waits.
+/// A due run not yet started, its deadline, and since when it waits.
 struct Waiting {
     id: TimerId,
+    deadline: Deadline,
     since: Instant,
 }
 
@@ -126,8 +129,10 @@ impl Executor {
         handles.push(handle);
     }
 
-    /// Queues due runs and wakes as many idle workers as there are runs.
-    pub(crate) fn push(&self, ids: &mut Vec<TimerId>) {
+    /// Queues due runs (in deadline order) and wakes as many idle workers as there are runs.
+    /// A run goes behind every queued run of its deadline or earlier: at the back, unless
+    /// it was due before runs queued already (a timer added already due).
+    pub(crate) fn push(&self, ids: &mut Vec<(Deadline, TimerId)>) {
         if ids.is_empty() {
             return;
         }
@@ -138,9 +143,22 @@ impl Executor {
             return;
         }
         let count = ids.len();
-        queue
-            .runs
-            .extend(ids.drain(..).map(|id| Waiting { id, since }));
+        for (deadline, id) in ids.drain(..) {
+            let mut run = Waiting {
+                id,
+                deadline,
+                since,
+            };
+            match queue.runs.back() {
+                Some(last) if last.deadline > deadline => {
+                    let at = queue.runs.partition_point(|w| w.deadline <= deadline);
+                    // The front keeps the oldest wait, which the monitor reads.
+                    run.since = run.since.min(queue.runs[at].since);
+                    queue.runs.insert(at, run);
+                }
+                _ => queue.runs.push_back(run),
+            }
+        }
         let idle = queue.idle;
         drop(queue);
         if idle == 0 {
@@ -343,8 +361,9 @@ impl Executor {
 mod tests {
     use super::*;
 
-    fn ids(count: u64) -> Vec<TimerId> {
-        (1..=count).filter_map(TimerId::from_u64).collect()
+    fn ids(count: u64) -> Vec<(Deadline, TimerId)> {
+        let id = |n| (Deadline::at_tick(n), TimerId::from_u64(n).unwrap());
+        (1..=count).map(id).collect()
     }
 
     /// An executor with `workers` counted, all busy, and `queued` runs waiting.
@@ -365,6 +384,18 @@ mod tests {
         assert_eq!(executor.counts().queued, 40);
         assert_eq!(executor.take(), TimerId::from_u64(1));
         assert_eq!(executor.counts().queued, 39);
+    }
+
+    #[test]
+    fn runs_wait_in_deadline_order_ties_in_the_order_queued() {
+        let executor = busy(1, 4, 0);
+        let run = |tick, n| (Deadline::at_tick(tick), TimerId::from_u64(n).unwrap());
+        executor.push(&mut vec![run(5, 1), run(7, 2)]);
+        executor.push(&mut vec![run(3, 3), run(5, 4), run(9, 5)]);
+        let taken: Vec<_> = std::iter::from_fn(|| executor.take())
+            .map(|id| id.as_u64())
+            .collect();
+        assert_eq!(taken, [3, 1, 4, 2, 5]);
     }
 
     #[test]

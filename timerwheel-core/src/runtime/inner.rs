@@ -4,7 +4,7 @@
 use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::clock::{Clock, Deadline};
 use super::executor::Executor;
@@ -40,14 +40,16 @@ fn running(matches: impl Fn(&Current) -> bool) -> bool {
 }
 
 /// The runtime and timer whose callback runs on a thread (0, 0 when none), whether it
-/// reported a failure ([`record_callback_failure`]), and the runtime's count of failed
-/// callbacks that a report goes to (null in a drop function, which is not a callback).
+/// reported a failure ([`record_callback_failure`]), the runtime's count of failed
+/// callbacks that a report goes to, and whether a drop function runs inside it now (which
+/// is not the callback, and records nothing).
 #[derive(Clone, Copy)]
 struct Current {
     runtime: usize,
     timer: u64,
     failed: bool,
     panics: *const AtomicU64,
+    dropping: bool,
 }
 
 impl Current {
@@ -56,6 +58,7 @@ impl Current {
         timer: 0,
         failed: false,
         panics: std::ptr::null(),
+        dropping: false,
     };
 }
 
@@ -67,12 +70,30 @@ struct CallbackScope {
 
 impl CallbackScope {
     fn enter(runtime: usize, id: TimerId, panics: *const AtomicU64) -> Self {
-        let current = Current {
+        Self::replace(Current {
             runtime,
             timer: id.as_u64(),
             failed: false,
             panics,
-        };
+            dropping: false,
+        })
+    }
+
+    /// A drop function runs on this thread: inside a callback (or the run it ended), it
+    /// calls as that callback may, but it is not that callback. `None` outside callbacks,
+    /// where nothing is to be marked.
+    fn dropping() -> Option<Self> {
+        let current = CURRENT.with(Cell::get);
+        (current.runtime != 0).then(|| {
+            Self::replace(Current {
+                failed: false,
+                dropping: true,
+                ..current
+            })
+        })
+    }
+
+    fn replace(current: Current) -> Self {
         let previous = CURRENT.with(|c| c.replace(current));
         if previous.runtime != 0 {
             OUTER.with(|outer| outer.borrow_mut().push(previous));
@@ -106,11 +127,12 @@ impl Drop for CallbackScope {
 /// callbacks report failure rather than panic (a C++ exception caught by its wrapper, a Go
 /// panic recovered by its binding): it is counted in `callback_panics` of its runtime at
 /// once (a report made right after sees it), once per callback however often it was
-/// recorded. `Invalid`, and nothing is counted, outside a callback.
+/// recorded. `Invalid`, and nothing is counted, outside a callback, and in a drop function
+/// (which is not a callback), also one that runs inside a callback.
 pub fn record_callback_failure() -> Result<(), Error> {
     CURRENT.with(|c| {
         let mut current = c.get();
-        if current.runtime == 0 {
+        if current.runtime == 0 || current.dropping {
             return Err(Error::Invalid);
         }
         if !current.failed && !current.panics.is_null() {
@@ -190,6 +212,7 @@ pub(crate) struct Snapshot<'a, A, T, S> {
 
 /// Drops a task outside every lock; a panicking drop is counted, not propagated.
 pub(crate) fn drop_task<T>(task: T, panics: &AtomicU64) {
+    let _dropping = CallbackScope::dropping();
     if catch_unwind(AssertUnwindSafe(move || drop(task))).is_err() {
         panics.fetch_add(1, Relaxed);
     }
@@ -472,6 +495,11 @@ impl<T: Task> Inner<T> {
         }
     }
 
+    /// The deadline of the wall-clock time `when` (see [`Clock::deadline_at`]).
+    pub(crate) fn deadline_at(&self, when: SystemTime) -> Deadline {
+        self.clock.deadline_at(when, self.wall_offset.load(Relaxed))
+    }
+
     pub(crate) fn reset(&self, id: TimerId, delay: Duration) -> Result<(), Error> {
         self.check_open()?;
         let (shard, key) = self.shard_of(id)?;
@@ -487,7 +515,8 @@ impl<T: Task> Inner<T> {
     }
 
     /// Expires every shard up to `tick`; the due ids with their deadlines, in deadline order
-    /// (see [`Deadline`]: within a tick, the one that waited longest goes first).
+    /// (see [`Deadline`]: within a tick, the one that waited longest goes first), timers
+    /// added already due in the order they were added among equal deadlines.
     pub(crate) fn collect_due(&self, tick: u64) -> Vec<(Deadline, TimerId)> {
         let mut ordered = Vec::new();
         for (index, shard) in self.shards.iter().enumerate() {
@@ -495,7 +524,7 @@ impl<T: Task> Inner<T> {
                 ordered.push((deadline, self.ids.encode(index, key)))
             });
         }
-        ordered.sort_unstable_by_key(|&(deadline, _)| deadline);
+        ordered.sort_by_key(|&(deadline, _)| deadline);
         ordered
     }
 
@@ -557,9 +586,8 @@ impl<T: Task> Inner<T> {
     /// the current tick (its exact deadline is then past too). Returns as
     /// [`step_time`](Self::step_time).
     pub(crate) fn advance_time(&self) -> (Option<u64>, bool) {
-        self.step_time(self.clock.now_tick(), |expired| {
-            let mut due = expired.into_iter().map(|(_, id)| id).collect();
-            self.executor.push(&mut due);
+        self.step_time(self.clock.now_tick(), |mut expired| {
+            self.executor.push(&mut expired);
         })
     }
 
@@ -570,7 +598,7 @@ impl<T: Task> Inner<T> {
         let ahead = self.clock.now_tick().saturating_add(1);
         self.step_time(ahead, |expired| {
             for (deadline, id) in expired {
-                held.hold(self.clock.exact_ns(deadline), id);
+                held.hold(self.clock.exact_ns(deadline), deadline, id);
             }
             let mut due = Vec::new();
             held.release(self.clock.elapsed_ns(), &mut due);
@@ -613,9 +641,10 @@ impl<T: Task> Inner<T> {
         let now = self.clock.wall_offset_ns();
         let before = i128::from(self.wall_offset.load(Relaxed));
         if (now - before).unsigned_abs() > u128::from(self.clock.tick_ns()).max(1_000_000) {
-            self.wall_offset.store(saturate_i64(now), Relaxed);
+            let offset = saturate_i64(now);
+            self.wall_offset.store(offset, Relaxed);
             for shard in self.shards.iter() {
-                shard.lock().replace_wall_timers(&self.clock);
+                shard.lock().replace_wall_timers(&self.clock, offset);
             }
         }
     }

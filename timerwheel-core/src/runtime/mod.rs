@@ -207,7 +207,7 @@ impl<T: Task> Runtime<T> {
     /// wakes (at least once a second while such timers are pending); when it was stepped,
     /// these timers are re-placed so that they still fire at `when` on the new clock.
     pub fn add_at(&self, when: SystemTime, task: T) -> Result<TimerId, Rejected<T>> {
-        let deadline = self.inner.clock.deadline_at(when);
+        let deadline = self.inner.deadline_at(when);
         self.inner.add(deadline, Schedule::At(when), task)
     }
 
@@ -261,7 +261,7 @@ impl<T: Task> Runtime<T> {
         when: SystemTime,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
-        let deadline = self.inner.clock.deadline_at(when);
+        let deadline = self.inner.deadline_at(when);
         self.inner
             .add_in_group(group, deadline, Schedule::At(when), task)
     }
@@ -343,16 +343,23 @@ impl<T: Task> Runtime<T> {
 
     /// Manual mode: time until [`poll`](Self::poll) has work (zero if something is due;
     /// it may be earlier than the next deadline, when a cascade step is due), `None` if no
-    /// timer is pending.
+    /// timer is pending (or only periodic timers whose schedule left the clock's range).
+    /// On a virtual clock, virtual time: advancing by it reaches that work, also a timer
+    /// held at the end of the clock's range.
     pub fn next_timeout(&self) -> Option<Duration> {
-        let tick = self.inner.next_expiry()?;
+        let end = self.inner.clock.end_tick();
+        let tick = self.inner.next_expiry().filter(|&tick| tick <= end)?;
         Some(self.inner.clock.until(tick))
     }
 
     /// Manual mode: runs every callback that is due, on the calling thread; returns how
     /// many ran. Wall-clock timers follow a step of the system clock here, as the tick
-    /// thread would. `Invalid` when the runtime has threads.
+    /// thread would. `Invalid` when the runtime has threads. On a virtual clock it is
+    /// [`advance`](Self::advance) by zero: it runs what is due at the clock's reading.
     pub fn poll(&self) -> Result<usize, Error> {
+        if self.inner.clock.is_virtual() {
+            return self.advance(Duration::ZERO);
+        }
         if !self.inner.config.manual {
             return Err(Error::Invalid);
         }

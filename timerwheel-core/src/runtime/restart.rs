@@ -119,17 +119,19 @@ impl<T: Task> Runtime<T> {
         task: T,
         add: impl FnOnce(Deadline, Schedule, T) -> Result<TimerId, Rejected<T>>,
     ) -> Result<TimerId, Rejected<T>> {
-        let Some(period) = period_ns(period) else {
+        let Some(period_ns) = period_ns(period) else {
             let error = Error::Invalid;
             return Err(Rejected { error, task });
         };
         let clock = &self.inner.clock;
         let (now, wall) = (clock.elapsed_ns(), clock.wall_now());
-        let at = |delay: u64| clock.deadline_of(now.saturating_add(delay));
+        let at = |delay: u128| clock.deadline_of_wide(u128::from(now) + delay);
+        // Exact to the nanosecond, however far back the start and however long the period.
         let (delay, then) = match first.duration_since(wall) {
-            Ok(ahead) => (nanos(ahead), None),
-            Err(passed) => resume(nanos(passed.duration()), period, missed),
+            Ok(ahead) => (ahead.as_nanos(), None),
+            Err(passed) => resume(passed.duration().as_nanos(), period.as_nanos(), missed),
         };
+        let period = period_ns;
         let schedule = match then {
             None => Schedule::Every { period, mode },
             Some(then) => Schedule::EveryAfterCatchUp {
@@ -231,9 +233,4 @@ impl Instant {
             kind,
         }
     }
-}
-
-/// A duration in nanoseconds, saturating (584 years).
-fn nanos(duration: Duration) -> u64 {
-    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }

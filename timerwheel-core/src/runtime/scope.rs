@@ -133,7 +133,7 @@ impl GroupHandle {
         when: SystemTime,
         f: impl FnMut(TimerId) + Send + 'static,
     ) -> Result<Timer, Error> {
-        let deadline = |rt: &Inner<BoxTask>| rt.clock.deadline_at(when);
+        let deadline = |rt: &Inner<BoxTask>| rt.deadline_at(when);
         self.add(deadline, Schedule::At(when), Box::new(f))
     }
 

@@ -160,6 +160,8 @@ impl RoundedUp {
 pub(crate) struct Run<T> {
     pub(crate) task: T,
     pub(crate) deadline: Deadline,
+    /// The clock's reading when the run started.
+    pub(crate) started_ns: u64,
     /// Whether the timer goes back into the wheel when the run returns (unless cancelled);
     /// any other timer ends with its run.
     pub(crate) periodic: bool,
@@ -205,6 +207,10 @@ pub(crate) struct ShardState<T> {
     sync_waiters: usize,
     /// Scratch space of `expire_due`.
     expired: Vec<Key>,
+    /// Timers added already due (their deadline's tick reached), in the order they were
+    /// added: they leave the wheel at once and go out with the next expiry in that order,
+    /// behind what the wheel expires then (a stable sort by deadline keeps it for ties).
+    due_on_add: Vec<Key>,
     closed: bool,
     groups: Groups,
 }
@@ -270,6 +276,7 @@ impl<T> ShardState<T> {
             counters: Counters::default(),
             sync_waiters: 0,
             expired: Vec::new(),
+            due_on_add: Vec::new(),
             closed: false,
             groups: Groups::default(),
         }
@@ -304,6 +311,10 @@ impl<T> ShardState<T> {
         };
         if let Some(side) = side {
             self.attach(key, side);
+        }
+        if deadline.tick <= self.wheel.now() {
+            self.wheel.detach(key);
+            self.due_on_add.push(key);
         }
         self.counters.added += 1;
         Ok(key)
@@ -451,6 +462,11 @@ impl<T> ShardState<T> {
     {
         let mut keys = std::mem::take(&mut self.expired);
         self.wheel.expire_due(now, |key| keys.push(key));
+        // Added already due, and neither cancelled, reset nor started since.
+        let still_due = |key: &Key| {
+            !self.wheel.is_pending(*key) && self.wheel.get(*key).is_some_and(|e| e.task.is_some())
+        };
+        keys.extend(self.due_on_add.drain(..).filter(still_due));
         for key in keys.drain(..) {
             let entry = self.wheel.get(key).expect("expired keys are live");
             if let Some(task) = &entry.task {
@@ -464,10 +480,13 @@ impl<T> ShardState<T> {
     /// The wheel's work ahead of time; returns the next tick at which the wheel has work.
     pub(crate) fn move_ahead(&mut self) -> Option<u64> {
         self.wheel.move_ahead();
-        self.wheel.next_expiry()
+        self.next_expiry()
     }
 
     pub(crate) fn next_expiry(&self) -> Option<u64> {
+        if !self.due_on_add.is_empty() {
+            return Some(self.wheel.now());
+        }
         self.wheel.next_expiry()
     }
 
@@ -498,6 +517,7 @@ impl<T> ShardState<T> {
         Some(Run {
             task,
             deadline,
+            started_ns: now_ns,
             periodic,
             group,
         })
@@ -507,7 +527,10 @@ impl<T> ShardState<T> {
     /// back), or, cancelled, it ends and its task comes back to be dropped. An ended
     /// timer's node stays, as if still running, until [`forget`](Self::forget): so
     /// `cancel_sync` waits until the task is dropped.
-    pub(crate) fn finish(&mut self, key: Key, task: T, clock: &Clock) -> Finished<T> {
+    pub(crate) fn finish(&mut self, key: Key, run: Run<T>, clock: &Clock) -> Finished<T> {
+        let Run {
+            task, started_ns, ..
+        } = run;
         // The node is gone only when the shard was closed under the run (the runtime was
         // dropped from a callback): the timer ends with it.
         let (Some(due), Some(entry)) = (self.deadline(key), self.wheel.get_mut(key)) else {
@@ -520,7 +543,7 @@ impl<T> ShardState<T> {
             return Finished::Ended(task);
         }
         entry.task = Some(task);
-        let next = periodic.next(clock.exact_ns(due), clock);
+        let next = periodic.next(clock.exact_ns(due), started_ns, clock);
         place(&mut self.wheel, key, next);
         Finished::Rearmed(next)
     }
@@ -601,10 +624,14 @@ impl<T> ShardState<T> {
     }
 
     /// Re-places pending wall-clock timers after the system clock was stepped.
-    pub(crate) fn replace_wall_timers(&mut self, clock: &Clock) {
+    pub(crate) fn replace_wall_timers(&mut self, clock: &Clock, wall_offset_ns: i64) {
         for (key, when) in self.sides.walls() {
             if self.wheel.is_pending(key) {
-                place(&mut self.wheel, key, clock.deadline_at(when));
+                place(
+                    &mut self.wheel,
+                    key,
+                    clock.deadline_at(when, wall_offset_ns),
+                );
             }
         }
     }
@@ -629,6 +656,7 @@ impl<T> ShardState<T> {
         });
         self.sides.clear();
         self.groups.close_all();
+        self.due_on_add.clear();
         self.counters.discarded += tasks.len() as u64 + running_periodic;
         (tasks, groups)
     }
@@ -710,14 +738,15 @@ mod tests {
         (state, key.ok().unwrap())
     }
 
-    /// Expires, starts and finishes the timer's next run; the exact time it was due.
+    /// Expires, starts (at its exact time) and finishes the timer's next run; the exact
+    /// time it was due.
     fn run_next(state: &mut ShardState<fn(TimerId)>, key: Key, clock: &Clock) -> u64 {
         let due = state.deadline(key).unwrap();
         state.expire_due(due.tick, |_, _| {});
-        let run = state.start(key, u64::MAX, clock).unwrap();
+        let run = state.start(key, clock.exact_ns(due), clock).unwrap();
         assert_eq!(run.deadline, due);
         assert!(matches!(
-            state.finish(key, run.task, clock),
+            state.finish(key, run, clock),
             Finished::Rearmed(_)
         ));
         clock.exact_ns(due)
@@ -738,8 +767,8 @@ mod tests {
 
     #[test]
     fn a_run_that_returns_late_is_followed_by_the_latest_point_due() {
-        // The first point (1 s) runs 3.5 s after the origin: 2 s passed entirely, 3 s is due
-        // and runs next (at once), then the grid goes on at 4 s.
+        // The first point (1 s) starts on time and returns 3.5 s after the origin: 2 s passed
+        // entirely, 3 s is due and runs next (at once), then the grid goes on at 4 s.
         let clock = Clock::started_ago(Duration::from_millis(300), Duration::from_millis(3500));
         let (mut state, key) = every_second(&clock, SECOND);
         assert_eq!(run_next(&mut state, key, &clock), SECOND);
@@ -779,10 +808,7 @@ mod tests {
         );
         assert!(!state.is_live(key));
         assert_eq!(state.cancel(key).err(), Some(Error::NotFound));
-        assert!(matches!(
-            state.finish(key, run.task, &clock),
-            Finished::Ended(_)
-        ));
+        assert!(matches!(state.finish(key, run, &clock), Finished::Ended(_)));
         state.forget(key);
         assert!(state.wheel.get(key).is_none() && state.close().0.is_empty());
     }

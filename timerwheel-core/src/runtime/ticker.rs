@@ -35,7 +35,7 @@ use std::collections::BinaryHeap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use super::clock::Clock;
+use super::clock::{Clock, Deadline};
 use super::inner::Inner;
 use super::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use super::sync::thread::{self, Thread};
@@ -63,25 +63,30 @@ fn wake_tick(wake_ns: u64, tick_ns: u64) -> u64 {
 /// tick thread touches it.
 #[derive(Default)]
 pub(crate) struct HeldTimers {
-    timers: BinaryHeap<Reverse<(u64, TimerId)>>,
+    /// By exact time, then in the order held (timers of one exact time go in the order they
+    /// were expired in: their deadline order, then the order they were added in).
+    timers: BinaryHeap<Reverse<(u64, u64, Deadline, TimerId)>>,
+    held: u64,
     /// When timers were last released (0: never).
     released_ns: u64,
 }
 
 impl HeldTimers {
-    /// Keeps `id` until `exact_ns`.
-    pub(crate) fn hold(&mut self, exact_ns: u64, id: TimerId) {
-        self.timers.push(Reverse((exact_ns, id)));
+    /// Keeps `id`, due at `deadline`, until `exact_ns`.
+    pub(crate) fn hold(&mut self, exact_ns: u64, deadline: Deadline, id: TimerId) {
+        self.held += 1;
+        self.timers
+            .push(Reverse((exact_ns, self.held, deadline, id)));
     }
 
-    /// Moves every id due by `now_ns` to `due`, earliest first.
-    pub(crate) fn release(&mut self, now_ns: u64, due: &mut Vec<TimerId>) {
-        while let Some(&Reverse((exact_ns, id))) = self.timers.peek() {
+    /// Moves every id due by `now_ns` to `due` with its deadline, earliest first.
+    pub(crate) fn release(&mut self, now_ns: u64, due: &mut Vec<(Deadline, TimerId)>) {
+        while let Some(&Reverse((exact_ns, _, deadline, id))) = self.timers.peek() {
             if exact_ns > now_ns {
                 break;
             }
             self.timers.pop();
-            due.push(id);
+            due.push((deadline, id));
             self.released_ns = now_ns;
         }
     }
@@ -89,7 +94,10 @@ impl HeldTimers {
     /// When the thread should wake for the earliest held timer: at its exact deadline, but
     /// no sooner than `gap` after timers were last released.
     fn wake_ns(&self, gap: u64) -> Option<u64> {
-        let earliest = self.timers.peek().map(|&Reverse((exact_ns, _))| exact_ns)?;
+        let earliest = self
+            .timers
+            .peek()
+            .map(|&Reverse((exact_ns, ..))| exact_ns)?;
         Some(earliest.max(self.released_ns.saturating_add(gap)))
     }
 }

@@ -9,6 +9,12 @@
 //! points, a fixed-delay timer counts from the instant its callback returned (the instant it
 //! ran: virtual time does not pass during a callback), and the same program runs its
 //! callbacks in the same order every time.
+//!
+//! One advance at a time: a thread that advances while another does waits for it, as for
+//! a lock, so the clock ends at the sum of both and callbacks never overlap. The clock's
+//! range ends 2^64 ns after its start (see `clock.rs`): deadlines beyond it are held at its
+//! last tick, where an advance reaches and runs them; an advance past the range is
+//! `Invalid` and changes nothing.
 
 use std::time::{Duration, SystemTime};
 
@@ -19,13 +25,15 @@ use super::{Error, Runtime, Task};
 impl<T: Task> Runtime<T> {
     /// Virtual clock: moves time forward by `by`, running on the calling thread every
     /// callback that falls due on the way, in deadline order, with the clock at each one's
-    /// tick; returns how many ran. `Invalid` on the real clock; `Busy` from inside a
-    /// callback of this runtime (the run under way would no longer be in order).
+    /// tick; returns how many ran. `Invalid` on the real clock, and for an advance past the
+    /// clock's range (2^64 ns from its start, about 584 years), which changes nothing;
+    /// `Busy` from inside a callback of this runtime (the run under way would no longer be
+    /// in order). Another thread's advance under way finishes first.
     pub fn advance(&self, by: Duration) -> Result<usize, Error> {
-        let by_ns = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
         self.drive_virtual(|inner| {
-            let target_ns = inner.clock.elapsed_ns().saturating_add(by_ns);
-            run_until(inner, target_ns)
+            let target = u128::from(inner.clock.elapsed_ns()) + by.as_nanos();
+            let target_ns = u64::try_from(target).map_err(|_| Error::Invalid)?;
+            Ok(run_until(inner, target_ns))
         })
     }
 
@@ -34,13 +42,13 @@ impl<T: Task> Runtime<T> {
     /// 0 (the clock unmoved) when no timer is pending. Errors as [`advance`](Self::advance).
     pub fn advance_to_next(&self) -> Result<usize, Error> {
         self.drive_virtual(|inner| loop {
-            let Some(tick) = inner.next_expiry() else {
-                return 0;
+            let Some(tick) = next_stop(inner) else {
+                return Ok(0);
             };
             let tick_ns = inner.clock.tick_start_ns(tick);
             let ran = run_until(inner, tick_ns.max(inner.clock.elapsed_ns()));
             if ran > 0 {
-                return ran;
+                return Ok(ran);
             }
             // Only far timers moved closer there: on to the next stop.
         })
@@ -52,15 +60,33 @@ impl<T: Task> Runtime<T> {
         self.inner.clock.wall_now()
     }
 
-    fn drive_virtual(&self, step: impl FnOnce(&Inner<T>) -> usize) -> Result<usize, Error> {
+    /// Runs `step` as a poll, after the advances of other threads under way.
+    fn drive_virtual(
+        &self,
+        step: impl FnOnce(&Inner<T>) -> Result<usize, Error>,
+    ) -> Result<usize, Error> {
         if !self.inner.clock.is_virtual() {
             return Err(Error::Invalid);
         }
         if self.inner.in_callback() {
             return Err(Error::Busy);
         }
-        self.drive(step)
+        let _turn = self.inner.clock.take_turn();
+        let mut result = Ok(0);
+        self.drive(|inner| {
+            result = step(inner);
+            *result.as_ref().unwrap_or(&0)
+        })?;
+        result
     }
+}
+
+/// The next tick with work that the clock can reach: none past its end tick, where only
+/// periodic timers whose schedule left the clock's range wait.
+fn next_stop<T: Task>(inner: &Inner<T>) -> Option<u64> {
+    inner
+        .next_expiry()
+        .filter(|&tick| tick <= inner.clock.end_tick())
 }
 
 /// Moves the virtual clock to `target_ns`, stopping at every tick with work on the way to
@@ -68,8 +94,7 @@ impl<T: Task> Runtime<T> {
 fn run_until<T: Task>(inner: &Inner<T>, target_ns: u64) -> usize {
     let mut ran = 0;
     loop {
-        let stop_ns = inner
-            .next_expiry()
+        let stop_ns = next_stop(inner)
             .map(|tick| inner.clock.tick_start_ns(tick))
             .filter(|&ns| ns <= target_ns);
         inner.clock.move_to(stop_ns.unwrap_or(target_ns));

@@ -101,9 +101,10 @@ impl<'a, T: Task> Runner<'a, T> {
     /// After the callback returned: a periodic timer goes back into the wheel; a timer that
     /// ended has its task dropped now, on this thread.
     fn end(&mut self, shard: &'a Shard<T>, key: Key, id: TimerId, run: Run<T>) {
+        let group = run.group;
         let task = if run.periodic {
             let mut state = shard.lock();
-            let finished = state.finish(key, run.task, &self.inner.clock);
+            let finished = state.finish(key, run, &self.inner.clock);
             shard.notify_finished(&state);
             drop(state);
             match finished {
@@ -117,7 +118,7 @@ impl<'a, T: Task> Runner<'a, T> {
             run.task
         };
         self.inner.drop_ended(id, Ending::Task(task));
-        match run.group {
+        match group {
             None => self.ended = Some(Ended { shard, key }),
             Some(group) => self.leave_group(shard, key, id, group),
         }

@@ -173,6 +173,16 @@ impl<T> Wheel<T> {
         true
     }
 
+    /// Expires a pending entry on its own, now: it leaves its list and stays, expired, as
+    /// [`expire`](Self::expire) leaves a due entry. False for a stale key.
+    pub fn detach(&mut self, key: Key) -> bool {
+        let Some(index) = self.pool.resolve(key) else {
+            return false;
+        };
+        self.unlink(index);
+        true
+    }
+
     /// The entry's value.
     pub fn get(&self, key: Key) -> Option<&T> {
         let index = self.pool.resolve(key)?;
