@@ -70,6 +70,15 @@ typedef enum tw_status {
    * a wheel of its own).
    */
   TW_ERR_FORKED = 7,
+  /**
+   * The caller's buffer is too small for what the call writes (tw_metrics_text): it
+   * says how many bytes it needs.
+   */
+  TW_ERR_TOO_SMALL = 8,
+  /**
+   * The group is closed: it takes no more timers (tw_group_close, tw_group_delete).
+   */
+  TW_ERR_GROUP_CLOSED = 9,
 } tw_status;
 
 /**
@@ -130,7 +139,8 @@ typedef enum tw_clock {
   /**
    * A virtual clock: it starts at `virtual_start_unix_ms` and moves only by tw_advance
    * and tw_advance_to_next, which run the callbacks due on the calling thread. The wheel
-   * has no threads (as `manual`).
+   * has no threads (as `manual`; `manual` set too changes nothing). Its range is 2^64 ns
+   * from the wheel's creation (see tw_advance).
    */
   TW_CLOCK_VIRTUAL = 1,
 } tw_clock;
@@ -148,8 +158,9 @@ typedef struct tw_wheel tw_wheel;
 typedef struct tw_config {
   /**
    * sizeof(tw_config) where the caller was compiled: tw_config_init sets it, tw_create
-   * reads that many bytes and takes the defaults for fields past them. 0 stands for the
-   * layout of 0.2.0 (a struct zeroed instead of filled by tw_config_init).
+   * reads that many bytes and takes the defaults for fields past them (and for a field
+   * the size ends inside: fields are read whole or not at all). 0 stands for the layout
+   * of 0.2.0 (a struct zeroed instead of filled by tw_config_init).
    */
   size_t size;
   /**
@@ -175,6 +186,7 @@ typedef struct tw_config {
   uint64_t max_timers;
   /**
    * Nonzero = no threads: the caller drives time with tw_poll and tw_next_timeout_ms.
+   * With TW_CLOCK_VIRTUAL it changes nothing (that wheel has no threads either way).
    */
   uint32_t manual;
   /**
@@ -187,6 +199,12 @@ typedef struct tw_config {
    * Ignored on the real clock.
    */
   int64_t virtual_start_unix_ms;
+  /**
+   * A callback that runs at least this many microseconds is counted in
+   * tw_stats.slow_callbacks. 0 (the default) counts nothing and costs nothing; set, each
+   * callback costs one more reading of the clock.
+   */
+  uint64_t slow_callback_us;
 } tw_config;
 
 /**
@@ -197,8 +215,8 @@ typedef struct tw_config {
 typedef struct tw_stats {
   /**
    * Set it to sizeof(tw_stats) before tw_get_stats (`tw_stats s = {.size = sizeof s};`),
-   * or to 0 for the layout of 0.2.0: the library writes no more bytes than that, and
-   * stores here how many it wrote.
+   * or to 0 for the layout of 0.2.0: the library writes no more bytes than that, only
+   * whole fields, and stores here how many it wrote.
    */
   size_t size;
   /**
@@ -262,6 +280,15 @@ typedef struct tw_stats {
    * Callbacks that panicked (never a C callback; counted for the other interfaces).
    */
   uint64_t callback_panics;
+  /**
+   * Callbacks that ran for at least tw_config.slow_callback_us (0 while it is 0).
+   */
+  uint64_t slow_callbacks;
+  /**
+   * How long the counters cover, in milliseconds: since the wheel was created
+   * (tw_get_stats), or the span of a recent view (tw_get_stats_recent).
+   */
+  uint64_t span_ms;
 } tw_stats;
 
 /**
@@ -288,6 +315,13 @@ typedef void (*tw_callback)(tw_timer_id id, void *user_data);
  * meanings (tw_destroy: TW_ERR_BUSY; tw_destroy_nowait works).
  */
 typedef void (*tw_drop_fn)(void *user_data);
+
+/**
+ * The id of a group of timers, unique to its wheel. 0 never names a group. Generational
+ * like a tw_timer_id: the id of a group that ended, or of another wheel's group, is
+ * TW_ERR_NOT_FOUND; so is a timer id given as a group id, and the other way round.
+ */
+typedef uint64_t tw_group_id;
 
 /**
  * One pending timer, as tw_export hands it to its function. The library fills it; it can
@@ -472,7 +506,10 @@ enum tw_status tw_get_stats(const struct tw_wheel *w, struct tw_stats *out);
  * due), or -1 when no timer is pending: the timeout to give poll()/epoll_wait() before
  * calling tw_poll. It may come before the next deadline when the wheel must move far
  * timers closer; tw_poll then runs nothing and the next value is later. On a wheel with
- * threads the value is the same, for information only.
+ * threads the value is the same, for information only. On a virtual clock it is virtual
+ * time: tw_advance by it reaches that work, also a timer held at the end of the clock's
+ * range (a deadline past 2^64 ns from the wheel's creation); -1 when only periodic timers
+ * whose next point lies past that range are pending.
  *
  * Bad input: `w` NULL returns -1. During tw_destroy: the value until the pending timers
  * are discarded, then -1.
@@ -484,10 +521,12 @@ int64_t tw_next_timeout_ms(struct tw_wheel *w);
 
 /**
  * For a manual wheel: runs every callback that is due, on the calling thread, and stores
- * how many ran in `*ran`.
+ * how many ran in `*ran`. On a virtual clock (with `manual` or not) it is tw_advance(w, 0,
+ * ran): what is due at the clock's reading runs, the clock stays, and it returns what
+ * tw_advance returns (TW_ERR_BUSY from the wheel's callbacks and drops).
  *
  * Returns TW_OK, or (and nothing runs):
- * - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is not manual (also during destroy).
+ * - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel has threads (also during destroy).
  * - TW_ERR_SHUTDOWN: a manual wheel is being destroyed.
  * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
  *
@@ -503,8 +542,15 @@ enum tw_status tw_poll(struct tw_wheel *w, size_t *ran);
  * timers that callbacks add or reset, run in the same call when they fall due by its end.
  * Stores how many callbacks ran in `*ran`.
  *
+ * Safe from any thread: an advance of this wheel under way on another thread finishes
+ * first (advances take turns, as under a lock), so the clock ends at the sum of them and
+ * callbacks never overlap. The clock's range is 2^64 ns from the wheel's creation (about
+ * 584 years): a deadline beyond it is held at its last tick (END, at least 1 ms before the
+ * range ends), where an advance reaches and runs it.
+ *
  * Returns TW_OK, or (and the clock does not move):
- * - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is on the real clock.
+ * - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is on the real clock, or the advance
+ *   would take the clock past its range (nothing runs).
  * - TW_ERR_BUSY: called from inside a callback or drop of this wheel.
  * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
  * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
@@ -517,7 +563,8 @@ enum tw_status tw_advance(struct tw_wheel *w, uint64_t ms, size_t *ran);
 /**
  * For a wheel on a virtual clock: moves its time to the next deadline (rounded up to the
  * tick) and runs what is due there, as tw_advance does; stores how many ran in `*ran`. With
- * no timer pending, the clock stays and `*ran` is 0.
+ * no timer pending (or only periodic timers whose next point lies past the clock's range),
+ * the clock stays and `*ran` is 0. A timer held at the end of the range runs there.
  *
  * Returns TW_OK, or the errors of tw_advance.
  *
@@ -551,7 +598,9 @@ int64_t tw_now_ms(const struct tw_wheel *w);
  * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
  * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
  *
- * Any `delay_ms` is accepted, UINT64_MAX included (such a timer never fires in practice).
+ * Any `delay_ms` is accepted, UINT64_MAX included (such a timer never fires in practice: a
+ * deadline past the clock's range, 2^64 ns from the wheel's creation, is held at the
+ * range's last tick, which only a virtual clock reaches, and runs there).
  *
  * # Safety
  * `w` is NULL or a live wheel; `out_id` is NULL or valid for writing a `tw_timer_id`;
@@ -570,8 +619,10 @@ enum tw_status tw_add(struct tw_wheel *w, uint64_t delay_ms, tw_callback cb, voi
  * the exact point. When a run returns, the next run is the latest point that has come by
  * then, if any: it starts at once, late, and the points before it, which passed entirely
  * while the callback ran or the process stalled, are coalesced into it (no burst).
- * Otherwise the next run waits for the first point after the one that just ran. Either way
- * the schedule stays on its grid. TW_FIXED_DELAY runs `period_ms` after the previous
+ * Otherwise the next run waits for the first point after the start of the one that just
+ * ran. No two runs start at the same clock reading: on a virtual clock, which stands still
+ * during a run, the points at its reading are coalesced into it (a period below the tick
+ * runs once per tick). Either way the schedule stays on its grid. TW_FIXED_DELAY runs `period_ms` after the previous
  * callback returned.
  *
  * Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called and
@@ -598,7 +649,9 @@ enum tw_status tw_add_periodic_ns(struct tw_wheel *w, uint64_t delay_ns, uint64_
 
 /**
  * Adds a one-shot timer for a wall-clock time, `unix_ms` milliseconds since the Unix
- * epoch; a time in the past runs at once. If the system clock is stepped, the timer still
+ * epoch; a time in the past runs at once, and timers already due run in the order of their
+ * times (equal ones in the order added; before the wheel's creation down to 4.3 s before
+ * it, further back they tie). If the system clock is stepped, the timer still
  * fires at `unix_ms` on the new clock.
  *
  * Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called and
@@ -621,7 +674,10 @@ enum tw_status tw_add_at(struct tw_wheel *w, int64_t unix_ms, tw_callback cb, vo
  * still ahead, the first run is at it. When it has passed, `missed` says what becomes of
  * the points that passed: TW_MISSED_RUN_ONCE runs once now, then at the schedule's next
  * point; TW_MISSED_SKIP waits for the next point. A point due right now runs now either
- * way. From its first run on, the timer is like one of tw_add_periodic in `mode`, timed on
+ * way. The phase is exact for any start (INT64_MIN included) and period (UINT64_MAX
+ * included). A catch-up run (TW_MISSED_RUN_ONCE) is followed by the schedule's next point
+ * in either mode, TW_FIXED_DELAY included; from that point on (from the first run when it
+ * is on the schedule), the timer is like one of tw_add_periodic in `mode`, timed on
  * the monotonic clock (the wall clock is read once, here).
  *
  * Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called and
@@ -686,22 +742,122 @@ enum tw_status tw_delete(struct tw_wheel *w, tw_timer_id id);
 enum tw_status tw_delete_sync(struct tw_wheel *w, tw_timer_id id);
 
 /**
- * Calls `fn(ctx, info)` for every pending timer of `w`, in deadline order, as of one
- * instant: the wheel's locks are held for the whole export, so a timer added or deleted
- * concurrently is either wholly before it or wholly after it, while callbacks already
- * running go on. Included: timers that are due and wait for a worker. Left out: one-shots
- * whose callback has started (they are no longer pending) and periodic timers whose
- * callback is running at that instant: their count goes to `*running` (if `running` is not
- * NULL); each is pending again when its callback returns, and a later export includes it.
+ * Creates a group of timers holding `user_data`, open to tw_group_add*. `drop(user_data)`
+ * (if `drop` is not NULL) is called exactly once: after the group was closed
+ * (tw_group_close or tw_group_delete) and the drop of its last timer has returned, on the
+ * thread that ended it (the one that closed or deleted it, or ran its last timer), or by
+ * tw_destroy after the drops of its timers. It may call every function a timer's drop may.
+ * `*out` receives the group's id.
  *
- * `fn` runs on the calling thread under the wheel's locks: it must not call any function
- * of this wheel (that deadlocks), and it delays every add, delete and run of the wheel
- * meanwhile. Copy out what you need (`info` and what `user_data` points to) and store it
- * after tw_export returns. `user_data` stays valid during `fn`: no timer of the wheel can
- * end, and so have its `drop` called, while the locks are held.
+ * Returns TW_OK, or one of these, and then `drop` is never called (the caller still owns
+ * `user_data`) and `*out` is left untouched:
+ * - TW_ERR_INVALID: `w` or `out` NULL.
+ * - TW_ERR_FULL: the wheel holds as many groups as its ids can name (2^28 per shard).
+ * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+ * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; `out` is NULL or valid for writing a `tw_group_id`;
+ * `drop` may be called with `user_data` from any thread.
+ */
+enum tw_status tw_group_create(struct tw_wheel *w, void *user_data, tw_drop_fn drop, tw_group_id *out);
+
+/**
+ * tw_add, into the group `group`: the timer is one of the group's until its drop has
+ * returned. Returns what tw_add returns, and (then neither `cb` nor `drop` is ever called):
+ * - TW_ERR_NOT_FOUND: `group` is 0, of another wheel, or a group that ended.
+ * - TW_ERR_GROUP_CLOSED: the group was closed (tw_group_close, tw_group_delete).
+ *
+ * # Safety
+ * As for tw_add.
+ */
+enum tw_status tw_group_add(struct tw_wheel *w, tw_group_id group, uint64_t delay_ms, tw_callback cb, void *user_data, tw_drop_fn drop, tw_timer_id *out_id);
+
+/**
+ * tw_add_periodic, into the group `group`. Returns what tw_add_periodic returns, and
+ * what tw_group_add adds.
+ *
+ * # Safety
+ * As for tw_add.
+ */
+enum tw_status tw_group_add_periodic(struct tw_wheel *w, tw_group_id group, uint64_t delay_ms, uint64_t period_ms, tw_period_mode mode, tw_callback cb, void *user_data, tw_drop_fn drop, tw_timer_id *out_id);
+
+/**
+ * tw_add_at, into the group `group`. Returns what tw_add_at returns, and what
+ * tw_group_add adds.
+ *
+ * # Safety
+ * As for tw_add.
+ */
+enum tw_status tw_group_add_at(struct tw_wheel *w, tw_group_id group, int64_t unix_ms, tw_callback cb, void *user_data, tw_drop_fn drop, tw_timer_id *out_id);
+
+/**
+ * tw_add_periodic_at, into the group `group` (a session re-created after a restart, in
+ * phase with its schedule before). Returns what tw_add_periodic_at returns, and what
+ * tw_group_add adds.
+ *
+ * # Safety
+ * As for tw_add.
+ */
+enum tw_status tw_group_add_periodic_at(struct tw_wheel *w, tw_group_id group, int64_t first_unix_ms, uint64_t period_ms, tw_period_mode mode, tw_missed missed, tw_callback cb, void *user_data, tw_drop_fn drop, tw_timer_id *out_id);
+
+/**
+ * Closes a group (its owner lets go of it): it takes no more timers, its timers run on,
+ * and its drop follows the drop of the last (here, before this returns, if it has none).
+ * May be called from a callback or drop function, of the group's own timers too.
+ *
+ * Returns TW_OK, or (and nothing changes):
+ * - TW_ERR_INVALID: `w` NULL.
+ * - TW_ERR_NOT_FOUND: `group` is 0, of another wheel, or a group that ended.
+ * - TW_ERR_GROUP_CLOSED: the group was closed already.
+ * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+ * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel.
+ */
+enum tw_status tw_group_close(struct tw_wheel *w, tw_group_id group);
+
+/**
+ * Deletes every timer of a group, in time proportional to their number, as tw_delete
+ * would each, and closes the group if it was open. Its pending timers' drops run here,
+ * before this returns; a periodic timer whose callback is running ends when it returns
+ * (no further run starts); the group's drop follows the last of them (here, if none is
+ * running). May be called from a callback or drop function, of the group's own timers too.
+ *
+ * Returns TW_OK (for a closed group that still has timers too), or (and nothing changes):
+ * - TW_ERR_INVALID: `w` NULL.
+ * - TW_ERR_NOT_FOUND: `group` is 0, of another wheel, or a group that ended.
+ * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+ * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel.
+ */
+enum tw_status tw_group_delete(struct tw_wheel *w, tw_group_id group);
+
+/**
+ * Calls `fn(ctx, info)` for every pending timer of `w`, in deadline order, as of one
+ * instant: the wheel's locks are held while its timers are copied (their ids, deadlines
+ * and `user_data`, a few milliseconds for a million), so a timer added or deleted
+ * concurrently is either wholly before the export or wholly after it. `fn` runs on the
+ * calling thread after the locks were released: adds, deletes and runs go on meanwhile.
+ * Included: timers that are due and wait for a worker. Left out: one-shots whose callback
+ * has started (they are no longer pending) and periodic timers whose callback is running
+ * at that instant: their count goes to `*running` (if `running` is not NULL); each is
+ * pending again when its callback returns, and a later export includes it.
+ *
+ * `user_data` stays valid while `fn` runs: until `fn` has returned for the last timer, no
+ * `drop` function of this wheel runs. A timer that ends meanwhile (deleted, fired,
+ * discarded) has its `drop` called on this thread after that, before tw_export returns;
+ * tw_delete_sync of such a timer waits for it. Called from `fn`, every function of this
+ * wheel that changes it or waits (tw_add*, tw_reset, tw_delete*, tw_poll, tw_advance*,
+ * tw_export, tw_destroy*) returns TW_ERR_BUSY at once and changes nothing; tw_get_stats,
+ * tw_now_ms and tw_next_timeout_ms work.
  *
  * Returns TW_OK, or (and `fn` is not called):
  * - TW_ERR_INVALID: `w` or `fn` NULL.
+ * - TW_ERR_BUSY: called from the `fn` of an export of `w` on this thread.
  * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
  * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
  *
@@ -714,15 +870,61 @@ enum tw_status tw_export(struct tw_wheel *w, tw_export_fn fn, void *ctx, size_t 
 /**
  * Records that the callback running on this thread failed, for wrappers whose callbacks
  * fail by throwing (the C++ wrapper calls it when it catches an exception, which must not
- * cross into C): once the callback returns, it is counted in callback_panics of its
- * wheel, once however often it was recorded. Call it from the callback itself, on its
+ * cross into C; the Go binding when it recovers a panic): it is counted in
+ * callback_panics of its wheel at once, so tw_get_stats right after sees it, and once per
+ * callback however often it was recorded. Call it from the callback itself, on its
  * thread; from a callback of another wheel run by a nested tw_poll, it records for that
  * innermost callback.
  *
  * Returns TW_OK, or TW_ERR_INVALID, and nothing is counted, when no callback of any wheel
- * runs on the calling thread (a drop function is not a callback).
+ * runs on the calling thread (a drop function is not a callback, even one that runs
+ * inside a callback, from its tw_delete).
  */
 enum tw_status tw_record_callback_failure(void);
+
+/**
+ * Copies into `*out` the counters of the last `window_ms` milliseconds (1000 to 60000),
+ * as tw_get_stats does those since creation (same size rules): the events counted
+ * (added, fired, fired_one_shot, cancelled, discarded, workers_spawned, workers_retired,
+ * callback_panics, slow_callbacks) and the lateness (late_p50_us, late_p99_us,
+ * late_max_us) of the callbacks started since the newest earlier call of this function
+ * on the wheel at least `window_ms` ago, give or take half a second (since creation when
+ * the wheel is younger); `span_ms` says how long that is. pending, workers, workers_peak
+ * and queue_depth are as now. The view is kept by these calls alone (two readings a
+ * second at most, nothing on the timers' path): called every second, a window of 1000
+ * spans a second and one of 60000 a minute.
+ *
+ * Returns TW_OK, or TW_ERR_INVALID (and `*out` is left untouched) when `w` or `out` is
+ * NULL, `window_ms` is out of its range, or `out->size` is from 1 to sizeof(size_t) - 1.
+ * Works during shutdown too.
+ *
+ * # Safety
+ * As for tw_get_stats.
+ */
+enum tw_status tw_get_stats_recent(const struct tw_wheel *w, uint64_t window_ms, struct tw_stats *out);
+
+/**
+ * Writes the wheel's metrics in Prometheus's text format (content type
+ * `text/plain; version=0.0.4; charset=utf-8`), NUL-terminated, into `buf`, and stores in
+ * `*needed` (when not NULL) how many bytes that takes with the NUL. The metrics are
+ * named `timerwheel_*`: counters end in `_total`, times are in seconds, and the lateness
+ * is the histogram `timerwheel_lateness_seconds` with cumulative buckets from 50 us to
+ * 10 s (docs/metrics.md lists them all).
+ *
+ * The text changes as the wheel runs: ask for the size with `len` 0 (`buf` may then be
+ * NULL), give a buffer with room to spare, and call again on TW_ERR_TOO_SMALL.
+ *
+ * Returns TW_OK, or (and `buf` holds an empty string when `len` > 0):
+ * - TW_ERR_TOO_SMALL: the text and its NUL need more than `len` bytes (`*needed`).
+ * - TW_ERR_INVALID: `w` NULL, or `buf` NULL with `len` > 0.
+ *
+ * Works during shutdown too.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; `buf` is NULL or valid for writing `len` bytes; `needed` is
+ * NULL or valid for writing a `size_t`.
+ */
+enum tw_status tw_metrics_text(const struct tw_wheel *w, char *buf, size_t len, size_t *needed);
 
 /**
  * A static, human-readable description of a status; never NULL. A value that is not a
