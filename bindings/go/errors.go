@@ -37,6 +37,10 @@ func statusError(status C.tw_status) error {
 	return errors.New("timerwheel: " + cStatusText(status))
 }
 
+// errTooSmall is the status of a buffer too small for what the library writes into it;
+// MetricsText grows its buffer on it, so no caller of the package sees it.
+var errTooSmall = statusError(C.TW_ERR_TOO_SMALL)
+
 // errNilFunc is returned for a nil callback.
 var errNilFunc = fmt.Errorf("nil func: %w", ErrInvalid)
 
@@ -53,6 +57,7 @@ var statusErrors = [...]error{
 	C.TW_ERR_BUSY:         ErrBusy,
 	C.TW_ERR_INTERNAL:     ErrInternal,
 	C.TW_ERR_FORKED:       ErrForked,
+	C.TW_ERR_TOO_SMALL:    errTooSmall,
 	C.TW_ERR_GROUP_CLOSED: ErrGroupClosed,
 }
 

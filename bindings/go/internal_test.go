@@ -24,7 +24,7 @@ func TestMillisRoundsUp(t *testing.T) {
 
 func TestEveryStatusHasItsError(t *testing.T) {
 	want := []error{nil, ErrInvalid, ErrNotFound, ErrFull, ErrClosed, ErrBusy, ErrInternal, ErrForked,
-		ErrGroupClosed}
+		errTooSmall, ErrGroupClosed}
 	for code, err := range want {
 		if got := errFromCode(code); got != err {
 			t.Errorf("errFromCode(%d) = %v, want %v", code, got, err)

@@ -27,3 +27,5 @@ class Stats(TypedDict):
     late_p99_us: int
     late_max_us: int
     callback_panics: int
+    slow_callbacks: int
+    span_ms: int
