@@ -54,7 +54,7 @@ const MAX_RUNS_PER_CALL: usize = 2_000;
 /// Most operations of one scenario.
 const MAX_OPS: usize = 64;
 /// 2^64 ns in ms: the delays near it cross the end of the clock's range.
-const CLOCK_END_MS: u64 = (u64::MAX / 1_000_000) as u64;
+const CLOCK_END_MS: u64 = u64::MAX / 1_000_000;
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
 enum Tick {
@@ -201,27 +201,35 @@ impl Model {
     }
 }
 
+/// What the callbacks see: the runs (timer index, tw_now_ms there), the drops per index,
+/// and the wheel.
+struct Seen {
+    runs: Vec<(usize, i64)>,
+    drops: Vec<u32>,
+    wheel: *mut tw_wheel,
+}
+
 thread_local! {
-    /// Runs seen by the callbacks: (timer index, tw_now_ms there); drops per index.
-    static SEEN: RefCell<(Vec<(usize, i64)>, Vec<u32>, *mut tw_wheel)> =
-        const { RefCell::new((Vec::new(), Vec::new(), ptr::null_mut())) };
+    static SEEN: RefCell<Seen> = const {
+        RefCell::new(Seen { runs: Vec::new(), drops: Vec::new(), wheel: ptr::null_mut() })
+    };
 }
 
 unsafe extern "C" fn on_fire(_id: tw_timer_id, user_data: *mut c_void) {
     SEEN.with(|s| {
         let mut s = s.borrow_mut();
         // SAFETY: the wheel is live while its callback runs.
-        let now = unsafe { tw_now_ms(s.2) };
-        s.0.push((user_data as usize - 1, now));
+        let now = unsafe { tw_now_ms(s.wheel) };
+        s.runs.push((user_data as usize - 1, now));
     });
 }
 
 unsafe extern "C" fn on_drop(user_data: *mut c_void) {
-    SEEN.with(|s| s.borrow_mut().1[user_data as usize - 1] += 1);
+    SEEN.with(|s| s.borrow_mut().drops[user_data as usize - 1] += 1);
 }
 
 fn take_runs() -> Vec<(usize, i64)> {
-    SEEN.with(|s| std::mem::take(&mut s.borrow_mut().0))
+    SEEN.with(|s| std::mem::take(&mut s.borrow_mut().runs))
 }
 
 /// The scenario's world: the wheel under test next to its model.
@@ -254,7 +262,13 @@ impl World {
             cfg.virtual_start_unix_ms = start_ms;
             assert_eq!(tw_create(&cfg, &mut wheel), tw_status::TW_OK);
         }
-        SEEN.with(|s| *s.borrow_mut() = (Vec::new(), Vec::new(), wheel));
+        SEEN.with(|s| {
+            *s.borrow_mut() = Seen {
+                runs: Vec::new(),
+                drops: Vec::new(),
+                wheel,
+            }
+        });
         World {
             wheel,
             model: Model {
@@ -269,7 +283,7 @@ impl World {
     /// Records an add's outcome; its user data is its index plus one.
     fn accepted(&mut self, status: tw_status, id: tw_timer_id, timer: Timer) {
         assert_eq!(status, tw_status::TW_OK, "add refused: {timer:?}");
-        SEEN.with(|s| s.borrow_mut().1.push(0));
+        SEEN.with(|s| s.borrow_mut().drops.push(0));
         self.model.timers.push(Timer { id, ..timer });
     }
 
@@ -488,7 +502,7 @@ impl World {
     fn finish(self) {
         // SAFETY: the wheel is live and no call on it is under way.
         assert_eq!(unsafe { tw_destroy(self.wheel) }, tw_status::TW_OK);
-        let drops = SEEN.with(|s| std::mem::take(&mut s.borrow_mut().1));
+        let drops = SEEN.with(|s| std::mem::take(&mut s.borrow_mut().drops));
         for (index, count) in drops.iter().enumerate() {
             assert_eq!(*count, 1, "timer {index} dropped {count} times");
         }
