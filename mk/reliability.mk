@@ -24,16 +24,28 @@ test-loom:
 TEST_TARGETS += test-loom
 
 # Fuzzing (cargo-fuzz, nightly): each target for FUZZ_SECONDS from its committed seeds
-# (fuzz/seeds/<target>); the growing corpus stays in fuzz/corpus (not committed). A crash
-# lands in fuzz/artifacts/<target>/: copy it to fuzz/regressions/<target>/, where the
-# stable replay test runs it from then on. wheel_ops is safe Rust: no sanitizer, for speed;
-# c_abi crosses the C boundary: AddressSanitizer.
+# (fuzz/seeds/<target>); the growing corpus stays in fuzz/corpus (not committed). A crash, or
+# an input running longer than FUZZ_TIMEOUT seconds (a hang), lands in
+# fuzz/artifacts/<target>/: copy it to fuzz/regressions/<target>/, where the stable replay
+# test runs it from then on. wheel_ops is safe Rust: no sanitizer, for speed; the targets
+# that cross the C boundary: AddressSanitizer. fuzz/Cargo.lock is committed: a run must
+# leave the working tree clean.
 FUZZ_SECONDS ?= 300
+FUZZ_TIMEOUT ?= 5
 FUZZ_TOOLCHAIN ?= nightly
-FUZZ_TARGETS := wheel_ops c_abi
+FUZZ_TARGETS := wheel_ops c_abi virtual_clock
 FUZZ_SANITIZER_wheel_ops := none
 FUZZ_MAX_LEN := 512
-.PHONY: fuzz fuzz-tools test-fuzz $(addprefix fuzz-,$(FUZZ_TARGETS))
+# make fuzz-long: each target to FUZZ_LONG_RUNS inputs or FUZZ_LONG_SECONDS, whichever first.
+FUZZ_LONG_SECONDS ?= 3600
+FUZZ_LONG_RUNS ?= 10000000
+# make test: about two minutes of fuzzing in all. virtual_clock joins FUZZ_CI_TARGETS once
+# fuzz/regressions/KNOWN is empty (it finds those bugs in seconds); until then CI replays
+# its seeds and regressions on stable.
+FUZZ_CI_SECONDS ?= 60
+FUZZ_CI_TARGETS := wheel_ops c_abi
+.PHONY: fuzz fuzz-long fuzz-tools test-fuzz $(addprefix fuzz-,$(FUZZ_TARGETS)) \
+	$(addprefix fuzz-long-,$(FUZZ_TARGETS))
 
 fuzz-tools:
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
@@ -44,18 +56,27 @@ $(addprefix fuzz-,$(FUZZ_TARGETS)): fuzz-%: fuzz-tools
 	@mkdir -p fuzz/corpus/$*
 	@echo "fuzz: $* for $(FUZZ_SECONDS) s"
 	$(CARGO) +$(FUZZ_TOOLCHAIN) fuzz run -s $(or $(FUZZ_SANITIZER_$*),address) $* fuzz/corpus/$* fuzz/seeds/$* -- \
-		-max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN) -print_final_stats=1
+		-max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN) -timeout=$(FUZZ_TIMEOUT) -print_final_stats=1
 
-# CI: a minute per target on nightly; without nightly, the same decode-and-check functions
-# run on stable over the seeds, the regressions and a few thousand pseudo-random inputs.
+# Each target in turn to FUZZ_LONG_RUNS inputs or FUZZ_LONG_SECONDS, its corpus minimized,
+# a line per target with the inputs run, inputs a second and coverage.
+fuzz-long: $(addprefix fuzz-long-,$(FUZZ_TARGETS))
+
+$(addprefix fuzz-long-,$(FUZZ_TARGETS)): fuzz-long-%: fuzz-tools
+	fuzz/long.sh $(FUZZ_TOOLCHAIN) $* $(or $(FUZZ_SANITIZER_$*),address) $(FUZZ_LONG_SECONDS) \
+		$(FUZZ_LONG_RUNS) $(FUZZ_MAX_LEN) $(FUZZ_TIMEOUT)
+
+# CI: FUZZ_CI_SECONDS per target of FUZZ_CI_TARGETS on nightly, then the stable replay of the seeds and the
+# regressions (but those fuzz/regressions/KNOWN lists); without nightly, only the replay.
 test-fuzz:
 	@if $(CARGO) +$(FUZZ_TOOLCHAIN) --version >/dev/null 2>&1; then \
-		$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=60; \
+		$(MAKE) --no-print-directory $(addprefix fuzz-,$(FUZZ_CI_TARGETS)) FUZZ_SECONDS=$(FUZZ_CI_SECONDS); \
 	else \
 		echo "test-fuzz: skipped: no nightly toolchain; replaying seeds and regressions on stable"; \
-		$(CARGO) test --release -p timerwheel-core --test wheel_ops_replay; \
-		$(CARGO) test --release -p timerwheel-ffi --test c_abi_replay; \
 	fi
+	$(CARGO) test --release -p timerwheel-core --test wheel_ops_replay
+	$(CARGO) test --release -p timerwheel-ffi --test c_abi_replay --test virtual_clock_replay
+	@git diff --quiet -- fuzz/Cargo.lock || { echo "test-fuzz: fuzz/Cargo.lock changed: commit the lock the build wrote"; exit 1; }
 
 TEST_TARGETS += test-fuzz
 

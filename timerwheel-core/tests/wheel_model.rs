@@ -5,7 +5,7 @@
 mod wheel_harness;
 
 use proptest::prelude::*;
-use wheel_harness::{Harness, Op, When};
+use wheel_harness::{Checks, Harness, Op, When};
 
 /// Shifts of the level granularities (powers of 64), the overflow range and beyond.
 fn boundary_shift() -> impl Strategy<Value = u32> {
@@ -74,7 +74,7 @@ proptest! {
         ops in prop::collection::vec(op(), 1..300),
         follow_next_expiry in any::<bool>(),
     ) {
-        let mut h = Harness::new(limit, start);
+        let mut h = Harness::new(limit, start, Checks::EveryOp);
         for op in &ops {
             h.run(op);
         }
@@ -90,7 +90,7 @@ proptest! {
         start in start(),
         deadlines in prop::collection::vec(deadline(), 1..200),
     ) {
-        let mut h = Harness::new(None, start);
+        let mut h = Harness::new(None, start, Checks::EveryOp);
         for when in deadlines {
             h.insert(when.resolve(start));
             h.check();

@@ -16,5 +16,11 @@ fn seeds_and_regressions_pass() {
 
 #[test]
 fn pseudo_random_inputs_pass() {
-    replay::replay_random(0x2545_F491_4F6C_DD1D, 2_000, 128, wheel_bytes::run);
+    replay::replay_random(
+        "wheel_ops",
+        0x2545_F491_4F6C_DD1D,
+        2_000,
+        128,
+        wheel_bytes::run,
+    );
 }

@@ -14,5 +14,5 @@ fn seeds_and_regressions_pass() {
 
 #[test]
 fn pseudo_random_inputs_pass() {
-    replay::replay_random(0x9E37_79B9_7F4A_7C15, 2_000, 192, c_abi_ops::run);
+    replay::replay_random("c_abi", 0x9E37_79B9_7F4A_7C15, 2_000, 192, c_abi_ops::run);
 }

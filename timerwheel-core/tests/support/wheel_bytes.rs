@@ -1,11 +1,15 @@
 //! An arbitrary byte stream as a wheel scenario: a limit, a start tick and a sequence of
 //! [`Op`]s, run against the model of `wheel_harness.rs`. Every stream decodes (missing
 //! bytes read as zero), so the fuzz target `wheel_ops` and its stable replay share [`run`].
+//! The cheap invariants are checked after every operation, every entry at the end.
 
-use super::wheel_harness::{Harness, Op, When};
+use super::wheel_harness::{Checks, Harness, Op, When};
 
 /// Most operations taken from one input.
 const MAX_OPS: usize = 1_000;
+/// Most entries one input inserts: enough for an upper slot to be moved down in several
+/// chunks of `DRAIN_CHUNK` (256), few enough for the fuzzer to run thousands a second.
+const MAX_INSERTS: u64 = 512;
 /// Shifts of the level granularities (powers of 64), the overflow range and beyond.
 const SHIFTS: [u32; 10] = [6, 12, 18, 24, 30, 36, 37, 42, 48, 63];
 /// How far a bulk insert spreads its deadlines.
@@ -117,12 +121,22 @@ pub fn run(data: &[u8]) {
     let limit = bytes.limit();
     let start = bytes.start();
     let follow_next_expiry = bytes.byte() % 2 == 0;
-    let mut harness = Harness::new(limit, start);
+    let mut harness = Harness::new(limit, start, Checks::AtEnd);
+    let mut inserts_left = MAX_INSERTS;
     for _ in 0..MAX_OPS {
         if bytes.is_empty() {
             break;
         }
-        harness.run(&bytes.op());
+        let mut op = bytes.op();
+        match &mut op {
+            Op::Insert(_) => inserts_left = inserts_left.saturating_sub(1),
+            Op::Bulk { count, .. } => {
+                *count = (*count).min(inserts_left);
+                inserts_left -= *count;
+            }
+            _ => {}
+        }
+        harness.run(&op);
     }
     if follow_next_expiry {
         harness.finish();

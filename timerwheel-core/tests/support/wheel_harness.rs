@@ -6,13 +6,30 @@
 //! After each `advance`/`expire` the wheel must hand out exactly the entries the model says
 //! are due, each once, in nondecreasing firing order; `next_expiry` must never point past the
 //! earliest pending entry and must always make progress. A disagreement panics.
+//!
+//! How much is compared after each operation is the caller's choice ([`Checks`]): the
+//! property tests compare a sample of every entry after each one; the fuzz target, which
+//! runs tens of thousands of inputs a second, checks the cheap invariants after each one
+//! and every entry at the end. Either way every entry handed out is checked as it comes.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use timerwheel_core::wheel::{Full, Key, Wheel};
 
 /// Upper bound on `advance(next_expiry())` steps per distinct pending deadline when draining.
 const STEPS_PER_DEADLINE: usize = 64;
+/// Entries compared after each operation under [`Checks::EveryOp`].
+const SAMPLE_PER_OP: usize = 256;
+
+/// What is compared with the model after each operation.
+#[allow(dead_code)] // each test binary that includes this file uses one of them
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checks {
+    /// A sample of the entries (get, deadline, is_pending) and every invariant.
+    EveryOp,
+    /// `now`, `len` and `next_expiry` after each; every entry when the scenario ends.
+    AtEnd,
+}
 
 /// A point in time, resolved against the wheel's `now()` when the operation runs.
 #[derive(Clone, Copy, Debug)]
@@ -76,7 +93,9 @@ struct Entry {
 #[derive(Default)]
 struct Model {
     now: u64,
-    entries: BTreeMap<u64, Entry>,
+    /// Entries by their key's node index (the wheel's indices are dense): O(1) lookups.
+    entries: Vec<Option<Entry>>,
+    len: usize,
     /// `(order, key)` of every pending entry.
     queue: BTreeSet<(u64, u64)>,
     /// Every live key, for picking one at random in O(1).
@@ -85,11 +104,23 @@ struct Model {
 
 impl Model {
     fn len(&self) -> usize {
-        self.entries.len()
+        self.len
+    }
+
+    /// The live entry of the key `raw`, if any.
+    fn find(&self, raw: u64) -> Option<&Entry> {
+        let slot = self.entries.get(raw as u32 as usize)?.as_ref();
+        slot.filter(|e| e.key.to_u64() == raw)
     }
 
     fn get(&self, raw: u64) -> &Entry {
-        &self.entries[&raw]
+        self.find(raw).expect("a live entry of the model")
+    }
+
+    fn get_mut(&mut self, raw: u64) -> &mut Entry {
+        let slot = self.entries[raw as u32 as usize].as_mut();
+        slot.filter(|e| e.key.to_u64() == raw)
+            .expect("a live entry of the model")
     }
 
     fn pick(&self, pick: usize) -> Option<Key> {
@@ -111,46 +142,47 @@ impl Model {
         };
         self.live.push(raw);
         self.queue.insert((order, raw));
+        let index = key.index() as usize;
+        if self.entries.len() <= index {
+            self.entries.resize_with(index + 1, || None);
+        }
+        let before = self.entries[index].replace(entry);
         assert!(
-            self.entries.insert(raw, entry).is_none(),
-            "key {key:?} issued twice"
+            before.is_none(),
+            "key {key:?} issued while its node is live"
         );
+        self.len += 1;
     }
 
     fn set_deadline(&mut self, raw: u64, deadline: u64) {
         self.detach(raw);
-        let entry = self.entries.get_mut(&raw).unwrap();
+        let now = self.now;
+        let order = deadline.max(now);
+        let entry = self.get_mut(raw);
         entry.deadline = deadline;
-        entry.order = deadline.max(self.now);
+        entry.order = order;
         entry.pending = true;
-        self.queue.insert((entry.order, raw));
+        self.queue.insert((order, raw));
     }
 
     fn detach(&mut self, raw: u64) {
-        let entry = self.entries.get_mut(&raw).unwrap();
+        let entry = self.get_mut(raw);
         if entry.pending {
             entry.pending = false;
-            self.queue.remove(&(entry.order, raw));
+            let order = entry.order;
+            self.queue.remove(&(order, raw));
         }
     }
 
     fn remove(&mut self, raw: u64) -> Entry {
         self.detach(raw);
-        let entry = self.entries.remove(&raw).unwrap();
+        let entry = self.entries[raw as u32 as usize].take().unwrap();
+        self.len -= 1;
         self.live.swap_remove(entry.slot);
         if let Some(&moved) = self.live.get(entry.slot) {
-            self.entries.get_mut(&moved).unwrap().slot = entry.slot;
+            self.get_mut(moved).slot = entry.slot;
         }
         entry
-    }
-
-    /// Keys of the pending entries an advance to `target` must hand out.
-    fn due(&self, target: u64) -> HashSet<u64> {
-        if target < self.now {
-            return HashSet::new();
-        }
-        let due = self.queue.range(..=(target, u64::MAX));
-        due.map(|&(_, raw)| raw).collect()
     }
 
     /// The earliest firing order of a pending entry.
@@ -165,7 +197,7 @@ impl Model {
     }
 
     fn describe(&self, raw: u64) -> String {
-        match self.entries.get(&raw) {
+        match self.find(raw) {
             Some(e) => format!("{:?} deadline {} order {}", e.key, e.deadline, e.order),
             None => format!("unknown key {raw:#x}"),
         }
@@ -176,13 +208,14 @@ impl Model {
 pub struct Harness {
     pub wheel: Wheel<u64>,
     limit: Option<usize>,
+    checks: Checks,
     model: Model,
     stale: Vec<Key>,
     next_value: u64,
 }
 
 impl Harness {
-    pub fn new(limit: Option<usize>, start: u64) -> Self {
+    pub fn new(limit: Option<usize>, start: u64, checks: Checks) -> Self {
         let mut wheel = limit.map_or_else(Wheel::new, Wheel::with_limit);
         assert_eq!(wheel.now(), 0);
         assert_eq!(wheel.advance(start, |_, _| panic!("empty wheel fired")), 0);
@@ -193,6 +226,7 @@ impl Harness {
         let h = Harness {
             wheel,
             limit,
+            checks,
             model,
             stale: Vec::new(),
             next_value: 0,
@@ -227,7 +261,14 @@ impl Harness {
             }
             Op::Stale(pick) => self.poke_stale(pick),
         }
-        self.check();
+        self.check_after_op();
+    }
+
+    fn check_after_op(&self) {
+        match self.checks {
+            Checks::EveryOp => self.check(),
+            Checks::AtEnd => self.check_counts(),
+        }
     }
 
     pub fn insert(&mut self, deadline: u64) {
@@ -274,7 +315,7 @@ impl Harness {
         };
         self.next_value += 1;
         *self.wheel.get_mut(key).expect("get_mut of a live key") = self.next_value;
-        self.model.entries.get_mut(&key.to_u64()).unwrap().value = self.next_value;
+        self.model.get_mut(key.to_u64()).value = self.next_value;
     }
 
     fn advance(&mut self, target: u64) {
@@ -313,37 +354,32 @@ impl Harness {
     }
 
     /// Checks that `fired` (in the order handed out) is exactly the due set of an advance to
-    /// `target`, in firing order, and moves the model's clock. Returns `fired` again.
+    /// `target`, in firing order, and moves the model's clock; the fired entries are
+    /// detached in the model. Returns `fired` again.
     fn settle<I: IntoIterator<Item = Key>>(&mut self, target: u64, fired: I) -> Vec<Key> {
         let fired: Vec<Key> = fired.into_iter().collect();
-        let due = self.model.due(target);
-        let got: HashSet<u64> = fired.iter().map(|k| k.to_u64()).collect();
-        assert_eq!(got.len(), fired.len(), "an entry fired twice in one call");
         let now = self.model.now;
-        let early: Vec<_> = got
-            .difference(&due)
-            .map(|&raw| self.model.describe(raw))
-            .collect();
-        assert!(
-            early.is_empty(),
-            "advance to {target} (now {now}) fired {early:?}"
-        );
-        let missed: Vec<_> = due
-            .difference(&got)
-            .map(|&raw| self.model.describe(raw))
-            .collect();
-        assert!(
-            missed.is_empty(),
-            "advance to {target} (now {now}) missed {missed:?}"
-        );
-        let orders: Vec<u64> = fired
-            .iter()
-            .map(|k| self.model.get(k.to_u64()).order)
-            .collect();
-        assert!(
-            orders.windows(2).all(|w| w[0] <= w[1]),
-            "out of order: {orders:?}"
-        );
+        let mut last_order = 0;
+        for key in &fired {
+            let raw = key.to_u64();
+            let entry = self.model.find(raw);
+            if !entry.is_some_and(|e| e.pending && e.order <= target && target >= now) {
+                let what = self.model.describe(raw);
+                panic!("advance to {target} (now {now}) fired {what}, not due (or twice)");
+            }
+            let order = self.model.get(raw).order;
+            assert!(
+                order >= last_order,
+                "out of order: {order} after {last_order}"
+            );
+            last_order = order;
+            self.model.detach(raw);
+        }
+        let first_due = self.model.queue.first().filter(|&&(o, _)| o <= target);
+        if let Some(&(order, raw)) = first_due.filter(|_| target >= now) {
+            let what = self.model.describe(raw);
+            panic!("advance to {target} (now {now}) missed {what} (order {order})");
+        }
         self.model.now = now.max(target);
         fired
     }
@@ -366,12 +402,14 @@ impl Harness {
     }
 
     /// Everything observable agrees with the model (for a sample of the entries when
-    /// there are many).
+    /// there are many and the checks run after every operation).
     pub fn check(&self) {
-        assert_eq!(self.wheel.now(), self.model.now, "now()");
-        assert_eq!(self.wheel.len(), self.model.len(), "len()");
-        assert_eq!(self.wheel.is_empty(), self.model.len() == 0, "is_empty()");
-        for e in self.model.sample(256) {
+        let sample = match self.checks {
+            Checks::EveryOp => SAMPLE_PER_OP,
+            Checks::AtEnd => usize::MAX,
+        };
+        self.check_counts();
+        for e in self.model.sample(sample) {
             assert_eq!(self.wheel.get(e.key), Some(&e.value), "get({:?})", e.key);
             assert_eq!(
                 self.wheel.is_pending(e.key),
@@ -391,6 +429,13 @@ impl Harness {
             assert_eq!(self.wheel.deadline(key), None, "deadline of stale {key:?}");
             assert!(!self.wheel.is_pending(key), "is_pending of stale {key:?}");
         }
+    }
+
+    /// The cheap invariants: the clock, the count, and `next_expiry`.
+    fn check_counts(&self) {
+        assert_eq!(self.wheel.now(), self.model.now, "now()");
+        assert_eq!(self.wheel.len(), self.model.len(), "len()");
+        assert_eq!(self.wheel.is_empty(), self.model.len() == 0, "is_empty()");
         self.check_next_expiry();
     }
 
@@ -413,24 +458,27 @@ impl Harness {
 
     /// Follows `next_expiry()` until nothing is pending, then drains the detached rest.
     pub fn finish(&mut self) {
-        let deadlines: HashSet<u64> = self.model.queue.iter().map(|&(order, _)| order).collect();
-        let bound = STEPS_PER_DEADLINE * (deadlines.len() + 1);
+        self.check();
+        let mut orders: Vec<u64> = self.model.queue.iter().map(|&(order, _)| order).collect();
+        orders.dedup();
+        let bound = STEPS_PER_DEADLINE * (orders.len() + 1);
         let mut steps = 0;
         while let Some(t) = self.wheel.next_expiry() {
             steps += 1;
             assert!(
                 steps <= bound,
                 "{steps} steps to reach {} deadlines",
-                deadlines.len()
+                orders.len()
             );
             self.advance(t);
-            self.check();
+            self.check_after_op();
         }
         self.drain();
     }
 
     /// `drain` hands out every entry, pending or detached, once.
     pub fn drain(&mut self) {
+        self.check();
         let mut got = Vec::new();
         let n = self.wheel.drain(|key, value| got.push((key, value)));
         assert_eq!(n, got.len(), "drain's count");
@@ -442,7 +490,7 @@ impl Harness {
         );
         for (key, value) in got {
             assert!(
-                self.model.entries.contains_key(&key.to_u64()),
+                self.model.find(key.to_u64()).is_some(),
                 "drain: unknown {key:?}"
             );
             let entry = self.model.remove(key.to_u64());

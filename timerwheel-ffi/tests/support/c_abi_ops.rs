@@ -1,6 +1,9 @@
 //! An arbitrary byte stream as a sequence of C ABI calls on a manual-mode wheel: adds of
 //! every kind, resets, deletes, polls, stats, with bad ids, NULL pointers, huge delays and
-//! period 0, and callbacks that delete, reset or add from inside. Every status must be a
+//! period 0, and callbacks that delete, reset or add from inside. Most inputs run on a
+//! virtual clock, where letting time pass is a `tw_advance` (no sleeping: the fuzzer runs
+//! thousands of inputs a second); the others on the real clock, which sleeps a tick at most
+//! once per input. Every status must be a
 //! valid `tw_status` (never TW_ERR_INTERNAL), the statuses the contract fixes must come
 //! back, and after `tw_destroy` every accepted timer's drop has run exactly once and no
 //! one-shot ran twice. Shared by the fuzz target `c_abi` and its stable replay.
@@ -59,6 +62,7 @@ extern "C" {
     fn tw_get_stats(w: *const tw_wheel, out: *mut tw_stats) -> u32;
     fn tw_next_timeout_ms(w: *mut tw_wheel) -> i64;
     fn tw_poll(w: *mut tw_wheel, ran: *mut usize) -> u32;
+    fn tw_advance(w: *mut tw_wheel, ms: u64, ran: *mut usize) -> u32;
     fn tw_destroy(w: *mut tw_wheel) -> u32;
     fn tw_status_str(s: u32) -> *const std::ffi::c_char;
 }
@@ -100,6 +104,10 @@ struct Timer {
 #[derive(Default)]
 struct World {
     wheel: *mut tw_wheel,
+    /// The wheel runs on the real clock (else a virtual one).
+    real_clock: bool,
+    /// A tick was slept already (on the real clock, once per input at most).
+    slept: bool,
     timers: Vec<Timer>,
     /// Ids ever seen, ended ones included, for deletes and resets of stale ids.
     ids: Vec<tw_timer_id>,
@@ -166,7 +174,10 @@ unsafe fn act(action: Action, wheel: *mut tw_wheel, id: tw_timer_id, index: usiz
             }
         }
         Action::ResetSelf => {
-            let status = unsafe { tw_reset(wheel, id, 0) };
+            // On a virtual clock a reset to 0 from the callback would run again in the same
+            // advance, for ever: it moves on by a millisecond there.
+            let delay = u64::from(!with_world(|w| w.real_clock));
+            let status = unsafe { tw_reset(wheel, id, delay) };
             let want = if periodic { OK } else { NOT_FOUND };
             expect("tw_reset from its own callback", status, want);
         }
@@ -362,10 +373,26 @@ unsafe fn call(wheel: *mut tw_wheel, bytes: &mut Bytes) {
             if ms < -1 {
                 fail(format!("tw_next_timeout_ms gave {ms}"));
             }
-            // Let a tick pass, so that timers come due for the next poll.
-            std::thread::sleep(std::time::Duration::from_micros(TICK_US + 50));
+            unsafe { let_time_pass(wheel, bytes.byte() % 3) };
         }
         _ => unsafe { check_stats(wheel) },
+    }
+}
+
+/// Lets time pass so that timers come due: `ms` on a virtual clock (running what falls
+/// due), a tick of real time once per input on the real clock.
+unsafe fn let_time_pass(wheel: *mut tw_wheel, ms: u8) {
+    let (real_clock, slept) = with_world(|w| (w.real_clock, std::mem::replace(&mut w.slept, true)));
+    if !real_clock {
+        let mut ran = 0;
+        // SAFETY: `wheel` is live; `ran` is a local.
+        expect(
+            "tw_advance",
+            unsafe { tw_advance(wheel, u64::from(ms), &mut ran) },
+            OK,
+        );
+    } else if !slept {
+        std::thread::sleep(std::time::Duration::from_micros(TICK_US + 50));
     }
 }
 
@@ -521,13 +548,14 @@ unsafe fn poke_null_wheel(bytes: &mut Bytes) {
     }
 }
 
-/// A manual wheel's config, maybe with a small capacity.
+/// A manual wheel's config: a virtual clock mostly, maybe a small capacity.
 fn config(bytes: &mut Bytes) -> tw_config {
     // SAFETY: tw_config is plain numbers; tw_config_init fills every field.
     let mut cfg: tw_config = unsafe { std::mem::zeroed() };
     // SAFETY: `cfg` is writable.
     unsafe { tw_config_init(&mut cfg) };
     cfg.manual = 1;
+    cfg.clock = u32::from(bytes.byte() % 4 != 0);
     cfg.tick_us = TICK_US;
     cfg.max_timers = match bytes.byte() % 4 {
         0 => u64::from(bytes.byte() % 16),
@@ -548,6 +576,7 @@ pub fn run(data: &[u8]) {
     with_world(|w| {
         *w = World {
             wheel,
+            real_clock: cfg.clock == 0,
             ..World::default()
         }
     });
