@@ -171,6 +171,19 @@ impl Model {
             .min_by_key(|&(_, at)| at)
     }
 
+    /// Whether the runs due by `target` are few enough for one call: a periodic timer runs
+    /// at every tick of its schedule (at least one a tick), however far the clock goes.
+    fn runs_bounded(&self, target: u128) -> bool {
+        let runs: u128 = (self.timers.iter())
+            .filter(|t| t.pending && self.fire(t.point) <= target)
+            .map(|t| match t.period {
+                None => 1,
+                Some((period, _)) => (target - t.point) / period.max(self.tick_ns) + 1,
+            })
+            .sum();
+        runs <= MAX_RUNS_PER_CALL as u128
+    }
+
     /// Runs everything due by `target` (≤ HORIZON); the runs as (timer, wall ms), or None
     /// when there would be too many.
     fn advance_to(&mut self, target: u128) -> Option<Vec<(usize, i64)>> {
@@ -447,6 +460,9 @@ impl World {
         call: impl FnOnce(*mut tw_wheel, *mut usize) -> tw_status,
     ) -> bool {
         let mut ran = usize::MAX;
+        if target > HORIZON && !self.model.runs_bounded(target) {
+            return true; // too many runs for one input
+        }
         if target > HORIZON {
             // Past the model's horizon: the call returns, runs nothing early, and an advance
             // past the clock's range (2^64 ns) is refused without running anything.
