@@ -285,6 +285,71 @@ static void destroy_with_open_groups_drops_them_after_their_timers(void) {
     CHECK(b.timer_drops == 0 && b.group_drops == 1);
 }
 
+
+/* A drop function that tries to destroy its wheel: every drop is "inside" the wheel, on
+ * whatever thread it runs, so tw_destroy must be TW_ERR_BUSY there and change nothing. */
+static tw_wheel *destroy_target;
+static long destroy_attempts, destroy_not_busy;
+
+static void drop_that_destroys(void *p) {
+    (void)p;
+    atomic_add(&destroy_attempts, 1);
+    if (tw_destroy(destroy_target) != TW_ERR_BUSY) atomic_add(&destroy_not_busy, 1);
+}
+
+static void exporter_creates_groups(void *ctx, const tw_timer_info *info) {
+    long *refused = ctx;
+    (void)info;
+    for (int i = 0; i < 100; i++) {
+        tw_group_id g = 0;
+        if (tw_group_create(destroy_target, NULL, drop_that_destroys, &g) == TW_ERR_BUSY && g == 0)
+            (*refused)++;
+    }
+}
+
+static void a_drop_run_on_the_callers_thread_cannot_destroy_the_wheel(void) {
+    tw_wheel *w = threaded_wheel();
+    destroy_target = w;
+    atomic_set(&destroy_attempts, 0);
+    atomic_set(&destroy_not_busy, 0);
+    tw_timer_id t = 0, t2 = 0;
+    tw_group_id g = 0;
+    /* tw_delete and tw_delete_sync run the drop on this thread, outside any callback */
+    CHECK_OK(tw_add(w, 100000, noop, NULL, drop_that_destroys, &t));
+    CHECK_OK(tw_delete(w, t));
+    CHECK_OK(tw_add(w, 100000, noop, NULL, drop_that_destroys, &t));
+    CHECK_OK(tw_delete_sync(w, t));
+    /* tw_group_delete runs the timers' and the group's drops here too */
+    CHECK_OK(tw_group_create(w, NULL, drop_that_destroys, &g));
+    CHECK_OK(tw_group_add(w, g, 100000, noop, NULL, drop_that_destroys, &t));
+    CHECK_OK(tw_group_delete(w, g));
+    /* closing an empty group drops it before it returns */
+    CHECK_OK(tw_group_create(w, NULL, drop_that_destroys, &g));
+    CHECK_OK(tw_group_close(w, g));
+    CHECK(atomic_get(&destroy_attempts) == 5);
+    CHECK(atomic_get(&destroy_not_busy) == 0);
+    /* the wheel is whole: it takes timers and runs them */
+    counts c = {0};
+    CHECK_OK(tw_add(w, 1, count_run, &c, NULL, &t2));
+    CHECK(wait_for(&c.runs, 1, 10000));
+    CHECK_OK(tw_destroy(w));
+}
+
+static void a_refused_group_create_keeps_nothing(void) {
+    tw_wheel *w = threaded_wheel();
+    destroy_target = w;
+    atomic_set(&destroy_attempts, 0);
+    tw_timer_id t = 0;
+    CHECK_OK(tw_add(w, 100000, noop, NULL, NULL, &t));
+    long refused = 0;
+    CHECK_OK(tw_export(w, exporter_creates_groups, &refused, NULL));
+    /* refused from the export's function: BUSY, the drop never called, and (under ASan's
+     * leak check) nothing of the refused data kept */
+    CHECK(refused == 100);
+    CHECK(atomic_get(&destroy_attempts) == 0);
+    CHECK_OK(tw_destroy(w));
+}
+
 int main(void) {
     RUN(every_drop_once_and_the_group_after_them);
     RUN(a_group_drop_calls_back_into_the_library);
@@ -293,5 +358,7 @@ int main(void) {
     RUN(timers_added_while_another_thread_deletes_the_group);
     RUN(stale_and_foreign_group_ids);
     RUN(destroy_with_open_groups_drops_them_after_their_timers);
+    RUN(a_drop_run_on_the_callers_thread_cannot_destroy_the_wheel);
+    RUN(a_refused_group_create_keeps_nothing);
     return check_summary("test_groups");
 }

@@ -2,7 +2,6 @@
 //! with one user data freed once after the last of them (docs/contract.md, "Timer groups").
 
 use std::ffi::c_void;
-use std::mem;
 use std::time::Duration;
 
 use timerwheel_core::{Missed, PeriodMode, Runtime};
@@ -30,8 +29,8 @@ unsafe impl Send for GroupData {}
 impl Drop for GroupData {
     fn drop(&mut self) {
         if let Some(drop) = self.drop {
-            // SAFETY: the runtime drops a group's data exactly once, and a refused one is
-            // forgotten instead, so `drop` runs once per created group, as promised.
+            // SAFETY: the runtime drops a group's data exactly once, and a refused one has
+            // its `drop` taken away first, so `drop` runs once per created group.
             unsafe { drop(self.user_data) }
         }
     }
@@ -70,7 +69,10 @@ pub unsafe extern "C" fn tw_group_create(
         match runtime.group_create(data) {
             Ok(id) => out.put(id.as_u64()),
             Err(rejected) => {
-                mem::forget(rejected.task); // the caller still owns user_data
+                // The caller still owns user_data: the data goes without calling `drop`.
+                if let Ok(mut data) = rejected.task.downcast::<GroupData>() {
+                    data.drop = None;
+                }
                 return Err(rejected.error.into());
             }
         }

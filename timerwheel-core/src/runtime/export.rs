@@ -80,7 +80,7 @@ impl<T> Exports<T> {
     }
 
     /// Drops `task` now, or, while an export is under way, when the last one ends.
-    pub(crate) fn drop_or_defer(&self, task: T, panics: &AtomicU64) {
+    pub(crate) fn drop_or_defer(&self, task: T, runtime: usize, panics: &AtomicU64) {
         if self.active.load(Relaxed) != 0 {
             let mut deferred = self.lock();
             if self.active.load(Relaxed) != 0 {
@@ -88,7 +88,7 @@ impl<T> Exports<T> {
                 return;
             }
         }
-        drop_task(task, panics);
+        drop_task(task, runtime, panics);
     }
 
     /// Waits until no export is under way and the drops they deferred have run: for a call
@@ -116,7 +116,9 @@ impl<T> Exports<T> {
             while !deferred.is_empty() {
                 let tasks = std::mem::take(&mut *deferred);
                 drop(deferred);
-                tasks.into_iter().for_each(|task| drop_task(task, panics));
+                tasks
+                    .into_iter()
+                    .for_each(|task| drop_task(task, runtime, panics));
                 deferred = self.lock();
             }
             DRAINING.with(|d| d.set(outer));

@@ -18,7 +18,7 @@ use super::Error;
 use crate::wheel::Key;
 
 /// The data a group carries; dropping it is the group's drop.
-pub type GroupData = Box<dyn Send>;
+pub type GroupData = Box<dyn std::any::Any + Send>;
 
 /// The id of a group in a [`Runtime`](crate::Runtime). Never zero. Generational like a
 /// [`TimerId`](crate::TimerId): the id of a group that ended, or of a group of another

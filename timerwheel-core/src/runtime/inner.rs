@@ -79,17 +79,23 @@ impl CallbackScope {
         })
     }
 
-    /// A drop function runs on this thread: inside a callback (or the run it ended), it
-    /// calls as that callback may, but it is not that callback. `None` outside callbacks,
-    /// where nothing is to be marked.
-    fn dropping() -> Option<Self> {
+    /// A drop function of the runtime `runtime` runs on this thread: it may call as a
+    /// callback of that runtime may (`tw_destroy` is `Busy` there, whatever thread it is),
+    /// but it is not a callback, and records nothing. Inside a callback of the same
+    /// runtime it stands for that callback's timer.
+    fn dropping(runtime: usize) -> Self {
         let current = CURRENT.with(Cell::get);
-        (current.runtime != 0).then(|| {
-            Self::replace(Current {
-                failed: false,
-                dropping: true,
-                ..current
-            })
+        let timer = if current.runtime == runtime {
+            current.timer
+        } else {
+            0
+        };
+        Self::replace(Current {
+            runtime,
+            timer,
+            failed: false,
+            panics: std::ptr::null(),
+            dropping: true,
         })
     }
 
@@ -210,9 +216,10 @@ pub(crate) struct Snapshot<'a, A, T, S> {
     pub(crate) exporting: ExportGuard<'a, Ending<T>>,
 }
 
-/// Drops a task outside every lock; a panicking drop is counted, not propagated.
-pub(crate) fn drop_task<T>(task: T, panics: &AtomicU64) {
-    let _dropping = CallbackScope::dropping();
+/// Drops a task of the runtime `runtime` outside every lock, in a drop function's scope; a
+/// panicking drop is counted, not propagated.
+pub(crate) fn drop_task<T>(task: T, runtime: usize, panics: &AtomicU64) {
+    let _dropping = CallbackScope::dropping(runtime);
     if catch_unwind(AssertUnwindSafe(move || drop(task))).is_err() {
         panics.fetch_add(1, Relaxed);
     }
@@ -302,8 +309,8 @@ impl<T: Task> Inner<T> {
     /// order things ended, so a group's data after its timers' tasks).
     fn end(&self, ended: Ending<T>) {
         match self.forked() {
-            true => drop_task(ended, &self.panics),
-            false => self.exports.drop_or_defer(ended, &self.panics),
+            true => drop_task(ended, self.id(), &self.panics),
+            false => self.exports.drop_or_defer(ended, self.id(), &self.panics),
         }
     }
 
@@ -431,7 +438,7 @@ impl<T: Task> Inner<T> {
         self.capacity.release(deleted.cancelled);
         let count = deleted.tasks.len();
         for task in deleted.tasks {
-            drop_task(task, &self.panics);
+            self.end_task(task);
         }
         self.drop_group(deleted.ended);
         if count > 0 {
