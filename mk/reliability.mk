@@ -33,7 +33,7 @@ TEST_TARGETS += test-loom
 FUZZ_SECONDS ?= 300
 FUZZ_TIMEOUT ?= 5
 FUZZ_TOOLCHAIN ?= nightly
-FUZZ_TARGETS := wheel_ops c_abi virtual_clock
+FUZZ_TARGETS := wheel_ops c_abi virtual_clock sized_structs
 FUZZ_SANITIZER_wheel_ops := none
 FUZZ_MAX_LEN := 512
 # make fuzz-long: each target to FUZZ_LONG_RUNS inputs or FUZZ_LONG_SECONDS, whichever first.
@@ -75,7 +75,8 @@ test-fuzz:
 		echo "test-fuzz: skipped: no nightly toolchain; replaying seeds and regressions on stable"; \
 	fi
 	$(CARGO) test --release -p timerwheel-core --test wheel_ops_replay
-	$(CARGO) test --release -p timerwheel-ffi --test c_abi_replay --test virtual_clock_replay
+	$(CARGO) test --release -p timerwheel-ffi --test c_abi_replay --test virtual_clock_replay \
+		--test sized_structs_replay
 	@git diff --quiet -- fuzz/Cargo.lock || { echo "test-fuzz: fuzz/Cargo.lock changed: commit the lock the build wrote"; exit 1; }
 
 TEST_TARGETS += test-fuzz
