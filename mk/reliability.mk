@@ -33,7 +33,7 @@ TEST_TARGETS += test-loom
 FUZZ_SECONDS ?= 300
 FUZZ_TIMEOUT ?= 5
 FUZZ_TOOLCHAIN ?= nightly
-FUZZ_TARGETS := wheel_ops c_abi virtual_clock sized_structs
+FUZZ_TARGETS := wheel_ops c_abi virtual_clock sized_structs export_recreate
 FUZZ_SANITIZER_wheel_ops := none
 FUZZ_MAX_LEN := 512
 # make fuzz-long: each target to FUZZ_LONG_RUNS inputs or FUZZ_LONG_SECONDS, whichever first.
@@ -76,7 +76,7 @@ test-fuzz:
 	fi
 	$(CARGO) test --release -p timerwheel-core --test wheel_ops_replay
 	$(CARGO) test --release -p timerwheel-ffi --test c_abi_replay --test virtual_clock_replay \
-		--test sized_structs_replay
+		--test sized_structs_replay --test export_recreate_replay
 	@git diff --quiet -- fuzz/Cargo.lock || { echo "test-fuzz: fuzz/Cargo.lock changed: commit the lock the build wrote"; exit 1; }
 
 TEST_TARGETS += test-fuzz
