@@ -14,35 +14,13 @@ use std::ptr;
 
 use arbitrary::{Arbitrary, Unstructured};
 use timerwheel::{
-    tw_add, tw_add_at, tw_advance, tw_callback, tw_clock, tw_config, tw_config_init, tw_create,
-    tw_delete, tw_destroy, tw_drop_fn, tw_export, tw_now_ms, tw_reset, tw_status, tw_timer_id,
-    tw_timer_info, tw_wheel,
+    tw_add, tw_add_at, tw_advance, tw_clock, tw_config, tw_config_init, tw_create, tw_delete,
+    tw_destroy, tw_export, tw_now_ms, tw_reset, tw_status, tw_timer_id, tw_timer_info, tw_wheel,
 };
 
-// The modes as the C header passes them: plain numbers (the wheel as an opaque pointer).
-extern "C" {
-    fn tw_add_periodic(
-        w: *mut c_void,
-        delay_ms: u64,
-        period_ms: u64,
-        mode: u32,
-        cb: tw_callback,
-        user_data: *mut c_void,
-        drop: tw_drop_fn,
-        out_id: *mut tw_timer_id,
-    ) -> tw_status;
-    fn tw_add_periodic_at(
-        w: *mut c_void,
-        first_unix_ms: i64,
-        period_ms: u64,
-        mode: u32,
-        missed: u32,
-        cb: tw_callback,
-        user_data: *mut c_void,
-        drop: tw_drop_fn,
-        out_id: *mut tw_timer_id,
-    ) -> tw_status;
-}
+#[path = "raw_periodic.rs"]
+mod raw_periodic;
+use raw_periodic::{tw_add_periodic, tw_add_periodic_at};
 
 /// Most timers and advances of one scenario.
 const MAX_OPS: usize = 48;
