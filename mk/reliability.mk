@@ -33,17 +33,20 @@ TEST_TARGETS += test-loom
 FUZZ_SECONDS ?= 300
 FUZZ_TIMEOUT ?= 5
 FUZZ_TOOLCHAIN ?= nightly
-FUZZ_TARGETS := wheel_ops c_abi virtual_clock
+FUZZ_TARGETS := wheel_ops c_abi virtual_clock sized_structs export_recreate
 FUZZ_SANITIZER_wheel_ops := none
 FUZZ_MAX_LEN := 512
 # make fuzz-long: each target to FUZZ_LONG_RUNS inputs or FUZZ_LONG_SECONDS, whichever first.
 FUZZ_LONG_SECONDS ?= 3600
 FUZZ_LONG_RUNS ?= 10000000
-# make test: about two minutes of fuzzing in all. virtual_clock joins FUZZ_CI_TARGETS once
+# make test: about three minutes of fuzzing in all. virtual_clock joins FUZZ_CI_TARGETS once
 # fuzz/regressions/KNOWN is empty (it finds those bugs in seconds); until then CI replays
 # its seeds and regressions on stable.
 FUZZ_CI_SECONDS ?= 60
 FUZZ_CI_TARGETS := wheel_ops c_abi
+# The narrower targets: FUZZ_CI_SHORT_SECONDS each (their seeds and regressions replay too).
+FUZZ_CI_SHORT_SECONDS ?= 30
+FUZZ_CI_SHORT_TARGETS := sized_structs export_recreate
 .PHONY: fuzz fuzz-long fuzz-tools test-fuzz $(addprefix fuzz-,$(FUZZ_TARGETS)) \
 	$(addprefix fuzz-long-,$(FUZZ_TARGETS))
 
@@ -66,16 +69,19 @@ $(addprefix fuzz-long-,$(FUZZ_TARGETS)): fuzz-long-%: fuzz-tools
 	fuzz/long.sh $(FUZZ_TOOLCHAIN) $* $(or $(FUZZ_SANITIZER_$*),address) $(FUZZ_LONG_SECONDS) \
 		$(FUZZ_LONG_RUNS) $(FUZZ_MAX_LEN) $(FUZZ_TIMEOUT)
 
-# CI: FUZZ_CI_SECONDS per target of FUZZ_CI_TARGETS on nightly, then the stable replay of the seeds and the
+# CI: FUZZ_CI_SECONDS per target of FUZZ_CI_TARGETS and FUZZ_CI_SHORT_SECONDS per target of
+# FUZZ_CI_SHORT_TARGETS on nightly, then the stable replay of the seeds and the
 # regressions (but those fuzz/regressions/KNOWN lists); without nightly, only the replay.
 test-fuzz:
 	@if $(CARGO) +$(FUZZ_TOOLCHAIN) --version >/dev/null 2>&1; then \
-		$(MAKE) --no-print-directory $(addprefix fuzz-,$(FUZZ_CI_TARGETS)) FUZZ_SECONDS=$(FUZZ_CI_SECONDS); \
+		$(MAKE) --no-print-directory $(addprefix fuzz-,$(FUZZ_CI_TARGETS)) FUZZ_SECONDS=$(FUZZ_CI_SECONDS) && \
+		$(MAKE) --no-print-directory $(addprefix fuzz-,$(FUZZ_CI_SHORT_TARGETS)) FUZZ_SECONDS=$(FUZZ_CI_SHORT_SECONDS) || exit 1; \
 	else \
 		echo "test-fuzz: skipped: no nightly toolchain; replaying seeds and regressions on stable"; \
 	fi
 	$(CARGO) test --release -p timerwheel-core --test wheel_ops_replay
-	$(CARGO) test --release -p timerwheel-ffi --test c_abi_replay --test virtual_clock_replay
+	$(CARGO) test --release -p timerwheel-ffi --test c_abi_replay --test virtual_clock_replay \
+		--test sized_structs_replay --test export_recreate_replay
 	@git diff --quiet -- fuzz/Cargo.lock || { echo "test-fuzz: fuzz/Cargo.lock changed: commit the lock the build wrote"; exit 1; }
 
 TEST_TARGETS += test-fuzz

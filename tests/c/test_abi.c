@@ -94,6 +94,23 @@ static void zeroed_config_is_read_whole(void) {
     CHECK_OK(tw_destroy(w));
 }
 
+/* The last field of the 0.2.0 layout is read too: a zeroed config's virtual clock starts
+ * where it says. */
+static void zeroed_config_keeps_its_virtual_start(void) {
+    tw_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.tick_us = 1000;
+    cfg.clock = TW_CLOCK_VIRTUAL;
+    cfg.virtual_start_unix_ms = 1764000000000;
+    tw_wheel *w = NULL;
+    CHECK_OK(tw_create(&cfg, &w));
+    if (w == NULL) {
+        return;
+    }
+    CHECK(tw_now_ms(w) == 1764000000000);
+    CHECK_OK(tw_destroy(w));
+}
+
 /* The library reads only the old struct: what follows it would make the config invalid
  * (an unknown clock) or manual, and the fields it lacks take their defaults. */
 static void older_config_is_read_up_to_its_size(void) {
@@ -258,6 +275,7 @@ int main(void) {
     RUN(newer_config_needs_zero_extra_fields);
     RUN(config_unknown_clock_and_bad_sizes_are_invalid);
     RUN(older_stats_are_written_up_to_their_size);
+    RUN(zeroed_config_keeps_its_virtual_start);
     RUN(zeroed_stats_get_the_layout_of_0_2_0);
     RUN(newer_stats_keep_their_extra_fields);
     RUN(stats_bad_sizes_are_invalid);

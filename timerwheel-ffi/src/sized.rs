@@ -39,6 +39,7 @@ unsafe impl SizedStruct for tw_config {
         offset_of!(tw_config, manual),
         offset_of!(tw_config, clock),
         offset_of!(tw_config, virtual_start_unix_ms),
+        offset_of!(tw_config, slow_callback_us),
         size_of::<tw_config>(),
     ];
 
@@ -173,6 +174,8 @@ mod tests {
         assert_eq!(whole_fields::<tw_config>(12), 8, "half of tick_us");
         assert_eq!(whole_fields::<tw_config>(20), 20);
         assert_eq!(whole_fields::<tw_config>(52), 48);
+        assert_eq!(whole_fields::<tw_config>(56), 56, "0.2.0's last field");
+        assert_eq!(whole_fields::<tw_config>(tw_config::FIRST_SIZE), 56);
         assert_eq!(whole_fields::<tw_config>(1000), size_of::<tw_config>());
         assert_eq!(whole_fields::<tw_stats>(20), 16);
         assert_eq!(whole_fields::<tw_stats>(1000), size_of::<tw_stats>());

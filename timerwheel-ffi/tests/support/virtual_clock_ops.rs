@@ -21,30 +21,9 @@ use timerwheel::{
     tw_wheel,
 };
 
-// The modes as the C header passes them: plain numbers (the wheel as an opaque pointer).
-extern "C" {
-    fn tw_add_periodic(
-        w: *mut c_void,
-        delay_ms: u64,
-        period_ms: u64,
-        mode: u32,
-        cb: tw_callback,
-        user_data: *mut c_void,
-        drop: tw_drop_fn,
-        out_id: *mut tw_timer_id,
-    ) -> tw_status;
-    fn tw_add_periodic_at(
-        w: *mut c_void,
-        first_unix_ms: i64,
-        period_ms: u64,
-        mode: u32,
-        missed: u32,
-        cb: tw_callback,
-        user_data: *mut c_void,
-        drop: tw_drop_fn,
-        out_id: *mut tw_timer_id,
-    ) -> tw_status;
-}
+#[path = "raw_periodic.rs"]
+mod raw_periodic;
+use raw_periodic::{tw_add_periodic, tw_add_periodic_at};
 
 const NS_PER_MS: u128 = 1_000_000;
 /// Beyond this many ns of virtual time the model stops predicting (see the module docs).
