@@ -180,11 +180,10 @@ impl Model {
                     timer.point = match timer.grid_next.take() {
                         Some(grid) => grid,
                         None if fixed_delay => at + period,
-                        None => {
-                            let passed = (at - timer.point.min(at)) / period;
-                            timer.point + passed.max(1) * period
-                        }
-                    }
+                        // A fixed-rate run coalesces the points up to the clock reading it
+                        // ran at: the next is the first after it (docs/contract.md).
+                        None => timer.point + ((at - timer.point.min(at)) / period + 1) * period,
+                    };
                 }
             }
         }
@@ -347,6 +346,8 @@ impl World {
                 if timer.pending {
                     assert_eq!(status, tw_status::TW_OK, "reset of pending {timer:?}");
                     timer.point = now + u128::from(delay.ms()) * NS_PER_MS;
+                    // The reset point replaces a catch-up's: the schedule goes on from it.
+                    timer.grid_next = None;
                 } else {
                     assert_eq!(status, tw_status::TW_ERR_NOT_FOUND, "reset of ended");
                 }
