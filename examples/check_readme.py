@@ -2,7 +2,8 @@
 """Fails when a code excerpt in README.md quotes a line its example file no longer has.
 
 Each fenced block in the language of an example (c, cpp, python, go) must consist of lines
-of that example (compared without indentation); `...` marks an omission.
+of that example, or of the file its fence names after the language (```c path), compared
+without indentation; `...` marks an omission.
 """
 import re
 import sys
@@ -16,11 +17,12 @@ EXAMPLES = {"c": "examples/c/hello.c", "cpp": "examples/cpp/hello.cpp",
 def main():
     readme = (ROOT / "README.md").read_text()
     stale = []
-    for lang, body in re.findall(r"```(\w+)\n(.*?)```", readme, re.S):
+    for lang, named, body in re.findall(r"```(\w+)[ \t]*([^\n]*)\n(.*?)```", readme, re.S):
         if lang not in EXAMPLES:
             continue
-        source = {line.strip() for line in (ROOT / EXAMPLES[lang]).read_text().splitlines()}
-        stale += [f"{EXAMPLES[lang]}: {line.strip()}" for line in body.splitlines()
+        example = named.strip() or EXAMPLES[lang]
+        source = {line.strip() for line in (ROOT / example).read_text().splitlines()}
+        stale += [f"{example}: {line.strip()}" for line in body.splitlines()
                   if line.strip() not in ("", "...") and line.strip() not in source]
     for line in stale:
         print(f"README quotes a line its example lacks: {line}", file=sys.stderr)
