@@ -8,6 +8,7 @@
 #include <memory>
 #include <thread>
 
+#include "support.hpp"
 #include "timerwheel.hpp"
 
 using namespace std::chrono_literals;
@@ -16,21 +17,8 @@ using timerwheel::Wheel;
 
 namespace {
 
-template <class F>
-bool eventually(F done) {
-    auto end = std::chrono::steady_clock::now() + 5s;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > end) return false;
-        std::this_thread::sleep_for(1ms);
-    }
-    return true;
-}
-
-timerwheel::Config small_config() {
-    timerwheel::Config cfg;
-    cfg.max_workers = 2;
-    return cfg;
-}
+using test_support::eventually;
+using test_support::small_config;
 
 void test_destroying_a_group_deletes_its_timers_and_ends_it_after_their_callables() {
     Wheel wheel(small_config());

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "support.hpp"
 #include "timerwheel.hpp"
 
 using namespace std::chrono_literals;
@@ -22,22 +23,8 @@ using timerwheel::Wheel;
 
 namespace {
 
-// Waits up to 5 s for `done()`.
-template <class F>
-bool eventually(F done) {
-    auto end = std::chrono::steady_clock::now() + 5s;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > end) return false;
-        std::this_thread::sleep_for(1ms);
-    }
-    return true;
-}
-
-timerwheel::Config small_config() {
-    timerwheel::Config cfg;
-    cfg.max_workers = 2;
-    return cfg;
-}
+using test_support::eventually;
+using test_support::small_config;
 
 void test_after_runs_once_and_frees_the_callback() {
     Wheel wheel(small_config());
