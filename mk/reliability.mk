@@ -25,16 +25,23 @@ TEST_TARGETS += test-loom
 
 # Fuzzing (cargo-fuzz, nightly): each target for FUZZ_SECONDS from its committed seeds
 # (fuzz/seeds/<target>); the growing corpus stays in fuzz/corpus (not committed). A crash, or
-# an input running longer than FUZZ_TIMEOUT seconds (a hang), lands in
-# fuzz/artifacts/<target>/: copy it to fuzz/regressions/<target>/, where the stable replay
-# test runs it from then on. wheel_ops is safe Rust: no sanitizer, for speed; the targets
-# that cross the C boundary: AddressSanitizer. fuzz/Cargo.lock is committed: a run must
-# leave the working tree clean.
+# an input running longer than its timeout (a hang), lands in fuzz/artifacts/<target>/: copy
+# it to fuzz/regressions/<target>/, where the stable replay test runs it from then on.
+# wheel_ops is safe Rust: no sanitizer and no comparison tracing, for speed; the targets
+# that cross the C boundary: AddressSanitizer. Each sanitizer builds in a target directory
+# of its own, so that going from one target to the next rebuilds nothing. fuzz/Cargo.lock
+# is committed: a run must leave the working tree clean.
 FUZZ_SECONDS ?= 300
-FUZZ_TIMEOUT ?= 5
+FUZZ_TIMEOUT ?= 2
 FUZZ_TOOLCHAIN ?= nightly
-FUZZ_TARGETS := wheel_ops c_abi virtual_clock sized_structs export_recreate
+FUZZ_TARGETS := wheel_ops c_abi virtual_clock sized_structs export_recreate threads
 FUZZ_SANITIZER_wheel_ops := none
+FUZZ_BUILD_FLAGS_wheel_ops := --no-trace-compares
+# threads runs the C contract test (wheels with threads, sleeps) once per input: about ten
+# inputs a second; its own watchdog is off, the timeout is its hang detector. The test
+# prints a line per input to stdout: closed.
+FUZZ_TIMEOUT_threads := 60
+FUZZ_RUN_FLAGS_threads := -close_fd_mask=1
 FUZZ_MAX_LEN := 512
 # make fuzz-long: each target to FUZZ_LONG_RUNS inputs or FUZZ_LONG_SECONDS, whichever first.
 FUZZ_LONG_SECONDS ?= 3600
@@ -50,6 +57,15 @@ FUZZ_CI_SHORT_TARGETS := sized_structs export_recreate virtual_clock
 .PHONY: fuzz fuzz-long fuzz-tools test-fuzz $(addprefix fuzz-,$(FUZZ_TARGETS)) \
 	$(addprefix fuzz-long-,$(FUZZ_TARGETS))
 
+# cargo-fuzz's build options for target $1: its sanitizer, that sanitizer's target
+# directory, its own flags.
+fuzz_sanitizer = $(or $(FUZZ_SANITIZER_$1),address)
+fuzz_build = -s $(call fuzz_sanitizer,$1) --target-dir fuzz/target/$(call fuzz_sanitizer,$1) \
+	$(FUZZ_BUILD_FLAGS_$1)
+# libFuzzer's options for target $1 (but the run length).
+fuzz_options = -max_len=$(FUZZ_MAX_LEN) -timeout=$(or $(FUZZ_TIMEOUT_$1),$(FUZZ_TIMEOUT)) \
+	-print_final_stats=1 $(FUZZ_RUN_FLAGS_$1)
+
 fuzz-tools:
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
 
@@ -58,16 +74,16 @@ fuzz: $(addprefix fuzz-,$(FUZZ_TARGETS))
 $(addprefix fuzz-,$(FUZZ_TARGETS)): fuzz-%: fuzz-tools
 	@mkdir -p fuzz/corpus/$*
 	@echo "fuzz: $* for $(FUZZ_SECONDS) s"
-	$(CARGO) +$(FUZZ_TOOLCHAIN) fuzz run -s $(or $(FUZZ_SANITIZER_$*),address) $* fuzz/corpus/$* fuzz/seeds/$* -- \
-		-max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN) -timeout=$(FUZZ_TIMEOUT) -print_final_stats=1
+	$(CARGO) +$(FUZZ_TOOLCHAIN) fuzz run $(call fuzz_build,$*) $* fuzz/corpus/$* fuzz/seeds/$* -- \
+		-max_total_time=$(FUZZ_SECONDS) $(call fuzz_options,$*)
 
 # Each target in turn to FUZZ_LONG_RUNS inputs or FUZZ_LONG_SECONDS, its corpus minimized,
 # a line per target with the inputs run, inputs a second and coverage.
 fuzz-long: $(addprefix fuzz-long-,$(FUZZ_TARGETS))
 
 $(addprefix fuzz-long-,$(FUZZ_TARGETS)): fuzz-long-%: fuzz-tools
-	fuzz/long.sh $(FUZZ_TOOLCHAIN) $* $(or $(FUZZ_SANITIZER_$*),address) $(FUZZ_LONG_SECONDS) \
-		$(FUZZ_LONG_RUNS) $(FUZZ_MAX_LEN) $(FUZZ_TIMEOUT)
+	fuzz/long.sh "$(CARGO) +$(FUZZ_TOOLCHAIN) fuzz" $* "$(call fuzz_build,$*)" \
+		"-max_total_time=$(FUZZ_LONG_SECONDS) -runs=$(FUZZ_LONG_RUNS) $(call fuzz_options,$*)"
 
 # CI: FUZZ_CI_SECONDS per target of FUZZ_CI_TARGETS and FUZZ_CI_SHORT_SECONDS per target of
 # FUZZ_CI_SHORT_TARGETS on nightly, then the stable replay of the seeds and the

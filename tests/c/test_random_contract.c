@@ -38,7 +38,9 @@
  * the drop a delete runs on their thread is a leaf's too). A watchdog aborts a hang.
  *
  * TW_SEED repeats a run's choices (the threads' timing still varies), TW_STRESS_OPS sets
- * the operations per thread, TW_WATCHDOG_S the seconds before a hang is declared.
+ * the operations per thread, TW_WATCHDOG_S the seconds before a hang is declared. The fuzz
+ * target `threads` (fuzz/threads/contract.c) runs this test with its input as `choices`:
+ * each test thread takes its first choices from its share of the input.
  */
 #include "check.h"
 
@@ -63,6 +65,11 @@
 static uint64_t seed;
 static __thread uint64_t rng_state;
 static long rng_streams;
+/* Choices given from outside (the fuzzer's input), shared out among the test threads;
+ * a thread draws from its share, then from its stream. */
+static const unsigned char *choices;
+static size_t choices_len;
+static __thread const unsigned char *choice_next, *choice_end;
 
 static uint64_t splitmix(uint64_t x) {
     x += 0x9e3779b97f4a7c15ULL;
@@ -71,7 +78,15 @@ static uint64_t splitmix(uint64_t x) {
     return x ^ (x >> 31);
 }
 
+/* The next given choice below n: one byte, two for n above 256. */
+static unsigned given_choice(unsigned n) {
+    unsigned value = *choice_next++;
+    if (n > 256 && choice_next < choice_end) value = value << 8 | *choice_next++;
+    return value % n;
+}
+
 static unsigned pick(unsigned n) {
+    if (choice_next < choice_end) return given_choice(n);
     if (rng_state == 0) /* a library thread: a stream of its own */
         rng_state = splitmix(seed + 1000 + (uint64_t)atomic_add(&rng_streams, 1)) | 1;
     rng_state ^= rng_state << 13;
@@ -710,6 +725,9 @@ typedef struct {
 static void *test_thread(void *arg) {
     thread_arg *a = arg;
     rng_state = splitmix(seed + a->index) | 1;
+    size_t share = choices_len / THREADS;
+    choice_next = choices == NULL ? NULL : choices + a->index * share;
+    choice_end = choice_next == NULL ? NULL : choice_next + share;
     for (long i = 0; i < a->ops; i++) {
         unsigned p = pick(1000);
         if (p < 4) add_scratch_owner();
