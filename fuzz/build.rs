@@ -26,10 +26,17 @@ fn main() {
     compile.arg("-I").arg(root.join("include"));
     compile.arg(&source).arg("-o").arg(&object);
     run(&mut compile);
-    run(Command::new("ar").arg("crs").arg(out.join("libtw_fuzz_threads.a")).arg(&object));
+    run(Command::new("ar")
+        .arg("crs")
+        .arg(out.join("libtw_fuzz_threads.a"))
+        .arg(&object));
     println!("cargo:rustc-link-search=native={}", out.display());
     println!("cargo:rustc-link-lib=static=tw_fuzz_threads");
-    for path in ["fuzz/threads/contract.c", "tests/c/test_random_contract.c", "tests/c/check.h"] {
+    for path in [
+        "fuzz/threads/contract.c",
+        "tests/c/test_random_contract.c",
+        "tests/c/check.h",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(path).display());
     }
     println!("cargo:rerun-if-env-changed=CC");
