@@ -577,7 +577,7 @@ enum tw_status tw_advance_to_next(struct tw_wheel *w, size_t *ran);
  * The wheel's wall clock in milliseconds since the Unix epoch, the clock tw_add_at
  * follows: a virtual clock's time, or the system clock on the real clock.
  *
- * Bad input: `w` NULL returns INT64_MIN.
+ * Bad input: `w` NULL returns INT64_MIN (as does a virtual clock that reads INT64_MIN).
  *
  * # Safety
  * `w` is NULL or a live wheel.

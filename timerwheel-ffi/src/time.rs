@@ -19,7 +19,10 @@ pub fn unix_time(ms: i64) -> Result<SystemTime, tw_status> {
 pub fn unix_ms(when: SystemTime) -> i64 {
     match when.duration_since(UNIX_EPOCH) {
         Ok(after) => i64::try_from(after.as_millis()).unwrap_or(i64::MAX),
-        Err(before) => -ceil_ms(before.duration()),
+        Err(before) => {
+            let ms = before.duration().as_nanos().div_ceil(1_000_000);
+            i64::try_from(-i128::try_from(ms).unwrap_or(i128::MAX)).unwrap_or(i64::MIN)
+        }
     }
 }
 
@@ -63,5 +66,7 @@ mod tests {
         }
         assert_eq!(unix_ms(UNIX_EPOCH + Duration::from_micros(1500)), 1);
         assert_eq!(unix_ms(UNIX_EPOCH - Duration::from_micros(1500)), -2);
+        assert_eq!(unix_ms(unix_time(i64::MIN).unwrap()), i64::MIN);
+        assert_eq!(unix_ms(unix_time(i64::MIN + 1).unwrap()), i64::MIN + 1);
     }
 }

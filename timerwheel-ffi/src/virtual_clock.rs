@@ -66,7 +66,7 @@ pub unsafe extern "C" fn tw_advance_to_next(w: *mut tw_wheel, ran: *mut usize) -
 /// The wheel's wall clock in milliseconds since the Unix epoch, the clock tw_add_at
 /// follows: a virtual clock's time, or the system clock on the real clock.
 ///
-/// Bad input: `w` NULL returns INT64_MIN.
+/// Bad input: `w` NULL returns INT64_MIN (as does a virtual clock that reads INT64_MIN).
 ///
 /// # Safety
 /// `w` is NULL or a live wheel.
