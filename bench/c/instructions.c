@@ -19,20 +19,12 @@
 #include <valgrind/callgrind.h>
 
 #include "timerwheel.h"
+#include "xorshift.h"
 #ifdef TW_BENCH_TIMEOUT_C
 #include "timeout.h"
 #endif
 
 enum { N_TIMERS = 100000, LATER_MS = 60000 };
-
-/* xorshift64*, the same generator as bench.c and examples/w1_rust.rs. */
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t next_random(void) {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1Dull;
-}
 
 static void *xcalloc(size_t n, size_t size) {
     void *p = calloc(n, size);
