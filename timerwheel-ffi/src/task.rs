@@ -70,6 +70,11 @@ impl Task for CTask {
     fn warm(&self) {
         prefetch(self.user_data);
     }
+
+    /// Without a drop function, dropping the task calls nothing and frees nothing.
+    fn drop_is_trivial(&self) -> bool {
+        self.drop.is_none()
+    }
 }
 
 impl Drop for CTask {

@@ -292,7 +292,7 @@ impl<T: Task> Inner<T> {
         if self.shutting_down.load(Relaxed) {
             return Err(Error::Shutdown);
         }
-        match exporting_here(self.id()) {
+        match self.exports.under_way() && exporting_here(self.id()) {
             true => Err(Error::Busy),
             false => Ok(()),
         }
@@ -300,9 +300,12 @@ impl<T: Task> Inner<T> {
 
     /// Drops the task of a timer that ended, or, while an export's function runs, once it
     /// returned (see `export.rs`). In a fork() child at once: an export of the parent's
-    /// threads never ends there.
+    /// threads never ends there. A task whose drop is trivial is dropped at once, anywhere.
     fn end_task(&self, task: T) {
-        self.end(Ending::Task(task));
+        match task.drop_is_trivial() {
+            true => drop(task),
+            false => self.end(Ending::Task(task)),
+        }
     }
 
     /// Drops what ended now or, while an export is under way, once it is over (in the
