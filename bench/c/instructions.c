@@ -79,6 +79,17 @@ static void wait_until_empty(tw_wheel *w) {
     if (pending(w) != 0) fail("emptying the wheel");
 }
 
+/* Under valgrind a call takes a hundred times longer: the earliest timers may come due
+ * before their reset or delete, which then finds nothing. Counted and reported, not fatal. */
+static size_t gone;
+
+static void expect_ok_or_fired(tw_status status, const char *what) {
+    if (status == TW_ERR_NOT_FOUND)
+        gone++;
+    else if (status != TW_OK)
+        fail(what);
+}
+
 static void run_timerwheel(void) {
     tw_wheel *w = NULL;
     if (tw_create(NULL, &w) != TW_OK) fail("tw_create");
@@ -89,15 +100,16 @@ static void run_timerwheel(void) {
     (void)pending(w);
     CALLGRIND_DUMP_STATS_AT("add");
     for (size_t i = 0; i < N_TIMERS; i++)
-        if (tw_reset(w, ids[i], delays[i] + LATER_MS) != TW_OK) fail("tw_reset");
+        expect_ok_or_fired(tw_reset(w, ids[i], delays[i] + LATER_MS), "tw_reset");
     (void)pending(w);
     CALLGRIND_DUMP_STATS_AT("reset");
     for (size_t i = 0; i < N_TIMERS; i++)
-        if (tw_delete(w, ids[order[i]]) != TW_OK) fail("tw_delete");
+        expect_ok_or_fired(tw_delete(w, ids[order[i]]), "tw_delete");
     wait_until_empty(w);
     CALLGRIND_DUMP_STATS_AT("delete");
     tw_destroy(w);
     free(ids);
+    if (gone > 0) fprintf(stderr, "instructions: %zu resets or deletes found a timer fired\n", gone);
 }
 
 /* ---- timeout.c: the caller passes the time, no thread -------------------------------- */
