@@ -424,11 +424,15 @@ impl<T> ShardState<T> {
                     .wheel
                     .get_mut(key)
                     .expect("a timer in a state has a node");
-                // Re-armed by a delay, a wall-clock timer is no longer one.
-                self.sides.drop_wall(&mut entry.side);
-                // The reset moves the next run: a catch-up run's way back to its grid goes.
-                if let Some(periodic) = self.sides.periodic_mut(entry.side) {
-                    periodic.reset_to = None;
+                // A plain one-shot has no record to change.
+                if entry.side.is_some() {
+                    // Re-armed by a delay, a wall-clock timer is no longer one.
+                    self.sides.drop_wall(&mut entry.side);
+                    // The reset moves the next run: a catch-up run's way back to its grid
+                    // goes.
+                    if let Some(periodic) = self.sides.periodic_mut(entry.side) {
+                        periodic.reset_to = None;
+                    }
                 }
                 place(&mut self.wheel, key, deadline);
                 Ok(())
