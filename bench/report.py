@@ -33,6 +33,7 @@ SUITES = {
     "bench-rust": "Rust, bare wheel (no threads)",
     "bench-runtime": "Rust API (runtime)",
     "bench-c": "C ABI",
+    "bench-instructions": "C ABI, instructions per call (callgrind)",
     "bench-python": "Python",
     "bench-go": "Go",
 }
@@ -311,6 +312,11 @@ TARGETS = {
         bound_target("W3 late p99 (us) at a 1 ms tick", "timerwheel-c", "W3", "late_p99_us",
                      1500),
         export_pause("W10 longest add during an export of n timers", "timerwheel-c", 100),
+    ],
+    "bench-instructions": [
+        ratio_target(f"{phase} instructions vs timeout.c (TIMEOUT_C=dir)", "timerwheel-c",
+                     "timeout.c", "instructions", f"{phase}_instructions", limit)
+        for phase, limit in (("add", 2.0), ("reset", 1.5), ("delete", 3.0))
     ],
     "bench-python": [
         add_cancel_at_baseline_size("W1 call_later + cancel vs asyncio",

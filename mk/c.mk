@@ -1,6 +1,6 @@
 # The C ABI (crate timerwheel-ffi): library, header, C/C++ tests, install, C benchmark.
 .PHONY: lib header check-header check-c-runner test-c test-c-plain test-c-asan test-c-valgrind \
-        test-cpp test-cpp-asan test-install install uninstall bench-c
+        test-cpp test-cpp-asan test-install install uninstall bench-c bench-instructions
 
 # The version (Cargo.toml) and the ABI number (timerwheel-ffi/Cargo.toml), each set there only.
 TW_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
@@ -167,6 +167,21 @@ bench-c: lib | $(C_BUILD)
 	$(CARGO) run --release -q -p timerwheel-ffi --example w1_rust -- $(BENCH_ARGS) | tee $(C_BUILD)/w1_rust.json
 	$(C_BUILD)/bench --rust $(C_BUILD)/w1_rust.json $(BENCH_ARGS)
 
+# Instructions per call through the C ABI against timeout.c, counted by callgrind over the
+# whole process (bench/c/instructions.c, bench/instructions.py): 100,000 one-shots added,
+# reset later, deleted in a shuffled order. TIMEOUT_C=dir holds timeout.c's source (its
+# timeout.c is compiled here); skipped, saying so, without valgrind or that directory.
+bench-instructions: lib | $(C_BUILD)
+	@if ! command -v valgrind >/dev/null; then echo "bench-instructions: skipped (no valgrind)"; \
+	elif [ -z "$(TIMEOUT_C)" ] || [ ! -f "$(TIMEOUT_C)/timeout.c" ]; then \
+	  echo "bench-instructions: skipped (TIMEOUT_C=dir with timeout.c not given)"; \
+	else \
+	  $(CC) -std=c99 -O2 -w -c $(TIMEOUT_C)/timeout.c -I$(TIMEOUT_C) -o $(C_BUILD)/timeout-c.o && \
+	  $(CC) -std=c99 $(C_WARN) -pthread -O2 -Iinclude -I$(TIMEOUT_C) -DTW_BENCH_TIMEOUT_C \
+	    bench/c/instructions.c $(C_BUILD)/timeout-c.o -o $(C_BUILD)/instructions $(C_LINK) && \
+	  $(PYTHON) bench/instructions.py $(C_BUILD)/instructions; \
+	fi
+
 CHECK_TARGETS += check-header check-c-runner test-c-plain test-cpp
 TEST_TARGETS += test-c test-cpp test-cpp-asan test-install
-BENCH_TARGETS += bench-c
+BENCH_TARGETS += bench-c bench-instructions

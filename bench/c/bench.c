@@ -22,6 +22,7 @@
 #include <uv.h>
 
 #include "timerwheel.h"
+#include "xorshift.h"
 #ifdef TW_BENCH_TIMEOUT_C
 #include "timeout.h"
 #endif
@@ -49,15 +50,6 @@ static double rss_bytes(void) {
     if (f == NULL || fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
     if (f != NULL) fclose(f);
     return (double)resident * (double)sysconf(_SC_PAGESIZE);
-}
-
-/* xorshift64*, the same generator as examples/w1_rust.rs. */
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t next_random(void) {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1Dull;
 }
 
 static void *xmalloc(size_t bytes) {

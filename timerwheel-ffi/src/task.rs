@@ -43,7 +43,7 @@ impl CTask {
     }
 
     /// Gives the user data back to the C caller untouched: neither `cb` nor `drop` runs.
-    fn release(self) {
+    fn hand_back(self) {
         mem::forget(self);
     }
 }
@@ -54,7 +54,7 @@ pub fn accepted(result: Result<TimerId, Rejected<CTask>>) -> Result<tw_timer_id,
     match result {
         Ok(id) => Ok(id.as_u64()),
         Err(Rejected { error, task }) => {
-            task.release();
+            task.hand_back();
             Err(error.into())
         }
     }
@@ -70,13 +70,18 @@ impl Task for CTask {
     fn warm(&self) {
         prefetch(self.user_data);
     }
+
+    /// Without a drop function, dropping the task calls nothing and frees nothing.
+    fn drop_is_trivial(&self) -> bool {
+        self.drop.is_none()
+    }
 }
 
 impl Drop for CTask {
     fn drop(&mut self) {
         if let Some(drop) = self.drop {
             // SAFETY: the runtime drops a task exactly once, after its last run returned,
-            // and a refused task is forgotten instead (`release`), so `drop` runs exactly
+            // and a refused task is forgotten instead (`hand_back`), so `drop` runs exactly
             // once per accepted timer, as the caller was promised.
             unsafe { drop(self.user_data) }
         }

@@ -79,6 +79,12 @@ impl<T> Exports<T> {
         }
     }
 
+    /// Whether an export of the runtime is under way on any thread: false when none is on
+    /// this one, which saw its own export begin (a cheap test before [`exporting_here`]).
+    pub(crate) fn under_way(&self) -> bool {
+        self.active.load(Relaxed) != 0
+    }
+
     /// Drops `task` now, or, while an export is under way, when the last one ends.
     pub(crate) fn drop_or_defer(&self, task: T, runtime: usize, panics: &AtomicU64) {
         if self.active.load(Relaxed) != 0 {

@@ -158,8 +158,12 @@ struct Capacity {
     live: AtomicUsize,
 }
 
+/// The places of `max_timers`: an add takes one; every edge of the life cycle on which a
+/// timer stops being pending gives its place back (see `lifecycle.rs`): a refused add, a
+/// cancel, a one-shot's start, a group's delete, a shutdown's discard.
 impl Capacity {
-    fn reserve(&self) -> bool {
+    /// Takes a place; false when none is free.
+    fn take(&self) -> bool {
         if self.limit == 0 {
             return true;
         }
@@ -170,7 +174,8 @@ impl Capacity {
         false
     }
 
-    fn release(&self, count: usize) {
+    /// Gives back the places of `count` timers no longer pending.
+    fn give_back(&self, count: usize) {
         if self.limit != 0 && count != 0 {
             self.live.fetch_sub(count, Relaxed);
         }
@@ -292,7 +297,7 @@ impl<T: Task> Inner<T> {
         if self.shutting_down.load(Relaxed) {
             return Err(Error::Shutdown);
         }
-        match exporting_here(self.id()) {
+        match self.exports.under_way() && exporting_here(self.id()) {
             true => Err(Error::Busy),
             false => Ok(()),
         }
@@ -300,9 +305,12 @@ impl<T: Task> Inner<T> {
 
     /// Drops the task of a timer that ended, or, while an export's function runs, once it
     /// returned (see `export.rs`). In a fork() child at once: an export of the parent's
-    /// threads never ends there.
+    /// threads never ends there. A task whose drop is trivial is dropped at once, anywhere.
     fn end_task(&self, task: T) {
-        self.end(Ending::Task(task));
+        match task.drop_is_trivial() {
+            true => drop(task),
+            false => self.end(Ending::Task(task)),
+        }
     }
 
     /// Drops what ended now or, while an export is under way, once it is over (in the
@@ -337,7 +345,7 @@ impl<T: Task> Inner<T> {
     /// taken: give it back if the add fails after all).
     fn admit(&self) -> Result<(), Error> {
         self.check_open()?;
-        match self.capacity.reserve() {
+        match self.capacity.take() {
             true => Ok(()),
             false => Err(Error::Full),
         }
@@ -371,7 +379,7 @@ impl<T: Task> Inner<T> {
                 Ok(self.ids.encode(index, key))
             }
             Err((error, task)) => {
-                self.capacity.release(1);
+                self.capacity.give_back(1);
                 Err(Rejected { error, task })
             }
         }
@@ -435,7 +443,7 @@ impl<T: Task> Inner<T> {
         let (index, group) = self.group_of(group)?;
         let shard = &self.shards[index];
         let deleted = shard.lock().delete_group(group)?;
-        self.capacity.release(deleted.cancelled);
+        self.capacity.give_back(deleted.cancelled);
         let count = deleted.tasks.len();
         for task in deleted.tasks {
             self.end_task(task);
@@ -470,7 +478,7 @@ impl<T: Task> Inner<T> {
         self.check_open()?;
         let (shard, key) = self.shard_of(id)?;
         let removed = shard.lock().cancel(key)?;
-        self.release(shard, removed);
+        self.end_cancelled(shard, removed);
         Ok(())
     }
 
@@ -484,16 +492,16 @@ impl<T: Task> Inner<T> {
         let result = state.cancel(key);
         let state = shard.wait_not_running(state, key);
         drop(state);
-        let released = result.map(|removed| self.release(shard, removed));
+        let ended = result.map(|removed| self.end_cancelled(shard, removed));
         // A drop deferred by an export (this one's, or that of the run waited for) has run.
         self.wait_for_deferred_drops();
-        released
+        ended
     }
 
     /// After a cancel: the timer is no longer pending, so its place under `max_timers` is
     /// free; its task, if it came back (not running), is dropped, then its group told.
-    fn release(&self, shard: &Shard<T>, removed: Option<Removed<T>>) {
-        self.capacity.release(1);
+    fn end_cancelled(&self, shard: &Shard<T>, removed: Option<Removed<T>>) {
+        self.capacity.give_back(1);
         if let Some(Removed { task, group }) = removed {
             self.end_task(task);
             if let Some(slot) = group {
@@ -586,7 +594,7 @@ impl<T: Task> Inner<T> {
     /// A one-shot timer started its run: no longer pending, its place under `max_timers`
     /// is free while it runs and drops.
     pub(crate) fn one_shot_started(&self) {
-        self.capacity.release(1);
+        self.capacity.give_back(1);
     }
 
     /// One step of time for manual `poll` and the virtual clock: queues every run due by
@@ -608,7 +616,7 @@ impl<T: Task> Inner<T> {
                 held.hold(self.clock.exact_ns(deadline), deadline, id);
             }
             let mut due = Vec::new();
-            held.release(self.clock.elapsed_ns(), &mut due);
+            held.take_due(self.clock.elapsed_ns(), &mut due);
             self.executor.push(&mut due);
         })
     }
@@ -757,7 +765,7 @@ impl<T: Task> Inner<T> {
         for shard in self.shards.iter() {
             let (tasks, groups) = shard.lock().close();
             discarded += tasks.len();
-            self.capacity.release(tasks.len());
+            self.capacity.give_back(tasks.len());
             for task in tasks {
                 self.end_task(task);
             }

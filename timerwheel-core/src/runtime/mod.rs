@@ -5,7 +5,8 @@
 //! |---------------|-------------------------------------------------------------|
 //! | `clock.rs`    | ticks on `CLOCK_MONOTONIC`, rounding deadlines up           |
 //! | `virtual_clock.rs` | time moved by the caller: `advance`, `advance_to_next` |
-//! | `shard.rs`    | one wheel + bookkeeping under a lock; a timer's life cycle  |
+//! | `lifecycle.rs` | a timer's states and transitions, read in one place        |
+//! | `shard.rs`    | one wheel + bookkeeping under a lock; the transitions' code |
 //! | `side.rs`     | what periodic and wall-clock timers keep beside the wheel   |
 //! | `group.rs`    | timer groups: a shard's table of them, their timers' list   |
 //! | `scope.rs`    | the Rust API's group handles: a scope that cancels on drop  |
@@ -42,6 +43,7 @@ mod export;
 mod fork;
 mod group;
 mod inner;
+mod lifecycle;
 #[cfg(all(test, loom))]
 mod loom_tests;
 mod metrics;

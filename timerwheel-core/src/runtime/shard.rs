@@ -1,11 +1,10 @@
 //! A shard: one wheel and its bookkeeping behind one lock. Threads add to the shard of their
 //! own (round-robin by thread), so two threads adding at once rarely meet on a lock.
 //!
-//! A timer's life in a shard: pending in the wheel; expired (detached, queued for a worker);
-//! running (its task is out with the worker; the node stays so that its id stays known);
-//! then gone (one-shot done, cancelled) or pending again (periodic). Every method here runs
-//! under the shard's lock and hands tasks that must be dropped back to the caller, who drops
-//! them after unlocking.
+//! A timer's life in a shard follows the states and transitions of `lifecycle.rs`; its
+//! state is read in one place, [`ShardState::state`]. Every method here runs under the
+//! shard's lock and hands tasks that must be dropped back to the caller, who drops them
+//! after unlocking.
 
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
@@ -13,6 +12,7 @@ use std::time::SystemTime;
 
 use super::clock::{Clock, Deadline};
 use super::group::{GroupData, GroupId, Groups, Slot};
+use super::lifecycle::State;
 use super::periodic::Periodic;
 use super::side::{Side, SideId, Sides};
 use super::stats::Counters;
@@ -399,16 +399,16 @@ impl<T> ShardState<T> {
 
     /// Stops a timer. `Ok(Some(removed))`: it was pending or queued, here is its task to
     /// drop; `Ok(None)`: a periodic run is under way and the timer ends when it returns.
+    #[inline]
     pub(crate) fn cancel(&mut self, key: Key) -> Result<Option<Removed<T>>, Error> {
-        let entry = self.wheel.get(key).ok_or(Error::NotFound)?;
-        if entry.task.is_some() {
-            self.counters.cancelled += 1;
-            let (task, group) = self.remove(key);
-            return Ok(task.map(|task| Removed { task, group }));
-        }
-        match self.sides.periodic_mut(entry.side) {
-            Some(periodic) if !periodic.cancelled => {
-                periodic.cancelled = true;
+        match self.state(key) {
+            Some(State::Pending | State::Due) => {
+                self.counters.cancelled += 1;
+                let (task, group) = self.remove(key);
+                Ok(task.map(|task| Removed { task, group }))
+            }
+            Some(State::Running { rearms: true }) => {
+                self.periodic_of(key).cancelled = true;
                 self.counters.cancelled += 1;
                 Ok(None)
             }
@@ -418,40 +418,63 @@ impl<T> ShardState<T> {
 
     /// Moves a live timer's next run to `deadline`.
     pub(crate) fn reset(&mut self, key: Key, deadline: Deadline) -> Result<(), Error> {
-        let entry = self.wheel.get_mut(key).ok_or(Error::NotFound)?;
-        if entry.task.is_some() {
-            // Re-armed by a delay, a wall-clock timer is no longer one.
-            self.sides.drop_wall(&mut entry.side);
-            // The reset moves the next run: a catch-up run's way back to its grid goes too.
-            if let Some(periodic) = self.sides.periodic_mut(entry.side) {
-                periodic.reset_to = None;
+        match self.state(key) {
+            Some(State::Pending | State::Due) => {
+                let entry = self
+                    .wheel
+                    .get_mut(key)
+                    .expect("a timer in a state has a node");
+                // A plain one-shot has no record to change.
+                if entry.side.is_some() {
+                    // Re-armed by a delay, a wall-clock timer is no longer one.
+                    self.sides.drop_wall(&mut entry.side);
+                    // The reset moves the next run: a catch-up run's way back to its grid
+                    // goes.
+                    if let Some(periodic) = self.sides.periodic_mut(entry.side) {
+                        periodic.reset_to = None;
+                    }
+                }
+                place(&mut self.wheel, key, deadline);
+                Ok(())
             }
-            place(&mut self.wheel, key, deadline);
-            return Ok(());
-        }
-        match self.sides.periodic_mut(entry.side) {
-            Some(periodic) if !periodic.cancelled => {
-                periodic.reset_to = Some(deadline);
+            Some(State::Running { rearms: true }) => {
+                self.periodic_of(key).reset_to = Some(deadline);
                 Ok(())
             }
             _ => Err(Error::NotFound),
         }
     }
 
-    /// Whether the timer will run (again) unless cancelled.
-    pub(crate) fn is_live(&self, key: Key) -> bool {
-        self.wheel
-            .get(key)
-            .is_some_and(|entry| match self.sides.periodic(entry.side) {
-                Some(periodic) => !periodic.cancelled,
-                None => entry.task.is_some(),
-            })
+    /// The timer's state (see `lifecycle.rs`); `None` when no timer has this key. The one
+    /// place that reads it from the entry, the wheel and the timer's record.
+    #[inline]
+    pub(crate) fn state(&self, key: Key) -> Option<State> {
+        let (entry, in_wheel) = self.wheel.get_and_pending(key)?;
+        let task_here = entry.task.is_some();
+        // Only a running timer's record matters: whether it is periodic, and cancelled.
+        let periodic = match task_here {
+            true => None,
+            false => self.sides.periodic(entry.side),
+        };
+        Some(State::of(task_here, in_wheel, periodic))
     }
 
+    /// The periodic schedule of a timer in the state `Running { rearms: true }`.
+    fn periodic_of(&mut self, key: Key) -> &mut Periodic {
+        let entry = self.wheel.get(key).expect("a running timer has a node");
+        self.sides
+            .periodic_mut(entry.side)
+            .expect("a timer that rearms is periodic")
+    }
+
+    /// Whether the timer will run (again) unless cancelled.
+    pub(crate) fn is_live(&self, key: Key) -> bool {
+        self.state(key).is_some_and(State::is_live)
+    }
+
+    /// Whether its task is out with a worker (see [`State::is_running`]).
     pub(crate) fn is_running(&self, key: Key) -> bool {
-        self.wheel
-            .get(key)
-            .is_some_and(|entry| entry.task.is_none())
+        self.state(key).is_some_and(State::is_running)
     }
 
     /// Expires what is due by `now`, handing each key to `due` with its deadline. Call
@@ -463,10 +486,13 @@ impl<T> ShardState<T> {
         let mut keys = std::mem::take(&mut self.expired);
         self.wheel.expire_due(now, |key| keys.push(key));
         // Added already due, and neither cancelled, reset nor started since.
-        let still_due = |key: &Key| {
-            !self.wheel.is_pending(*key) && self.wheel.get(*key).is_some_and(|e| e.task.is_some())
-        };
-        keys.extend(self.due_on_add.drain(..).filter(still_due));
+        let mut due_on_add = std::mem::take(&mut self.due_on_add);
+        keys.extend(
+            due_on_add
+                .drain(..)
+                .filter(|&key| self.state(key) == Some(State::Due)),
+        );
+        self.due_on_add = due_on_add;
         for key in keys.drain(..) {
             let entry = self.wheel.get(key).expect("expired keys are live");
             if let Some(task) = &entry.task {
@@ -500,7 +526,7 @@ impl<T> ShardState<T> {
     /// exact deadline, and an older entry of a timer reset since must not start it early.
     #[inline]
     pub(crate) fn start(&mut self, key: Key, now_ns: u64, clock: &Clock) -> Option<Run<T>> {
-        if self.wheel.is_pending(key) {
+        if self.state(key) != Some(State::Due) {
             return None;
         }
         let deadline = self.deadline(key)?;
@@ -536,12 +562,10 @@ impl<T> ShardState<T> {
         let (Some(due), Some(entry)) = (self.deadline(key), self.wheel.get_mut(key)) else {
             return Finished::Ended(task);
         };
-        let Some(periodic) = self.sides.periodic_mut(entry.side) else {
-            return Finished::Ended(task);
+        let periodic = match self.sides.periodic_mut(entry.side) {
+            Some(periodic) if !periodic.cancelled => periodic, // Running { rearms: true }
+            _ => return Finished::Ended(task),                 // Cancelling
         };
-        if periodic.cancelled {
-            return Finished::Ended(task);
-        }
         entry.task = Some(task);
         let next = periodic.next(clock.exact_ns(due), started_ns, clock);
         place(&mut self.wheel, key, next);
@@ -566,7 +590,7 @@ impl<T> ShardState<T> {
                     };
                     visit(key, deadline, self.sides.schedule(entry.side), task);
                 }
-                None => running += usize::from(self.is_live(key)),
+                None => running += usize::from(self.state(key) == Some(RUNNING_PERIODIC)),
             }
         }
         running
@@ -647,9 +671,13 @@ impl<T> ShardState<T> {
         let mut running_periodic = 0;
         let sides = &self.sides;
         self.wheel.drain(|_, entry| {
-            let live_periodic = sides.periodic(entry.side).is_some_and(|p| !p.cancelled);
-            running_periodic += u64::from(entry.task.is_none() && live_periodic);
-            if entry.task.is_some() {
+            // The node has left the wheel: only whether the task is here and the periodic
+            // record tell the state (`Due` stands for `Pending` too).
+            let task_here = entry.task.is_some();
+            let periodic = sides.periodic(entry.side).filter(|_| !task_here);
+            let state = State::of(task_here, false, periodic);
+            running_periodic += u64::from(state == RUNNING_PERIODIC);
+            if state.holds_task() {
                 groups.extend(sides.group(entry.side));
             }
             tasks.extend(entry.task);
@@ -672,6 +700,9 @@ impl<T> ShardState<T> {
         ended
     }
 }
+
+/// A periodic timer whose callback runs and that goes back into the wheel after it.
+const RUNNING_PERIODIC: State = State::Running { rearms: true };
 
 /// Moves a live timer to `deadline`.
 fn place<T>(wheel: &mut Wheel<Entry<T>>, key: Key, deadline: Deadline) {

@@ -46,6 +46,14 @@ pub trait Task: Send + 'static {
     /// task that points at data its run reads can [`prefetch`] it here, so the worker
     /// finds it in cache. The default does nothing.
     fn warm(&self) {}
+
+    /// Whether dropping the task runs no code of the user's and frees nothing: then the
+    /// runtime drops it at once where it ends, without the scope of a drop function or an
+    /// export's deferral (which only matter to code that runs, or memory that is freed). The
+    /// default says no.
+    fn drop_is_trivial(&self) -> bool {
+        false
+    }
 }
 
 impl<F: FnMut(TimerId) + Send + 'static> Task for F {

@@ -80,7 +80,7 @@ impl HeldTimers {
     }
 
     /// Moves every id due by `now_ns` to `due` with its deadline, earliest first.
-    pub(crate) fn release(&mut self, now_ns: u64, due: &mut Vec<(Deadline, TimerId)>) {
+    pub(crate) fn take_due(&mut self, now_ns: u64, due: &mut Vec<(Deadline, TimerId)>) {
         while let Some(&Reverse((exact_ns, _, deadline, id))) = self.timers.peek() {
             if exact_ns > now_ns {
                 break;

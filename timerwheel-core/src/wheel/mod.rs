@@ -210,6 +210,14 @@ impl<T> Wheel<T> {
         })
     }
 
+    /// The entry's value and whether it waits in the wheel (see [`is_pending`](Self::is_pending)),
+    /// found at once.
+    #[inline]
+    pub fn get_and_pending(&self, key: Key) -> Option<(&T, bool)> {
+        let node = self.pool.node(self.pool.resolve(key)?);
+        Some((node.value.as_ref()?, node.list != DETACHED))
+    }
+
     /// Whether the entry waits in the wheel (not expired, not removed).
     pub fn is_pending(&self, key: Key) -> bool {
         self.pool
