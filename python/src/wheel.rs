@@ -132,7 +132,8 @@ fn pending_record<'py>(
         PyBool::new(py, fixed_delay).to_owned().into_any(),
         at.into_pyobject(py)?.into_any(),
         callback.into_bound(py),
-        args.into_bound(py).into_any(),
+        args.map_or_else(|| PyTuple::empty(py), |args| args.into_bound(py))
+            .into_any(),
         kwargs.into_any(),
     ];
     PyTuple::new(py, fields)

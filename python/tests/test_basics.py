@@ -37,6 +37,21 @@ def test_call_later_passes_args_and_kwargs(wheel):
     assert got == [((1, "two"), {"delay": "kw", "callback": 3})]
 
 
+@pytest.mark.parametrize(
+    "args, kwargs", [((), {}), ((1,), {}), ((), {"k": 2}), ((1, "two"), {"k": 2})]
+)
+def test_each_shape_of_arguments_reaches_the_callback_and_the_export(args, kwargs):
+    """A timer without arguments keeps no tuple: it is still called with none, exported
+    with (), and one with keywords only gets () beside them."""
+    got = []
+    with Wheel(virtual_clock=True) as wheel:
+        wheel.call_later(1, lambda *a, **k: got.append((a, k)), *args, **kwargs)
+        (pending,), _ = wheel.export()
+        assert (pending.args, pending.kwargs) == (args, kwargs)
+        assert wheel.advance(1) == 1
+    assert got == [(args, kwargs)]
+
+
 @pytest.mark.parametrize("delay", [0.0, 0.0004, 0.003, 0.0217, 0.05])
 def test_never_early(delay):
     with Wheel(tick=0.001) as w:
