@@ -133,6 +133,24 @@ def test_cancel_twice(wheel):
     assert wheel.stats()["cancelled"] == 1
 
 
+def test_cancel_many_returns_what_each_cancel_would():
+    with Wheel(virtual_clock=True) as wheel, Wheel(virtual_clock=True) as other:
+        a, b = wheel.call_later(60, print), wheel.call_later(60, print)
+        gone, fired = wheel.call_later(60, print), wheel.call_later(1, lambda: None)
+        group_timer = wheel.group().call_later(60, print)
+        foreign = other.call_later(60, print)
+        assert gone.cancel()
+        assert wheel.advance(1) == 1
+        got = wheel.cancel_many([a, b, a, gone, fired, foreign, group_timer, b])
+        assert got == [True, True, False, False, False, True, True, False]
+        assert not (a.active or b.active or foreign.active or group_timer.active)
+        assert wheel.stats()["pending"] == 0 and other.stats()["pending"] == 0
+        assert wheel.cancel_many([]) == []
+        with pytest.raises(TypeError):
+            wheel.cancel_many([a, "not a timer"])
+    assert wheel.cancel_many([wheel_timer for wheel_timer in (a, b)]) == [False, False]
+
+
 def test_cancel_after_fire_returns_false(wheel):
     done = threading.Event()
     timer = wheel.call_later(0, done.set)
