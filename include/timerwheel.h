@@ -742,6 +742,38 @@ enum tw_status tw_delete(struct tw_wheel *w, tw_timer_id id);
 enum tw_status tw_delete_sync(struct tw_wheel *w, tw_timer_id id);
 
 /**
+ * Deletes the timers `ids[0..n]` in order, each as tw_delete would, and writes its status
+ * to `statuses[i]` (TW_OK, TW_ERR_NOT_FOUND, TW_ERR_SHUTDOWN or TW_ERR_FORKED, with the
+ * meanings of tw_delete). An id given twice is TW_ERR_NOT_FOUND the second time. A drop
+ * function run by a delete may call any function, this one included; `ids` is read one
+ * id at a time, just before that id is deleted.
+ *
+ * Returns TW_OK when every status was written (`n` 0 included), or TW_ERR_INVALID when `w`
+ * is NULL, or `ids` or `statuses` is NULL while `n` is not 0: then nothing changes and
+ * `statuses` is not written.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; unless NULL, `ids` is readable and `statuses` writable for
+ * `n` elements each.
+ */
+enum tw_status tw_delete_many(struct tw_wheel *w, const tw_timer_id *ids, size_t n, enum tw_status *statuses);
+
+/**
+ * Re-arms the timers `ids[0..n]` in order, `ids[i]` to fire `delays_ms[i]` from now, each
+ * as tw_reset would, and writes its status to `statuses[i]` (with the meanings of
+ * tw_reset). An id given twice is re-armed twice: the later delay holds.
+ *
+ * Returns TW_OK when every status was written (`n` 0 included), or TW_ERR_INVALID when `w`
+ * is NULL, or `ids`, `delays_ms` or `statuses` is NULL while `n` is not 0: then nothing
+ * changes and `statuses` is not written.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; unless NULL, `ids` and `delays_ms` are readable and
+ * `statuses` writable for `n` elements each.
+ */
+enum tw_status tw_reset_many(struct tw_wheel *w, const tw_timer_id *ids, const uint64_t *delays_ms, size_t n, enum tw_status *statuses);
+
+/**
  * Creates a group of timers holding `user_data`, open to tw_group_add*. `drop(user_data)`
  * (if `drop` is not NULL) is called exactly once: after the group was closed
  * (tw_group_close or tw_group_delete) and the drop of its last timer has returned, on the

@@ -14,7 +14,7 @@
  *
  * Also: every(first, period, f) with a first delay; every_from(first, period, f, missed),
  * a fixed-rate timer anchored at a wall-clock start (tw_add_periodic_at); export_timers()
- * (tw_export); on a virtual clock (Config::virtual_clock) advance(), advance_to_next() and
+ * (tw_export); cancel_many() and reset_many() (tw_delete_many, tw_reset_many); on a virtual clock (Config::virtual_clock) advance(), advance_to_next() and
  * now(). A config out of range throws an Error whose what() carries tw_config_check's
  * message. docs/contract.md is the contract; this header states only its differences.
  *
@@ -216,6 +216,18 @@ private:
     tw_timer_id id_ = 0;
 };
 
+namespace detail {
+
+/* The ids of `timers`, for the batched calls. */
+inline std::vector<tw_timer_id> ids_of(const std::vector<Timer> &timers) {
+    std::vector<tw_timer_id> ids;
+    ids.reserve(timers.size());
+    for (const Timer &t : timers) ids.push_back(t.id());
+    return ids;
+}
+
+}  // namespace detail
+
 /* A timer that belongs to its handle, as a std::unique_ptr owns its object: move-only, and
  * destroying it (or assigning another timer to it) deletes its timer and waits for its
  * callback running on another thread (tw_delete_sync), so that what the callback uses
@@ -363,6 +375,33 @@ public:
             return tw_add_at(wheel_, unix_ms, cb, data, drop, id);
         };
         return Timer(wheel_, detail::add(std::forward<F>(f), add, "tw_add_at"));
+    }
+
+    /* Cancels each of `timers` in one call (tw_delete_many): a status per timer, in order
+     * (TW_ERR_NOT_FOUND for one no longer pending, of another wheel, or given twice). */
+    std::vector<tw_status> cancel_many(const std::vector<Timer> &timers) {
+        std::vector<tw_timer_id> ids = detail::ids_of(timers);
+        std::vector<tw_status> statuses(ids.size());
+        detail::check(tw_delete_many(wheel_, ids.data(), ids.size(), statuses.data()),
+                      "tw_delete_many");
+        return statuses;
+    }
+
+    /* Re-arms each of `timers` to fire `delays[i]` from now in one call (tw_reset_many): a
+     * status per timer, in order. Throws Error(TW_ERR_INVALID) when the sizes differ. */
+    template <class Rep, class Period>
+    std::vector<tw_status> reset_many(const std::vector<Timer> &timers,
+                                      const std::vector<std::chrono::duration<Rep, Period>> &delays) {
+        if (delays.size() != timers.size()) throw Error(TW_ERR_INVALID, "reset_many: sizes differ");
+        std::vector<tw_timer_id> ids = detail::ids_of(timers);
+        std::vector<std::uint64_t> delays_ms;
+        delays_ms.reserve(delays.size());
+        for (auto delay : delays) delays_ms.push_back(detail::to_ms(delay));
+        std::vector<tw_status> statuses(ids.size());
+        detail::check(tw_reset_many(wheel_, ids.data(), delays_ms.data(), ids.size(),
+                                    statuses.data()),
+                      "tw_reset_many");
+        return statuses;
     }
 
     /* The counters since the wheel started (docs/metrics.md). */

@@ -61,6 +61,15 @@ static twgo_added twgo_add_periodic(tw_wheel *w, tw_group_id group, uint64_t del
 	return r;
 }
 
+// Deletes the timers ids[0..n) in one call from Go, a status each, as tw_delete_many
+// does (the module's prebuilt library may predate it).
+static void twgo_delete_many(tw_wheel *w, const tw_timer_id *ids, size_t n,
+		tw_status *statuses) {
+	for (size_t i = 0; i < n; i++) {
+		statuses[i] = tw_delete(w, ids[i]);
+	}
+}
+
 typedef struct twgo_group {
 	tw_status status;
 	tw_group_id id;
@@ -260,6 +269,22 @@ func cCurrentHandle() uintptr {
 // cDelete stops a timer.
 func cDelete(w cWheel, id uint64) error {
 	return statusErr(C.tw_delete(w, C.tw_timer_id(id)))
+}
+
+// cDeleteMany deletes the timers of ids in one crossing into C, an error (nil: deleted)
+// each.
+func cDeleteMany(w cWheel, ids []uint64) []error {
+	if len(ids) == 0 {
+		return nil
+	}
+	statuses := make([]C.tw_status, len(ids))
+	C.twgo_delete_many(w, (*C.tw_timer_id)(unsafe.Pointer(&ids[0])), C.size_t(len(ids)),
+		&statuses[0])
+	errs := make([]error, len(ids))
+	for i, s := range statuses {
+		errs[i] = statusErr(s)
+	}
+	return errs
 }
 
 // cReset re-arms a pending timer delayMs from now.

@@ -38,6 +38,10 @@ func TestManyGoroutines(t *testing.T) {
 	}
 	wg.Wait()
 	eventually(t, "every timer to fire or stop", func() bool { return w.Stats().Pending == 0 })
+	// The library counts a run when it starts the callback: the func may be on its way.
+	eventually(t, "every counted func to run", func() bool {
+		return uint64(fired.Load()) >= w.Stats().FiredOneShot
+	})
 	s := w.Stats()
 	checkInvariant(t, s)
 	if got := uint64(fired.Load()); got != s.FiredOneShot {
@@ -72,12 +76,18 @@ func TestStopAndResetRaceOneTimer(t *testing.T) {
 }
 
 // holdFiring runs act while the one-shot timer tm of w, which the library has just started
-// to fire, waits before its func: its Go side waits for the registry's lock until act holds
-// the timer's lock (or has returned), so act runs before the func could start.
+// to fire, waits before its func: its Go side waits for the registry's locks until act
+// holds the timer's lock (or has returned), so act runs before the func could start.
 func holdFiring(t *testing.T, w *Wheel, tm *Timer, act func()) {
 	t.Helper()
-	timers.mu.Lock()
-	release := sync.OnceFunc(timers.mu.Unlock)
+	for i := range timers.shards {
+		timers.shards[i].mu.Lock()
+	}
+	release := sync.OnceFunc(func() {
+		for i := range timers.shards {
+			timers.shards[i].mu.Unlock()
+		}
+	})
 	defer release()
 	eventually(t, "the library to start the callback", func() bool { return w.Stats().Fired == 1 })
 	done := make(chan struct{})

@@ -55,6 +55,11 @@ func TestRegistryStaleHandleFindsNothing(t *testing.T) {
 	}
 	oneShot := &Timer{w: w}
 	h2 := r.add(oneShot)
+	for h2&shardMask != h&shardMask { // until an add lands in the shard of h
+		r.release(h2)
+		r.shardOf(h2).sweep()
+		h2 = r.add(oneShot)
+	}
 	if h2&indexMask != h&indexMask {
 		t.Fatal("a cleared entry was not reused")
 	}
@@ -64,8 +69,8 @@ func TestRegistryStaleHandleFindsNothing(t *testing.T) {
 	if r.fired(h2) != oneShot || r.fired(h2) != nil {
 		t.Fatal("a one-shot entry must fire once")
 	}
-	if n := r.countWheel(w); n != 0 || r.live != 0 {
-		t.Fatalf("%d live entries (counter %d), want 0", n, r.live)
+	if n := r.countWheel(w); n != 0 || r.liveCount() != 0 {
+		t.Fatalf("%d live entries (counter %d), want 0", n, r.liveCount())
 	}
 }
 
@@ -81,5 +86,41 @@ func TestRegistryTimerWithTwoEntries(t *testing.T) {
 	}
 	if n := r.countWheel(w); n != 0 {
 		t.Fatalf("%d live entries, want 0", n)
+	}
+}
+
+// liveCount is the number of live entries, of every wheel.
+func (r *registry) liveCount() int {
+	n := 0
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.Lock()
+		n += s.live
+		s.mu.Unlock()
+	}
+	return n
+}
+
+func TestStopAndResetTakeNoLockOfAnotherShard(t *testing.T) {
+	w := newWheel(t, Config{})
+	tm := mustAfterFunc(t, w, time.Hour, func() {})
+	tm.mu.Lock()
+	own := tm.handle & shardMask
+	tm.mu.Unlock()
+	for i := range timers.shards { // a firing or an add elsewhere holds every other shard
+		if uintptr(i) != own {
+			timers.shards[i].mu.Lock()
+			defer timers.shards[i].mu.Unlock()
+		}
+	}
+	done := make(chan bool)
+	go func() { done <- tm.Reset(2*time.Hour) && tm.Stop() }()
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("Reset and Stop of a pending timer = false, want true")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Reset or Stop waited for the lock of a shard its timer is not in")
 	}
 }

@@ -2,19 +2,24 @@ package timerwheel
 
 import (
 	"math/bits"
+	"math/rand"
 	"sync"
 )
 
-// A handle names a registry entry: the entry's index in the low half of a uintptr, a
-// generation in the high half. It is what a C timer carries as user_data, so no Go pointer
-// ever crosses into C. Every add takes a new generation, so a stale handle (its entry
-// cleared, perhaps reused) finds nothing.
+// A handle names a registry entry: its shard in the lowest shardBits bits, its index in
+// the shard above them (together in the low half of a uintptr), a generation in the high
+// half. It is what a C timer carries as user_data, so no Go pointer ever crosses into C.
+// Every add takes a new generation of its shard, so a stale handle (its entry cleared,
+// perhaps reused) finds nothing.
 const (
 	genShift  = bits.UintSize / 2
 	indexMask = uintptr(1)<<genShift - 1
+	shardBits = 6
+	shards    = 1 << shardBits
+	shardMask = uintptr(shards - 1)
 )
 
-// sweepBatch is how many released entries wait before they are cleared together.
+// sweepBatch is how many released entries of a shard wait before they are cleared together.
 const sweepBatch = 256
 
 // registry holds the Go side of every C timer of every wheel: the *Timer whose func a
@@ -22,17 +27,28 @@ const sweepBatch = 256
 // again gets a new one while the old may still be firing). Releasing its entry is what
 // ends a C timer on the Go side.
 //
+// The entries are spread over shards, each with its own lock: an add takes a shard at
+// random, and a Stop or a firing locks only the shard its handle names, so goroutines and
+// the library's threads rarely wait for each other here.
+//
 // Stop releases an entry only by queueing its handle: the entries are cleared in batches,
 // where their scattered cache misses overlap instead of each stalling a Stop. Until then a
 // released entry is still found, which matters only for a periodic run that the library
 // had started when Stop was called: that run goes ahead, as the library's contract says.
 type registry struct {
+	shards [shards]shard
+}
+
+// shard is one lock's part of the registry. Its indexes are local: handle bits above
+// shardBits.
+type shard struct {
 	mu       sync.Mutex
 	entries  []entry
 	free     []uintptr // indexes of cleared entries
 	released []uintptr // handles released and not yet cleared
 	gen      uintptr
 	live     int
+	_        [64]byte // keeps two shards' locks off one cache line
 }
 
 type entry struct {
@@ -40,77 +56,123 @@ type entry struct {
 	gen uintptr
 }
 
+// shardOf is the shard a handle names.
+func (r *registry) shardOf(h uintptr) *shard {
+	return &r.shards[h&shardMask]
+}
+
 // add registers t under a new handle and returns it.
 func (r *registry) add(t *Timer) uintptr {
-	r.mu.Lock()
+	n := uintptr(rand.Uint32()) & shardMask
+	s := &r.shards[n]
+	s.mu.Lock()
 	var i uintptr
-	if n := len(r.free); n > 0 {
-		i = r.free[n-1]
-		r.free = r.free[:n-1]
+	if k := len(s.free); k > 0 {
+		i = s.free[k-1]
+		s.free = s.free[:k-1]
 	} else {
-		i = uintptr(len(r.entries))
-		r.entries = append(r.entries, entry{})
+		i = uintptr(len(s.entries))
+		s.entries = append(s.entries, entry{})
 	}
-	r.gen = (r.gen + 1) & indexMask
-	r.entries[i] = entry{t: t, gen: r.gen}
-	h := r.gen<<genShift | i
-	r.live++
-	r.mu.Unlock()
+	s.gen = (s.gen + 1) & indexMask
+	s.entries[i] = entry{t: t, gen: s.gen}
+	h := s.gen<<genShift | i<<shardBits | n
+	s.live++
+	s.mu.Unlock()
 	return h
 }
 
 // fired returns the timer of a firing handle (nil if its entry was cleared), ending the
 // entry of a one-shot timer, which never fires again.
 func (r *registry) fired(h uintptr) *Timer {
-	r.mu.Lock()
+	s := r.shardOf(h)
+	s.mu.Lock()
 	var t *Timer
-	if e := r.find(h); e != nil {
+	if e := s.find(h); e != nil {
 		t = e.t
 		if t.period == 0 {
-			r.clear(h & indexMask)
-			r.live--
+			s.clear(local(h))
+			s.live--
 		}
 	}
-	r.mu.Unlock()
+	s.mu.Unlock()
 	return t
 }
 
 // release ends the entry of a handle whose C timer ended without firing (stopped, or
 // never added).
 func (r *registry) release(h uintptr) {
-	r.mu.Lock()
-	r.released = append(r.released, h)
-	r.live--
-	if len(r.released) >= sweepBatch {
-		r.sweep()
+	s := r.shardOf(h)
+	s.mu.Lock()
+	s.released = append(s.released, h)
+	s.live--
+	if len(s.released) >= sweepBatch {
+		s.sweep()
 	}
-	r.mu.Unlock()
+	s.mu.Unlock()
 }
 
 // releaseWheel ends every live entry of w (w was destroyed) and returns how many there
 // were.
 func (r *registry) releaseWheel(w *Wheel) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.sweep()
 	n := 0
-	for i := range r.entries {
-		if t := r.entries[i].t; t != nil && t.w == w {
-			r.clear(uintptr(i))
-			n++
-		}
+	for i := range r.shards {
+		n += r.shards[i].releaseWheel(w)
 	}
-	r.live -= n
 	return n
 }
 
 // countWheel is the number of live entries of w.
 func (r *registry) countWheel(w *Wheel) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.sweep()
 	n := 0
-	for _, e := range r.entries {
+	for i := range r.shards {
+		n += r.shards[i].countWheel(w)
+	}
+	return n
+}
+
+// lookup returns the timer of each handle, nil where its entry was cleared.
+func (r *registry) lookup(handles []uintptr) []*Timer {
+	found := make([]*Timer, len(handles))
+	for i, h := range handles {
+		s := r.shardOf(h)
+		s.mu.Lock()
+		if e := s.find(h); e != nil {
+			found[i] = e.t
+		}
+		s.mu.Unlock()
+	}
+	return found
+}
+
+// local is the index within its shard of the entry a handle names.
+func local(h uintptr) uintptr {
+	return (h & indexMask) >> shardBits
+}
+
+// releaseWheel ends the shard's live entries of w and returns how many there were.
+func (s *shard) releaseWheel(w *Wheel) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweep()
+	n := 0
+	for i := range s.entries {
+		if t := s.entries[i].t; t != nil && t.w == w {
+			s.clear(uintptr(i))
+			n++
+		}
+	}
+	s.live -= n
+	return n
+}
+
+// countWheel is the number of the shard's live entries of w.
+func (s *shard) countWheel(w *Wheel) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweep()
+	n := 0
+	for _, e := range s.entries {
 		if e.t != nil && e.t.w == w {
 			n++
 		}
@@ -118,43 +180,30 @@ func (r *registry) countWheel(w *Wheel) int {
 	return n
 }
 
-// lookup returns the timer of each handle, nil where its entry was cleared.
-func (r *registry) lookup(handles []uintptr) []*Timer {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	found := make([]*Timer, len(handles))
-	for i, h := range handles {
-		if e := r.find(h); e != nil {
-			found[i] = e.t
-		}
-	}
-	return found
-}
-
 // find returns the entry a handle names, or nil.
-func (r *registry) find(h uintptr) *entry {
-	i := h & indexMask
-	if i >= uintptr(len(r.entries)) {
+func (s *shard) find(h uintptr) *entry {
+	i := local(h)
+	if i >= uintptr(len(s.entries)) {
 		return nil
 	}
-	if e := &r.entries[i]; e.t != nil && e.gen == h>>genShift {
+	if e := &s.entries[i]; e.t != nil && e.gen == h>>genShift {
 		return e
 	}
 	return nil
 }
 
 // clear empties entry i and makes it free.
-func (r *registry) clear(i uintptr) {
-	r.entries[i].t = nil
-	r.free = append(r.free, i)
+func (s *shard) clear(i uintptr) {
+	s.entries[i].t = nil
+	s.free = append(s.free, i)
 }
 
 // sweep clears the released entries.
-func (r *registry) sweep() {
-	for _, h := range r.released {
-		if r.find(h) != nil { // always true while every release is of a live handle
-			r.clear(h & indexMask)
+func (s *shard) sweep() {
+	for _, h := range s.released {
+		if s.find(h) != nil { // always true while every release is of a live handle
+			s.clear(local(h))
 		}
 	}
-	r.released = r.released[:0]
+	s.released = s.released[:0]
 }

@@ -74,12 +74,17 @@ func (t *Timer) stopFunc() bool {
 		return false
 	}
 	defer w.gate.exit()
-	err := cDelete(w.c, t.id)
+	return t.deleted(cDelete(w.c, t.id))
+}
+
+// deleted applies err, what deleting t's live C timer returned, to t: whether that
+// stopped t. The caller holds t.mu and is inside the wheel's gate.
+func (t *Timer) deleted(err error) bool {
 	switch {
 	case err == nil:
 		timers.release(t.handle) // inside the gate: Close then never counts t as live
 	case t.startedInC(err):
-		w.unstarted.stopped.Add(1) // expire finds the handle gone and does not run the func
+		t.w.unstarted.stopped.Add(1) // expire finds the handle gone and does not run the func
 	default:
 		return false
 	}

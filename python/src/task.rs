@@ -20,7 +20,8 @@ pub struct CallbackRaised;
 
 struct Call {
     func: Py<PyAny>,
-    args: Py<PyTuple>,
+    // `None` for no arguments, the common case: nothing to hold or release.
+    args: Option<Py<PyTuple>>,
     kwargs: Option<Py<PyDict>>,
 }
 
@@ -31,40 +32,44 @@ pub struct PyTask {
 }
 
 impl PyTask {
-    /// A task that calls `func(*args, **kwargs)`; an empty kwargs dict is not kept.
+    /// A task that calls `func(*args, **kwargs)`; an empty args tuple or kwargs dict is
+    /// not kept.
     pub fn new(
         func: Bound<'_, PyAny>,
         args: Bound<'_, PyTuple>,
         kwargs: Option<Bound<'_, PyDict>>,
     ) -> PyTask {
-        let kwargs = kwargs.filter(|k| !k.is_empty()).map(Bound::unbind);
         let call = Call {
             func: func.unbind(),
-            args: args.unbind(),
-            kwargs,
+            args: (!args.is_empty()).then(|| args.unbind()),
+            kwargs: kwargs.filter(|k| !k.is_empty()).map(Bound::unbind),
         };
         PyTask { call: Some(call) }
     }
 
-    /// New references to its callable, positional and keyword arguments (a new dict).
+    /// New references to its callable, positional and keyword arguments (if any).
     pub fn call_parts(&self, py: Python<'_>) -> Option<CallParts> {
         let call = self.call.as_ref()?;
+        let args = call.args.as_ref().map(|args| args.clone_ref(py));
         let kwargs = call.kwargs.as_ref().map(|kwargs| kwargs.clone_ref(py));
-        Some((call.func.clone_ref(py), call.args.clone_ref(py), kwargs))
+        Some((call.func.clone_ref(py), args, kwargs))
     }
 }
 
 /// A task's callable, positional arguments and keyword arguments (if any).
-pub type CallParts = (Py<PyAny>, Py<PyTuple>, Option<Py<PyDict>>);
+pub type CallParts = (Py<PyAny>, Option<Py<PyTuple>>, Option<Py<PyDict>>);
 
 impl Call {
     fn invoke(&self, py: Python<'_>) {
         let func = self.func.bind(py);
-        let args = self.args.bind(py);
-        let result = match &self.kwargs {
-            Some(kwargs) => func.call(args, Some(kwargs.bind(py))),
-            None if args.is_empty() => func.call0(),
-            None => func.call1(args),
+        let args = self.args.as_ref().map(|args| args.bind(py));
+        let result = match (args, &self.kwargs) {
+            (None, None) => func.call0(),
+            (Some(args), None) => func.call1(args),
+            (args, Some(kwargs)) => {
+                let args = args.cloned().unwrap_or_else(|| PyTuple::empty(py));
+                func.call(args, Some(kwargs.bind(py)))
+            }
         };
         if let Err(err) = result {
             err.write_unraisable(py, Some(func));
@@ -85,7 +90,9 @@ impl Task for PyTask {
     fn warm(&self) {
         if let Some(call) = &self.call {
             prefetch(call.func.as_ptr());
-            prefetch(call.args.as_ptr());
+            if let Some(args) = &call.args {
+                prefetch(args.as_ptr());
+            }
         }
     }
 

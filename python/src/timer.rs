@@ -22,11 +22,16 @@ impl Timer {
     pub fn new(rt: Arc<Runtime<PyTask>>, id: TimerId) -> Timer {
         Timer { rt, id }
     }
+
+    /// Its id, when it is a timer of `rt`.
+    pub fn id_in(&self, rt: &Arc<Runtime<PyTask>>) -> Option<TimerId> {
+        Arc::ptr_eq(&self.rt, rt).then_some(self.id)
+    }
 }
 
 /// `Ok(true)` for done, `Ok(false)` for a timer that is no longer pending (or a closed
 /// wheel, where nothing is pending), an exception for anything else.
-fn done(result: Result<(), Error>, what: &str) -> PyResult<bool> {
+pub fn done(result: Result<(), Error>, what: &str) -> PyResult<bool> {
     match result {
         Ok(()) => Ok(true),
         Err(Error::NotFound | Error::Shutdown) => Ok(false),
@@ -52,7 +57,7 @@ impl Timer {
     /// periodic timer cancelled from its own callback); False if it already fired
     /// (one-shot), was cancelled, or its wheel is closed. Does not wait for a run that is
     /// under way on another thread; `cancel_sync` does.
-    fn cancel(&self) -> PyResult<bool> {
+    pub(crate) fn cancel(&self) -> PyResult<bool> {
         done(self.rt.cancel(self.id), "cancel")
     }
 

@@ -19,7 +19,7 @@ use crate::errors::{add_refused, invalid, to_py, wrong_mode};
 use crate::group::Group;
 use crate::stats::stats_dict;
 use crate::task::{CallParts, PyTask};
-use crate::timer::Timer;
+use crate::timer::{done, Timer};
 
 /// The native wheel: a timerwheel runtime (tick thread and worker pool) running Python
 /// callbacks. Use `timerwheel.Wheel`, which adds the context manager and asyncio helpers.
@@ -132,7 +132,8 @@ fn pending_record<'py>(
         PyBool::new(py, fixed_delay).to_owned().into_any(),
         at.into_pyobject(py)?.into_any(),
         callback.into_bound(py),
-        args.into_bound(py).into_any(),
+        args.map_or_else(|| PyTuple::empty(py), |args| args.into_bound(py))
+            .into_any(),
         kwargs.into_any(),
     ];
     PyTuple::new(py, fields)
@@ -290,6 +291,21 @@ impl Wheel {
             self.rt.add_periodic_at(first, period, mode, missed, task),
             "call_every_at",
         )
+    }
+
+    /// What `cancel()` of each of `timers` returns, in order: the timers of this wheel
+    /// are cancelled in one call (a timer given twice: False at its later places), the
+    /// others each by its own `cancel()`.
+    fn cancel_many(&self, timers: Vec<PyRef<'_, Timer>>) -> PyResult<Vec<bool>> {
+        let ids: Vec<TimerId> = timers.iter().filter_map(|t| t.id_in(&self.rt)).collect();
+        let mut mine = self.rt.cancel_many(&ids).into_iter();
+        timers
+            .iter()
+            .map(|timer| match timer.id_in(&self.rt) {
+                Some(_) => done(mine.next().expect("a result per id"), "cancel_many"),
+                None => timer.cancel(),
+            })
+            .collect()
     }
 
     /// The pending timers at one instant, as `(records, running)`: a tuple of the fields

@@ -37,6 +37,21 @@ def test_call_later_passes_args_and_kwargs(wheel):
     assert got == [((1, "two"), {"delay": "kw", "callback": 3})]
 
 
+@pytest.mark.parametrize(
+    "args, kwargs", [((), {}), ((1,), {}), ((), {"k": 2}), ((1, "two"), {"k": 2})]
+)
+def test_each_shape_of_arguments_reaches_the_callback_and_the_export(args, kwargs):
+    """A timer without arguments keeps no tuple: it is still called with none, exported
+    with (), and one with keywords only gets () beside them."""
+    got = []
+    with Wheel(virtual_clock=True) as wheel:
+        wheel.call_later(1, lambda *a, **k: got.append((a, k)), *args, **kwargs)
+        (pending,), _ = wheel.export()
+        assert (pending.args, pending.kwargs) == (args, kwargs)
+        assert wheel.advance(1) == 1
+    assert got == [(args, kwargs)]
+
+
 @pytest.mark.parametrize("delay", [0.0, 0.0004, 0.003, 0.0217, 0.05])
 def test_never_early(delay):
     with Wheel(tick=0.001) as w:
@@ -116,6 +131,24 @@ def test_cancel_twice(wheel):
     assert timer.cancel() is True
     assert timer.cancel() is False
     assert wheel.stats()["cancelled"] == 1
+
+
+def test_cancel_many_returns_what_each_cancel_would():
+    with Wheel(virtual_clock=True) as wheel, Wheel(virtual_clock=True) as other:
+        a, b = wheel.call_later(60, print), wheel.call_later(60, print)
+        gone, fired = wheel.call_later(60, print), wheel.call_later(1, lambda: None)
+        group_timer = wheel.group().call_later(60, print)
+        foreign = other.call_later(60, print)
+        assert gone.cancel()
+        assert wheel.advance(1) == 1
+        got = wheel.cancel_many([a, b, a, gone, fired, foreign, group_timer, b])
+        assert got == [True, True, False, False, False, True, True, False]
+        assert not (a.active or b.active or foreign.active or group_timer.active)
+        assert wheel.stats()["pending"] == 0 and other.stats()["pending"] == 0
+        assert wheel.cancel_many([]) == []
+        with pytest.raises(TypeError):
+            wheel.cancel_many([a, "not a timer"])
+    assert wheel.cancel_many([wheel_timer for wheel_timer in (a, b)]) == [False, False]
 
 
 def test_cancel_after_fire_returns_false(wheel):

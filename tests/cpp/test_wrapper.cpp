@@ -291,6 +291,33 @@ void test_bad_config_says_what_is_wrong() {
     CHECK(thrown);
 }
 
+void test_cancel_many_and_reset_many() {
+    Wheel wheel = virtual_wheel();
+    Wheel other = virtual_wheel();
+    RunLog log{&wheel, {}};
+    Timer a = wheel.after(10ms, std::ref(log)), b = wheel.after(10ms, std::ref(log));
+    Timer gone = wheel.after(10ms, std::ref(log));
+    Timer foreign = other.after(10ms, [] {});
+    CHECK(gone.cancel());
+    auto reset = wheel.reset_many({a, b, a, gone, foreign}, std::vector{100ms, 5ms, 50ms, 1ms, 1ms});
+    CHECK((reset == std::vector<tw_status>{TW_OK, TW_OK, TW_OK, TW_ERR_NOT_FOUND, TW_ERR_NOT_FOUND}));
+    CHECK(wheel.advance(60ms) == 2);
+    CHECK((log.at == std::vector<long long>{5, 50}));  // the later delay of `a` holds
+    Timer c = wheel.after(1h, [] {}), d = wheel.after(1h, [] {});
+    auto cancelled = wheel.cancel_many({c, c, d, Timer(), foreign});
+    CHECK((cancelled ==
+           std::vector<tw_status>{TW_OK, TW_ERR_NOT_FOUND, TW_OK, TW_ERR_NOT_FOUND, TW_ERR_NOT_FOUND}));
+    CHECK(wheel.cancel_many({}).empty());
+    CHECK(other.advance(20ms) == 1);  // the foreign timer was neither moved nor cancelled
+    bool thrown = false;
+    try {
+        wheel.reset_many({c}, std::vector<std::chrono::milliseconds>{});
+    } catch (const timerwheel::Error &e) {
+        thrown = e.status() == TW_ERR_INVALID;
+    }
+    CHECK(thrown);
+}
+
 void test_virtual_clock_and_every_with_a_first_delay() {
     Wheel wheel = virtual_wheel();
     CHECK(wheel.now() == start);
@@ -419,6 +446,7 @@ int main() {
     RUN(test_destroyed_from_its_own_callback);
     RUN(test_bad_config_says_what_is_wrong);
     RUN(test_virtual_clock_and_every_with_a_first_delay);
+    RUN(test_cancel_many_and_reset_many);
     RUN(test_every_from_keeps_the_phase_with_either_policy);
     RUN(test_export_timers);
     RUN(test_unique_timer_deletes_its_timer_when_destroyed);

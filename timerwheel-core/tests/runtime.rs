@@ -145,6 +145,64 @@ fn stale_and_foreign_ids_are_not_found() {
 }
 
 #[test]
+fn cancel_many_gives_each_id_its_own_result() {
+    let rt: Runtime<Probe> = runtime(1);
+    let other: Runtime<Probe> = runtime(1);
+    let tally = Tally::default();
+    let hour = Duration::from_secs(3600);
+    let (a, b) = (
+        rt.add(hour, tally.probe()).unwrap(),
+        rt.add(hour, tally.probe()).unwrap(),
+    );
+    let foreign = other.add(hour, tally.probe()).unwrap();
+    rt.cancel(a).unwrap();
+    let results = rt.cancel_many(&[b, b, a, foreign]);
+    let not_found = Err(Error::NotFound);
+    assert_eq!(results, [Ok(()), not_found, not_found, not_found]);
+    assert_eq!(tally.drops(), 2, "a and b, once each");
+    assert!(other.is_pending(foreign));
+    assert!(rt.cancel_many(&[]).is_empty());
+    assert_conserved(&rt);
+}
+
+#[test]
+fn reset_many_re_arms_each_timer_the_later_delay_holding() {
+    let rt: Runtime<BoxTask> = runtime(1);
+    let (tx, rx) = mpsc::channel();
+    let start = Instant::now();
+    let timer = |name| {
+        let tx = tx.clone();
+        rt.add(
+            ms(20),
+            Box::new(move |_| tx.send((name, Instant::now())).unwrap()),
+        )
+        .unwrap()
+    };
+    let (a, b) = (timer("a"), timer("b"));
+    let gone = timer("gone");
+    rt.cancel(gone).unwrap();
+    let results = rt.reset_many(&[(a, ms(1000)), (b, ms(150)), (a, ms(300)), (gone, ms(1))]);
+    assert_eq!(results, [Ok(()), Ok(()), Ok(()), Err(Error::NotFound)]);
+    let first = rx.recv_timeout(PATIENCE).unwrap();
+    let second = rx.recv_timeout(PATIENCE).unwrap();
+    assert_eq!((first.0, second.0), ("b", "a"));
+    assert!(
+        first.1 - start >= ms(150),
+        "b fired at {:?}",
+        first.1 - start
+    );
+    assert!(
+        second.1 - start >= ms(300),
+        "a fired at {:?}",
+        second.1 - start
+    );
+    assert!(
+        second.1 - start < ms(1000),
+        "a kept the first delay of the batch"
+    );
+}
+
+#[test]
 fn reset_pushes_a_timer_back() {
     let rt = runtime(1);
     let (tx, rx) = mpsc::channel();

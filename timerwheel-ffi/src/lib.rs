@@ -25,6 +25,8 @@ pub mod virtual_clock;
 
 pub mod timers;
 
+pub mod batch;
+
 pub mod groups;
 
 pub mod restart;
@@ -35,6 +37,7 @@ pub mod metrics;
 
 pub mod text;
 
+pub use batch::{tw_delete_many, tw_reset_many};
 pub use callback::tw_record_callback_failure;
 pub use groups::{
     tw_group_add, tw_group_add_at, tw_group_add_periodic, tw_group_add_periodic_at, tw_group_close,

@@ -1,7 +1,7 @@
 """Type stubs of the native module ``timerwheel._timerwheel``."""
 
 import sys
-from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Type, Union, final
+from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple, Type, Union, final
 
 from ._types import Seconds, Stats
 
@@ -127,6 +127,10 @@ class _Wheel:
     def advance_to_next(self) -> int:
         """Virtual clock: moves time to the next deadline and runs what is due there;
         returns how many ran (0, the clock unmoved, when no timer is pending)."""
+    def cancel_many(self, timers: Sequence[Timer]) -> List[bool]:
+        """What ``cancel()`` of each timer returns, in order: this wheel's timers are
+        cancelled in one call (a timer given twice: False at its later places), the others
+        each by its own ``cancel()``."""
     def now(self) -> float:
         """The wheel's clock as a Unix time in seconds: the virtual clock, or the system
         clock (``time.time()``)."""

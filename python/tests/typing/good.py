@@ -23,9 +23,10 @@ def use(wheel: Wheel) -> int:
     wheel.call_every(timedelta(minutes=1), charge, 1, 2.0)
     timerwheel.call_later(0.1, charge, 2)
     t.reset(timedelta(milliseconds=10))
+    cancelled: list[bool] = wheel.cancel_many([t, t])
     when: Optional[float] = t.when()
     stats: Stats = wheel.stats()
-    return stats["pending"] + stats["late_p99_us"] + int(when or 0)
+    return stats["pending"] + stats["late_p99_us"] + int(when or 0) + len(cancelled)
 
 
 async def main() -> None:

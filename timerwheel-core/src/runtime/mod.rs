@@ -308,6 +308,21 @@ impl<T: Task> Runtime<T> {
         self.inner.reset(id, delay)
     }
 
+    /// [`cancel`](Self::cancel) of each timer of `ids`, in order: each one's result, in
+    /// the same order. An id given twice is `NotFound` the second time.
+    pub fn cancel_many(&self, ids: &[TimerId]) -> Vec<Result<(), Error>> {
+        ids.iter().map(|&id| self.cancel(id)).collect()
+    }
+
+    /// [`reset`](Self::reset) of each timer of `timers` to its delay, in order: each one's
+    /// result, in the same order. An id given twice is re-armed twice: the later delay holds.
+    pub fn reset_many(&self, timers: &[(TimerId, Duration)]) -> Vec<Result<(), Error>> {
+        timers
+            .iter()
+            .map(|&(id, delay)| self.reset(id, delay))
+            .collect()
+    }
+
     /// Whether the timer is pending: it will run (again) unless cancelled.
     pub fn is_pending(&self, id: TimerId) -> bool {
         self.inner.is_pending(id)
