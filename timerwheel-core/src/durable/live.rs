@@ -9,7 +9,7 @@ use super::clock::{from_ms, to_ms};
 use super::event::{fire_id, Change, Key, Snapshot, StoredFire, StoredTimer, Token};
 use super::journal::Journal;
 use super::registry::{Ack, Fired, Registry};
-use super::{DurableError, DurableStats, DurableTimer, MissedPoints};
+use super::{DurableError, DurableStats, DurableTimer, MissedPoints, RuntimeRef};
 use crate::{BoxTask, Error, Runtime, Task, TimerId};
 
 struct LiveTimer {
@@ -26,7 +26,7 @@ struct Live {
 
 /// What the store's handle and its timers' tasks share.
 pub struct Shared<T: Task + From<BoxTask>> {
-    pub runtime: Arc<Runtime<T>>,
+    runtime: Box<dyn RuntimeRef<T>>,
     pub journal: Journal,
     registry: Registry,
     missed: MissedPoints,
@@ -36,7 +36,7 @@ pub struct Shared<T: Task + From<BoxTask>> {
 
 impl<T: Task + From<BoxTask>> Shared<T> {
     pub fn new(
-        runtime: Arc<Runtime<T>>,
+        runtime: Box<dyn RuntimeRef<T>>,
         registry: Registry,
         journal: Journal,
         missed: MissedPoints,
@@ -53,7 +53,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
 
     /// Schedules every stored timer and delivers every unacknowledged fire again.
     pub fn restore(self: &Arc<Self>, snapshot: Snapshot) -> Result<(), Error> {
-        let now_ms = to_ms(self.runtime.now());
+        let now_ms = to_ms(self.runtime().now());
         let mut live = self.lock();
         for (id, mut stored) in snapshot.timers {
             stored.deadline_ms = self.first_due(&stored, now_ms);
@@ -92,7 +92,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
             };
             let new = self.schedule(&stored).map_err(DurableError::Runtime)?;
             if let Some(old) = old {
-                let _ = self.runtime.cancel(old);
+                let _ = self.runtime().cancel(old);
             }
             let seq = self.journal.push(Change::Add(stored.clone()));
             live.timers.insert(id, LiveTimer { stored, id: new });
@@ -112,7 +112,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
             let mut stored = timer.stored.clone();
             stored.deadline_ms = when_ms;
             let new = self.schedule(&stored).map_err(DurableError::Runtime)?;
-            let _ = self.runtime.cancel(timer.id);
+            let _ = self.runtime().cancel(timer.id);
             *timer = LiveTimer { stored, id: new };
             self.journal.push(Change::Reset {
                 key,
@@ -131,7 +131,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
                 .timers
                 .remove(&(key, name.to_owned()))
                 .ok_or(DurableError::NotFound)?;
-            let _ = self.runtime.cancel(timer.id);
+            let _ = self.runtime().cancel(timer.id);
             self.journal.push(Change::Delete {
                 key,
                 name: name.to_owned(),
@@ -189,7 +189,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
             live.timers.values().map(|t| t.id).collect()
         };
         for id in ids {
-            let _ = self.runtime.cancel(id);
+            let _ = self.runtime().cancel(id);
         }
         self.journal.close();
     }
@@ -214,7 +214,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
                 shared.fire(key, &name, epoch, occurrence_ms, id);
             }
         });
-        self.runtime
+        self.runtime()
             .add_at(from_ms(occurrence_ms), T::from(task))
             .map_err(|rejected| rejected.error)
     }
@@ -228,7 +228,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
                 shared.redeliver(&token);
             }
         });
-        self.runtime
+        self.runtime()
             .add_at(when, T::from(task))
             .map_err(|rejected| rejected.error)
     }
@@ -318,7 +318,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
         Some(match self.missed {
             MissedPoints::Each => next,
             MissedPoints::Coalesce => {
-                latest_point(next, stored.period_ms, to_ms(self.runtime.now()))
+                latest_point(next, stored.period_ms, to_ms(self.runtime().now()))
             }
         })
     }
@@ -332,6 +332,10 @@ impl<T: Task + From<BoxTask>> Shared<T> {
 
     fn settle(&self, seq: u64) -> Result<(), DurableError> {
         self.journal.settle(seq).map_err(DurableError::Store)
+    }
+
+    pub fn runtime(&self) -> &Runtime<T> {
+        self.runtime.get()
     }
 
     fn lock(&self) -> MutexGuard<'_, Live> {

@@ -78,6 +78,19 @@ pub struct DurableStats {
     pub redelivered: u64,
 }
 
+/// How a store reaches the runtime it schedules on: an `Arc<Runtime<T>>`, or a handle that
+/// outlives the store (the C wheel that owns both).
+pub trait RuntimeRef<T: Task>: Send + Sync + 'static {
+    /// The runtime.
+    fn get(&self) -> &Runtime<T>;
+}
+
+impl<T: Task> RuntimeRef<T> for Arc<Runtime<T>> {
+    fn get(&self) -> &Runtime<T> {
+        self
+    }
+}
+
 /// Registers handlers, then opens a store: restores, then journals.
 #[derive(Clone, Default)]
 pub struct DurableBuilder {
@@ -120,17 +133,17 @@ impl DurableBuilder {
     /// Restores the timers of `sink` into `runtime`, then journals to it.
     pub fn open<T: Task + From<BoxTask>>(
         self,
-        runtime: Arc<Runtime<T>>,
+        runtime: impl RuntimeRef<T>,
         sink: impl Sink,
     ) -> Result<Durable<T>, DurableError> {
-        self.open_boxed(runtime, Box::new(sink))
+        self.open_boxed(Box::new(runtime), Box::new(sink))
     }
 
     /// [`open`](Self::open) on the SQLite store at `path` (created, mode 0600, if missing).
     #[cfg(feature = "sqlite")]
     pub fn open_sqlite<T: Task + From<BoxTask>>(
         self,
-        runtime: Arc<Runtime<T>>,
+        runtime: impl RuntimeRef<T>,
         path: impl AsRef<Path>,
     ) -> Result<Durable<T>, DurableError> {
         let sink = SqliteSink::open(path.as_ref()).map_err(DurableError::Store)?;
@@ -139,7 +152,7 @@ impl DurableBuilder {
 
     fn open_boxed<T: Task + From<BoxTask>>(
         self,
-        runtime: Arc<Runtime<T>>,
+        runtime: Box<dyn RuntimeRef<T>>,
         mut sink: Box<dyn Sink>,
     ) -> Result<Durable<T>, DurableError> {
         if let Some(name) = self.duplicate {
@@ -210,7 +223,7 @@ impl<T: Task + From<BoxTask>> Durable<T> {
 
     /// The runtime it schedules on.
     pub fn runtime(&self) -> &Runtime<T> {
-        &self.shared.runtime
+        self.shared.runtime()
     }
 }
 
