@@ -101,7 +101,10 @@ fn d1_async_changes(n: u64) {
     Row::new(MEMORY, true, "D1", n as usize)
         .with("changes_per_s", base)
         .emit();
-    println!("D1 async durable changes/s (target >= 100000): {ours:.0} ({:.2}x of in memory)", ours / base);
+    println!(
+        "D1 async durable changes/s (target >= 100000): {ours:.0} ({:.2}x of in memory)",
+        ours / base
+    );
 }
 
 fn d2_sync_latency(n: u64) {
@@ -148,7 +151,9 @@ fn d3_acked_fires(n: u64) {
     {
         let durable = builder(Ack::Later).open_sqlite(wheel(), &path).unwrap();
         for key in 0..n {
-            durable.add(&timer(key, start() + Duration::from_millis(10))).unwrap();
+            durable
+                .add(&timer(key, start() + Duration::from_millis(10)))
+                .unwrap();
         }
         durable.flush().unwrap();
     }
