@@ -21,6 +21,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod durable;
 pub mod runtime;
 pub mod wheel;
 

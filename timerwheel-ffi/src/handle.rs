@@ -5,18 +5,29 @@ use std::ptr;
 
 use timerwheel_core::{Runtime, SharedRuntime};
 
+use crate::durable::{DurableSlot, Settings};
 use crate::task::CTask;
 
 /// A timer wheel: its tick thread, its workers and its timers. Opaque; create it with
 /// tw_create (or share tw_default) and free it with tw_destroy.
 pub struct tw_wheel {
+    // Before `runtime`: a store is closed before the runtime it schedules on is dropped.
+    durable: DurableSlot,
     runtime: Runtime<CTask>,
 }
 
 impl tw_wheel {
-    /// Wraps a started runtime.
-    pub fn new(runtime: Runtime<CTask>) -> Self {
-        tw_wheel { runtime }
+    /// Wraps a started runtime, with the durable store's settings (none: no store).
+    pub fn new(runtime: Runtime<CTask>, settings: Option<Settings>) -> Self {
+        tw_wheel {
+            durable: DurableSlot::new(settings),
+            runtime,
+        }
+    }
+
+    /// Its durable store.
+    pub fn durable(&self) -> &DurableSlot {
+        &self.durable
     }
 
     /// The runtime inside.

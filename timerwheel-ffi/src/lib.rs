@@ -9,6 +9,7 @@
 #![warn(clippy::undocumented_unsafe_blocks, missing_docs)]
 
 mod boundary;
+pub mod durable;
 mod handle;
 mod ptr;
 mod sized;
@@ -39,6 +40,11 @@ pub mod text;
 
 pub use batch::{tw_delete_many, tw_reset_many};
 pub use callback::tw_record_callback_failure;
+pub use durable::{
+    tw_durable_ack, tw_durable_add, tw_durable_delete, tw_durable_error, tw_durable_flush,
+    tw_durable_open, tw_durable_reset, tw_handler_register, TW_ACK_LATER, TW_ACK_NOW,
+    TW_DURABLE_REPLACE,
+};
 pub use groups::{
     tw_group_add, tw_group_add_at, tw_group_add_periodic, tw_group_add_periodic_at, tw_group_close,
     tw_group_create, tw_group_delete,
@@ -52,8 +58,9 @@ pub use timers::{
     tw_delete_sync, tw_reset,
 };
 pub use types::{
-    tw_callback, tw_clock, tw_config, tw_drop_fn, tw_group_id, tw_missed, tw_period_mode, tw_stats,
-    tw_status, tw_timer_id, tw_timer_kind,
+    tw_callback, tw_clock, tw_config, tw_drop_fn, tw_durability, tw_group_id, tw_handler,
+    tw_missed, tw_missed_points, tw_period_mode, tw_stats, tw_status, tw_timer_id, tw_timer_kind,
+    tw_token,
 };
 pub use virtual_clock::{tw_advance, tw_advance_to_next, tw_now_ms};
 pub use wheel::{

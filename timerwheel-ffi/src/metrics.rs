@@ -75,30 +75,50 @@ pub unsafe extern "C" fn tw_metrics_text(
     needed: *mut usize,
 ) -> tw_status {
     guard(|| {
-        // SAFETY: the caller passes NULL or a writable size_t; NULL asks for no size.
-        let needed = unsafe { Out::new(needed) }.ok();
         if buf.is_null() && len > 0 {
             return Err(tw_status::TW_ERR_INVALID);
         }
         // SAFETY: the caller passes NULL or a live wheel.
         let text = unsafe { runtime(w) }?.prometheus_text();
-        let size = text.len() + 1;
-        if let Some(needed) = needed {
-            needed.put(size);
-        }
-        if size > len {
-            if len > 0 {
-                // SAFETY: `buf` is valid for `len` > 0 bytes (this function's contract).
-                unsafe { buf.write(0) };
-            }
-            return Err(tw_status::TW_ERR_TOO_SMALL);
-        }
-        // SAFETY: `buf` is valid for `len` >= `size` bytes and does not overlap `text`,
-        // which this call owns.
-        unsafe {
-            ptr::copy_nonoverlapping(text.as_ptr().cast::<c_char>(), buf, text.len());
-            buf.add(text.len()).write(0);
-        }
-        Ok(())
+        // SAFETY: this function's contract on `buf`, `len` and `needed`.
+        unsafe { write_text(&text, buf, len, needed) }
     })
+}
+
+/// Writes `text` and a NUL into `buf` (`len` bytes) and its size into `*needed` (unless
+/// NULL): `TW_ERR_TOO_SMALL` (and an empty string when `len` > 0) when it does not fit,
+/// `TW_ERR_INVALID` for `buf` NULL with `len` > 0.
+///
+/// # Safety
+/// `buf` is NULL or valid for writing `len` bytes; `needed` is NULL or valid for writing a
+/// `size_t`.
+pub unsafe fn write_text(
+    text: &str,
+    buf: *mut c_char,
+    len: usize,
+    needed: *mut usize,
+) -> Result<(), tw_status> {
+    if buf.is_null() && len > 0 {
+        return Err(tw_status::TW_ERR_INVALID);
+    }
+    // SAFETY: the caller passes NULL or a writable size_t; NULL asks for no size.
+    let needed = unsafe { Out::new(needed) }.ok();
+    let size = text.len() + 1;
+    if let Some(needed) = needed {
+        needed.put(size);
+    }
+    if size > len {
+        if len > 0 {
+            // SAFETY: `buf` is valid for `len` > 0 bytes (this function's contract).
+            unsafe { buf.write(0) };
+        }
+        return Err(tw_status::TW_ERR_TOO_SMALL);
+    }
+    // SAFETY: `buf` is valid for `len` >= `size` bytes and does not overlap `text`, which
+    // the caller holds.
+    unsafe {
+        ptr::copy_nonoverlapping(text.as_ptr().cast::<c_char>(), buf, text.len());
+        buf.add(text.len()).write(0);
+    }
+    Ok(())
 }

@@ -8,6 +8,7 @@ use std::ptr::NonNull;
 
 use timerwheel_core::{Config, Runtime};
 
+use crate::durable::{settings, Settings};
 use crate::handle::{default_handle, default_runtime, tw_wheel};
 use crate::sized::{read_sized, write_sized, SizedStruct};
 use crate::task::CTask;
@@ -34,9 +35,9 @@ pub unsafe fn runtime<'a>(w: *const tw_wheel) -> Result<&'a Runtime<CTask>, tw_s
 ///
 /// # Safety
 /// `cfg` is NULL or points to a `tw_config` readable for as many bytes as its size says.
-pub unsafe fn config(cfg: *const tw_config) -> Result<Config, ConfigFault> {
+pub unsafe fn config(cfg: *const tw_config) -> Result<(Config, Option<Settings>), ConfigFault> {
     let Some(cfg) = NonNull::new(cfg.cast_mut()) else {
-        return Ok(Config::default());
+        return Ok((Config::default(), None));
     };
     let defaults = tw_config::from(&Config::default());
     // SAFETY: by this function's contract.
@@ -55,7 +56,16 @@ pub unsafe fn config(cfg: *const tw_config) -> Result<Config, ConfigFault> {
         ))
     })?;
     config.validate().map_err(|e| ConfigFault(e.to_string()))?;
-    Ok(config)
+    // SAFETY: store_path is NULL or NUL-terminated (tw_create's contract).
+    let settings = unsafe { settings(&cfg) }.map_err(|_| {
+        ConfigFault(
+            "durability, missed_points or store_path is not valid: durability is a \
+             tw_durability, missed_points a tw_missed_points, and a durable wheel names its \
+             store_path (UTF-8)"
+                .to_owned(),
+        )
+    })?;
+    Ok((config, settings))
 }
 
 /// Why a `tw_config` is refused (`TW_ERR_INVALID`): its layout, or a field out of range.

@@ -27,7 +27,9 @@ pub unsafe trait SizedStruct: Copy {
     fn set_size(&mut self, size: usize);
 }
 
-// SAFETY: tw_config is repr(C), starts with `size: usize`, and has only integer fields.
+// SAFETY: tw_config is repr(C), starts with `size: usize`, and has only integer fields and
+// a raw pointer (store_path), which any bytes make valid: it is only read as a C string by
+// tw_create, under tw_create's contract.
 unsafe impl SizedStruct for tw_config {
     const FIRST_SIZE: usize = offset_of!(tw_config, virtual_start_unix_ms) + size_of::<i64>();
     const FIELD_ENDS: &'static [usize] = &[
@@ -40,6 +42,11 @@ unsafe impl SizedStruct for tw_config {
         offset_of!(tw_config, clock),
         offset_of!(tw_config, virtual_start_unix_ms),
         offset_of!(tw_config, slow_callback_us),
+        offset_of!(tw_config, store_path),
+        offset_of!(tw_config, durability),
+        offset_of!(tw_config, store_batch),
+        offset_of!(tw_config, store_delay_us),
+        offset_of!(tw_config, missed_points),
         size_of::<tw_config>(),
     ];
 

@@ -41,6 +41,15 @@ fn message(s: RawStatus) -> &'static CStr {
         status if status == tw_status::TW_OK as u32 => c"success",
         status if status == tw_status::TW_ERR_INTERNAL as u32 => c"internal error",
         status if status == tw_status::TW_ERR_TOO_SMALL as u32 => c"buffer too small",
+        status if status == tw_status::TW_ERR_EXISTS as u32 => {
+            c"a durable timer of this key and name exists"
+        }
+        status if status == tw_status::TW_ERR_NO_HANDLER as u32 => {
+            c"no handler is registered under this name"
+        }
+        status if status == tw_status::TW_ERR_STORE as u32 => {
+            c"the durable store refused or failed (tw_durable_error says why)"
+        }
         status => Error::ALL
             .into_iter()
             .find(|&error| tw_status::from(error) as u32 == status)
@@ -62,7 +71,7 @@ mod tests {
 
     #[test]
     fn every_status_has_its_own_message() {
-        let all: Vec<_> = (0..10).map(text).collect();
+        let all: Vec<_> = (0..13).map(text).collect();
         assert!(all.iter().all(|m| *m != "unknown status"));
         let mut unique = all.clone();
         unique.sort();
@@ -71,7 +80,7 @@ mod tests {
         for error in Error::ALL {
             assert_eq!(text(tw_status::from(error) as u32), error.message());
         }
-        assert_eq!(text(10), "unknown status");
+        assert_eq!(text(13), "unknown status");
         assert_eq!(text(u32::MAX), "unknown status");
     }
 }

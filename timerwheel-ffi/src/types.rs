@@ -1,7 +1,7 @@
 //! The C types of the ABI, whose layouts the header fixes, and their conversions from and
 //! to the runtime's Rust types.
 
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void};
 use std::time::Duration;
 
 use timerwheel_core::{Config, Error, GroupId, Missed, PeriodMode, Stats, TimerId};
@@ -54,6 +54,13 @@ pub enum tw_status {
     TW_ERR_TOO_SMALL = 8,
     /// The group is closed: it takes no more timers (tw_group_close, tw_group_delete).
     TW_ERR_GROUP_CLOSED = 9,
+    /// A durable timer of this (key, name) exists and TW_DURABLE_REPLACE was not given.
+    TW_ERR_EXISTS = 10,
+    /// No handler is registered under this name (tw_durable_add; tw_durable_open for a
+    /// stored timer, whose store is left untouched).
+    TW_ERR_NO_HANDLER = 11,
+    /// The durable store refused or failed: tw_durable_error gives the message.
+    TW_ERR_STORE = 12,
 }
 
 impl From<Error> for tw_status {
@@ -206,7 +213,67 @@ pub struct tw_config {
     /// tw_stats.slow_callbacks. 0 (the default) counts nothing and costs nothing; set, each
     /// callback costs one more reading of the clock.
     pub slow_callback_us: u64,
+    /// The durable store's file (docs/durable.md): NULL (the default) = no store. Read by
+    /// tw_create (the path is copied); opened by tw_durable_open.
+    pub store_path: *const c_char,
+    /// A `tw_durability`: TW_DURABLE_OFF (0, the default), TW_DURABLE_ASYNC or
+    /// TW_DURABLE_SYNC; ASYNC and SYNC need store_path.
+    pub durability: u32,
+    /// Most events per commit of the store: default 1000.
+    pub store_batch: u32,
+    /// Async mode: the longest an event waits for its commit, in us: default 10000.
+    pub store_delay_us: u64,
+    /// A `tw_missed_points`: TW_MISSED_EACH (0, the default) or TW_MISSED_COALESCE.
+    pub missed_points: u32,
 }
+
+/// When a durable change is committed (tw_config.durability).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum tw_durability {
+    /// No store (the default).
+    TW_DURABLE_OFF = 0,
+    /// A change returns once queued; commits in batches (store_batch, store_delay_us).
+    TW_DURABLE_ASYNC = 1,
+    /// A change returns once the batch holding it is committed.
+    TW_DURABLE_SYNC = 2,
+}
+
+/// What a periodic durable timer does with points missed while the process was down.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum tw_missed_points {
+    /// Every missed point is delivered, in order, each with its own token (the default).
+    TW_MISSED_EACH = 0,
+    /// One fire for the latest missed point.
+    TW_MISSED_COALESCE = 1,
+}
+
+/// Names one fire of a durable timer; a fire delivered again has the same token.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct tw_token {
+    /// The application's key.
+    pub key: u64,
+    /// The handler's name (NUL-terminated; in a handler, valid during the call only).
+    pub name: *const c_char,
+    /// The scheduled deadline of this fire, ms since the Unix epoch.
+    pub occurrence_unix_ms: i64,
+    /// The timer's incarnation: a replaced or re-added timer has a new one.
+    pub epoch: u64,
+}
+
+/// A durable timer's handler: the fire's token and the timer's payload (valid during the
+/// call). Returns TW_ACK_NOW (1) to acknowledge the fire at once, TW_ACK_LATER (0) when the
+/// application calls tw_durable_ack after storing the token with its effect.
+pub type tw_handler = Option<
+    unsafe extern "C" fn(
+        token: *const tw_token,
+        payload: *const c_void,
+        len: usize,
+        ctx: *mut c_void,
+    ) -> i32,
+>;
 
 impl From<&Config> for tw_config {
     fn from(config: &Config) -> Self {
@@ -227,6 +294,11 @@ impl From<&Config> for tw_config {
             slow_callback_us: config
                 .slow_callback
                 .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+            store_path: std::ptr::null(),
+            durability: tw_durability::TW_DURABLE_OFF as u32,
+            store_batch: 1000,
+            store_delay_us: 10_000,
+            missed_points: tw_missed_points::TW_MISSED_EACH as u32,
         }
     }
 }

@@ -86,7 +86,8 @@ pub unsafe extern "C" fn tw_create(cfg: *const tw_config, out: *mut *mut tw_whee
         // SAFETY: the caller passes NULL or a writable pointer.
         let out = unsafe { Out::new(out) }?;
         // SAFETY: the caller passes NULL or a readable tw_config.
-        let wheel = tw_wheel::new(Runtime::new(unsafe { config(cfg) }?)?);
+        let (config, settings) = unsafe { config(cfg) }?;
+        let wheel = tw_wheel::new(Runtime::new(config)?, settings);
         out.put(Box::into_raw(Box::new(wheel)));
         Ok(())
     })

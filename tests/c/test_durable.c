@@ -1,0 +1,199 @@
+/*
+ * Durable timers through C (docs/durable.md): a store named in tw_config, handlers by name,
+ * restore with every unacknowledged fire delivered again with its token, and the calls
+ * that must be refused. Virtual clocks: nothing depends on the machine's speed.
+ */
+#include "check.h"
+
+#include <unistd.h>
+
+#define START_MS INT64_C(1704067200000) /* 2024-01-01T00:00:00Z */
+#define MAX_SEEN 64
+
+typedef struct seen {
+    int count;
+    int answer; /* TW_ACK_NOW or TW_ACK_LATER */
+    uint64_t key[MAX_SEEN];
+    int64_t occurrence[MAX_SEEN];
+    uint64_t epoch[MAX_SEEN];
+    char payload[MAX_SEEN][16];
+} seen;
+
+static int record(const tw_token *token, const void *payload, size_t len, void *ctx) {
+    seen *s = ctx;
+    if (s->count < MAX_SEEN && strcmp(token->name, "charge") == 0) {
+        s->key[s->count] = token->key;
+        s->occurrence[s->count] = token->occurrence_unix_ms;
+        s->epoch[s->count] = token->epoch;
+        memcpy(s->payload[s->count], payload, len < 15 ? len : 15);
+    }
+    s->count++;
+    return s->answer;
+}
+
+static tw_status advance(tw_wheel *w, uint64_t ms) {
+    size_t ran;
+    return tw_advance(w, ms, &ran);
+}
+
+static void store_path(char *buf, size_t len, const char *tag) {
+    snprintf(buf, len, "/tmp/tw-durable-c-%ld-%s.db", (long)getpid(), tag);
+    unlink(buf);
+    char side[300];
+    snprintf(side, sizeof side, "%s-wal", buf);
+    unlink(side);
+}
+
+/* A virtual wheel at `at` over the store `path`, its handler "charge" registered. */
+static tw_wheel *durable_wheel(const char *path, int64_t at, seen *s) {
+    tw_config cfg;
+    tw_config_init(&cfg);
+    cfg.clock = TW_CLOCK_VIRTUAL;
+    cfg.virtual_start_unix_ms = at;
+    cfg.store_path = path;
+    cfg.durability = TW_DURABLE_SYNC;
+    tw_wheel *w = NULL;
+    CHECK_OK(tw_create(&cfg, &w));
+    CHECK_OK(tw_handler_register(w, "charge", record, s));
+    return w;
+}
+
+static void an_unacknowledged_fire_comes_back_with_its_token(void) {
+    char path[256];
+    store_path(path, sizeof path, "redeliver");
+    seen first = {.answer = TW_ACK_LATER};
+    tw_wheel *w = durable_wheel(path, START_MS, &first);
+    CHECK_OK(tw_durable_open(w));
+    CHECK_OK(tw_durable_add(w, 42, "charge", "cents=5", 7, START_MS + 100, 0, 0));
+    CHECK_OK(advance(w, 99));
+    CHECK(first.count == 0);
+    CHECK_OK(advance(w, 1));
+    CHECK(first.count == 1 && first.key[0] == 42 && first.occurrence[0] == START_MS + 100);
+    CHECK(strcmp(first.payload[0], "cents=5") == 0);
+    CHECK_OK(tw_destroy(w)); /* a crash after the fire, before its acknowledgement */
+
+    seen again = {.answer = TW_ACK_LATER};
+    w = durable_wheel(path, START_MS + 5000, &again);
+    CHECK_OK(tw_durable_open(w));
+    CHECK_OK(advance(w, 0));
+    CHECK(again.count == 1);
+    CHECK(again.key[0] == 42 && again.occurrence[0] == first.occurrence[0]);
+    CHECK(again.epoch[0] == first.epoch[0]);
+    tw_token token = {42, "charge", first.occurrence[0], first.epoch[0]};
+    tw_token stale = {42, "charge", first.occurrence[0], first.epoch[0] + 1};
+    size_t acked = 99;
+    CHECK_OK(tw_durable_ack(w, &stale, 1, &acked));
+    CHECK(acked == 0);
+    CHECK_OK(tw_durable_ack(w, &token, 1, &acked));
+    CHECK(acked == 1);
+    CHECK_OK(tw_durable_ack(w, &token, 1, &acked));
+    CHECK(acked == 0);
+    uint64_t seq = 0;
+    CHECK_OK(tw_durable_flush(w, &seq));
+    CHECK(seq >= 3);
+    CHECK_OK(tw_destroy(w));
+
+    seen third = {.answer = TW_ACK_LATER};
+    w = durable_wheel(path, START_MS + 9000, &third);
+    CHECK_OK(tw_durable_open(w));
+    CHECK_OK(advance(w, 1000));
+    CHECK(third.count == 0);
+    CHECK_OK(tw_destroy(w));
+    unlink(path);
+}
+
+static void bad_calls_are_refused_and_change_nothing(void) {
+    char path[256];
+    store_path(path, sizeof path, "refuse");
+    seen s = {.answer = TW_ACK_NOW};
+    tw_wheel *w = durable_wheel(path, START_MS, &s);
+    CHECK_STATUS(tw_durable_add(w, 1, "charge", "", 0, START_MS, 0, 0), TW_ERR_INVALID);
+    CHECK_STATUS(tw_handler_register(w, "charge", record, &s), TW_ERR_INVALID);
+    CHECK_STATUS(tw_handler_register(w, NULL, record, &s), TW_ERR_INVALID);
+    CHECK_STATUS(tw_handler_register(w, "idle", NULL, &s), TW_ERR_INVALID);
+    CHECK_OK(tw_durable_open(w));
+    CHECK_STATUS(tw_durable_open(w), TW_ERR_BUSY);
+    CHECK_STATUS(tw_handler_register(w, "idle", record, &s), TW_ERR_BUSY);
+    CHECK_STATUS(tw_durable_add(w, 1, "nobody", "", 0, START_MS, 0, 0), TW_ERR_NO_HANDLER);
+    CHECK_OK(tw_durable_add(w, 1, "charge", "a", 1, START_MS + 10, 0, 0));
+    CHECK_STATUS(tw_durable_add(w, 1, "charge", "b", 1, START_MS + 5, 0, 0), TW_ERR_EXISTS);
+    CHECK_STATUS(tw_durable_add(w, 1, "charge", "b", 1, START_MS + 5, 0, 4), TW_ERR_INVALID);
+    CHECK_STATUS(tw_durable_add(w, 1, "charge", NULL, 1, START_MS + 5, 0, 0), TW_ERR_INVALID);
+    CHECK_STATUS(tw_durable_reset(w, 2, "charge", START_MS), TW_ERR_NOT_FOUND);
+    CHECK_STATUS(tw_durable_delete(w, 2, "charge"), TW_ERR_NOT_FOUND);
+    CHECK_STATUS(tw_durable_ack(w, NULL, 1, NULL), TW_ERR_INVALID);
+    CHECK_OK(advance(w, 10));
+    CHECK(s.count == 1 && strcmp(s.payload[0], "a") == 0);
+    CHECK_STATUS(tw_durable_add(NULL, 1, "charge", "", 0, START_MS, 0, 0), TW_ERR_INVALID);
+    CHECK_STATUS(tw_durable_add(tw_default(), 1, "charge", "", 0, START_MS, 0, 0),
+                 TW_ERR_INVALID);
+    CHECK_OK(tw_destroy(w));
+
+    tw_config cfg;
+    tw_config_init(&cfg);
+    cfg.durability = TW_DURABLE_ASYNC; /* without store_path */
+    CHECK_STATUS(tw_create(&cfg, &w), TW_ERR_INVALID);
+    cfg.store_path = path;
+    cfg.durability = 7;
+    CHECK_STATUS(tw_create(&cfg, &w), TW_ERR_INVALID);
+    unlink(path);
+}
+
+static void a_missing_handler_a_second_opener_and_a_bad_file_are_refused(void) {
+    char path[256];
+    store_path(path, sizeof path, "open");
+    seen s = {.answer = TW_ACK_NOW};
+    tw_wheel *w = durable_wheel(path, START_MS, &s);
+    CHECK_OK(tw_durable_open(w));
+    CHECK_OK(tw_durable_add(w, 9, "charge", "", 0, START_MS + 10, 0, 0));
+
+    tw_wheel *second = durable_wheel(path, START_MS, &s);
+    CHECK_STATUS(tw_durable_open(second), TW_ERR_STORE);
+    char message[512];
+    CHECK_OK(tw_durable_error(second, message, sizeof message, NULL));
+    CHECK(strstr(message, "locked by another opener") != NULL);
+    CHECK_OK(tw_destroy(second));
+    CHECK_OK(tw_destroy(w));
+
+    tw_config cfg;
+    tw_config_init(&cfg);
+    cfg.clock = TW_CLOCK_VIRTUAL;
+    cfg.virtual_start_unix_ms = START_MS;
+    cfg.store_path = path;
+    cfg.durability = TW_DURABLE_ASYNC;
+    CHECK_OK(tw_create(&cfg, &w));
+    CHECK_OK(tw_handler_register(w, "idle", record, &s));
+    CHECK_STATUS(tw_durable_open(w), TW_ERR_NO_HANDLER);
+    CHECK_OK(tw_durable_error(w, message, sizeof message, NULL));
+    CHECK(strstr(message, "charge") != NULL);
+    CHECK_OK(tw_handler_register(w, "charge", record, &s));
+    CHECK_OK(tw_durable_open(w)); /* the refused open left the timer in the store */
+    CHECK_OK(advance(w, 10));
+    CHECK(s.count == 1 && s.key[0] == 9);
+    CHECK_OK(tw_destroy(w));
+    unlink(path);
+
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    for (int i = 0; i < 4096; i++) fputc(0x5a, f);
+    fclose(f);
+    w = durable_wheel(path, START_MS, &s);
+    CHECK_STATUS(tw_durable_open(w), TW_ERR_STORE);
+    CHECK_OK(tw_destroy(w));
+    f = fopen(path, "rb");
+    int same = 1, n = 0, c;
+    while ((c = fgetc(f)) != EOF) {
+        same &= c == 0x5a;
+        n++;
+    }
+    fclose(f);
+    CHECK(same && n == 4096);
+    unlink(path);
+}
+
+int main(void) {
+    RUN(an_unacknowledged_fire_comes_back_with_its_token);
+    RUN(bad_calls_are_refused_and_change_nothing);
+    RUN(a_missing_handler_a_second_opener_and_a_bad_file_are_refused);
+    return check_summary("test_durable");
+}

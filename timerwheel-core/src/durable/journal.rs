@@ -1,0 +1,269 @@
+//! The journal: changes queued in sequence order and committed to the sink by a writer
+//! thread in batches (group commit). Async mode commits a batch when it is full or its
+//! first event has waited `delay`; sync mode commits at once, and what queues during a
+//! commit goes into the next one.
+
+use std::mem;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use super::event::{Change, Event};
+use super::sink::Sink;
+
+/// When a change is durable, relative to the call that made it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The call returns once the change is queued; a batch is committed when it holds
+    /// `batch` events or its first event has waited `delay`. A crash loses at most the
+    /// changes of the last `delay` (and the commit under way).
+    Async {
+        /// Most events per commit.
+        batch: usize,
+        /// Longest wait of an event for its commit.
+        delay: Duration,
+    },
+    /// The call returns once the batch holding its change is committed.
+    Sync {
+        /// Most events per commit.
+        batch: usize,
+    },
+}
+
+impl Default for Mode {
+    fn default() -> Self {
+        Mode::Async {
+            batch: 1000,
+            delay: Duration::from_millis(10),
+        }
+    }
+}
+
+impl Mode {
+    fn batch(self) -> usize {
+        match self {
+            Mode::Async { batch, .. } | Mode::Sync { batch } => batch.max(1),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Queue {
+    events: Vec<Event>,
+    first_queued: Option<Instant>,
+    last_seq: u64,
+    durable_seq: u64,
+    flush_to: u64,
+    failures: u64,
+    unreported: Option<String>,
+    closing: bool,
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    wake_writer: Condvar,
+    committed: Condvar,
+    mode: Mode,
+}
+
+/// The queue and its writer thread.
+pub struct Journal {
+    shared: Arc<Shared>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Journal {
+    /// Starts the writer over `sink`, whose snapshot covers `seq`.
+    pub fn start(sink: Box<dyn Sink>, seq: u64, mode: Mode) -> Journal {
+        let queue = Queue {
+            last_seq: seq,
+            durable_seq: seq,
+            ..Queue::default()
+        };
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(queue),
+            wake_writer: Condvar::new(),
+            committed: Condvar::new(),
+            mode,
+        });
+        let writer_shared = Arc::clone(&shared);
+        let writer = thread::Builder::new()
+            .name("timerwheel-journal".into())
+            .spawn(move || write_loop(&writer_shared, sink))
+            .expect("the journal's writer thread starts");
+        Journal {
+            shared,
+            writer: Mutex::new(Some(writer)),
+        }
+    }
+
+    /// A commit failure not reported yet, taken (reported once).
+    pub fn take_failure(&self) -> Option<String> {
+        self.lock().unreported.take()
+    }
+
+    /// The sequence the next change will get.
+    pub fn next_seq(&self) -> u64 {
+        self.lock().last_seq + 1
+    }
+
+    /// Queues `change` with the next sequence number and returns it. Callers queue under
+    /// their own lock, so the sequence follows the order of their changes.
+    pub fn push(&self, change: Change) -> u64 {
+        let mut queue = self.lock();
+        queue.last_seq += 1;
+        let seq = queue.last_seq;
+        queue.events.push(Event { seq, change });
+        if queue.first_queued.is_none() {
+            queue.first_queued = Some(Instant::now());
+        }
+        let full = queue.events.len() >= self.shared.mode.batch();
+        if full || matches!(self.shared.mode, Mode::Sync { .. }) || queue.events.len() == 1 {
+            self.shared.wake_writer.notify_one();
+        }
+        seq
+    }
+
+    /// In sync mode, waits until `seq` is durable; `Err` with the message of a commit that
+    /// failed meanwhile. Async mode returns at once.
+    pub fn settle(&self, seq: u64) -> Result<(), String> {
+        match self.shared.mode {
+            Mode::Sync { .. } => self.wait_durable(seq),
+            Mode::Async { .. } => Ok(()),
+        }
+    }
+
+    /// Commits everything queued; returns the durable sequence, or the message of a commit
+    /// that failed (reported here if it was not yet).
+    pub fn flush(&self) -> Result<u64, String> {
+        let target = {
+            let mut queue = self.lock();
+            if let Some(message) = queue.unreported.take() {
+                return Err(message);
+            }
+            queue.flush_to = queue.flush_to.max(queue.last_seq);
+            self.shared.wake_writer.notify_one();
+            queue.last_seq
+        };
+        self.wait_durable(target)?;
+        Ok(self.lock().durable_seq)
+    }
+
+    /// The last sequence queued, the durable one, and how many commits failed.
+    pub fn progress(&self) -> (u64, u64, u64) {
+        let queue = self.lock();
+        (queue.last_seq, queue.durable_seq, queue.failures)
+    }
+
+    /// Commits what is queued (one attempt) and stops the writer.
+    pub fn close(&self) {
+        self.lock().closing = true;
+        self.shared.wake_writer.notify_one();
+        let writer = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(writer) = writer {
+            let _ = writer.join();
+        }
+    }
+
+    fn wait_durable(&self, seq: u64) -> Result<(), String> {
+        let mut queue = self.lock();
+        let failures = queue.failures;
+        while queue.durable_seq < seq {
+            if queue.failures != failures {
+                let message = queue.unreported.take();
+                return Err(message.unwrap_or_else(|| "a commit of the store failed".into()));
+            }
+            queue = self
+                .shared
+                .committed
+                .wait(queue)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        Ok(())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.shared.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn write_loop(shared: &Shared, mut sink: Box<dyn Sink>) {
+    let mut retry: Vec<Event> = Vec::new();
+    loop {
+        let (batch, closing) = {
+            let queue = next_batch(shared, !retry.is_empty());
+            let mut queue = match queue {
+                Some(queue) => queue,
+                None => return,
+            };
+            let closing = queue.closing;
+            let take = shared.mode.batch().saturating_sub(retry.len()).max(1);
+            let mut batch = mem::take(&mut retry);
+            if queue.events.len() <= take {
+                batch.append(&mut queue.events);
+                queue.first_queued = None;
+            } else {
+                batch.extend(queue.events.drain(..take));
+                queue.first_queued = Some(Instant::now());
+            }
+            (batch, closing)
+        };
+        let result = sink.commit(&batch);
+        let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        match result {
+            Ok(()) => {
+                queue.durable_seq = batch.last().map_or(queue.durable_seq, |e| e.seq);
+            }
+            Err(message) => {
+                queue.failures += 1;
+                queue.unreported = Some(message);
+                if closing {
+                    shared.committed.notify_all();
+                    return;
+                }
+                retry = batch;
+            }
+        }
+        shared.committed.notify_all();
+        if !retry.is_empty() {
+            drop(queue);
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// Waits until a batch is due; `None` when closing with nothing left.
+fn next_batch(shared: &Shared, retrying: bool) -> Option<MutexGuard<'_, Queue>> {
+    let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+    while queue.events.is_empty() && !retrying {
+        if queue.closing {
+            return None;
+        }
+        queue = shared
+            .wake_writer
+            .wait(queue)
+            .unwrap_or_else(|p| p.into_inner());
+    }
+    if let Mode::Async { batch, delay } = shared.mode {
+        loop {
+            let due = queue.first_queued.map_or(Instant::now(), |t| t + delay);
+            let now = Instant::now();
+            let flushing = queue.flush_to > queue.durable_seq;
+            if queue.events.len() >= batch || queue.closing || flushing || now >= due {
+                break;
+            }
+            queue = shared
+                .wake_writer
+                .wait_timeout(queue, due - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+    Some(queue)
+}

@@ -1,0 +1,318 @@
+//! The embedded store: one SQLite file in WAL mode, `synchronous=FULL`, held exclusively by
+//! one opener. It keeps the snapshot itself: each batch is applied to the tables in one
+//! transaction that also records the batch's last sequence number.
+//!
+//! Opening checks before it writes: a file that is not a timerwheel store, a damaged one,
+//! another schema version or a path that cannot be written is refused and left untouched.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use rusqlite::{params, Connection, OpenFlags, Transaction};
+
+use super::event::{Change, Event, Snapshot, StoredFire, StoredTimer, Token};
+use super::sink::Sink;
+
+/// Marks a SQLite file as a timerwheel store (`PRAGMA application_id`: "TWDT").
+const APPLICATION_ID: i32 = 0x5457_4454;
+
+/// One step of the migration hook: brings a store of version `i + 1` to `i + 2`.
+type Migration = fn(&Transaction<'_>) -> rusqlite::Result<()>;
+
+/// The migrations, in order; empty while there is one version.
+const MIGRATIONS: &[Migration] = &[];
+
+/// The schema version this library writes (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: i32 = 1 + MIGRATIONS.len() as i32;
+
+const SCHEMA: &str = "
+    CREATE TABLE timers (key INTEGER NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL,
+        deadline_ms INTEGER NOT NULL, period_ms INTEGER NOT NULL, epoch INTEGER NOT NULL,
+        PRIMARY KEY (key, name)) WITHOUT ROWID;
+    CREATE TABLE fires (key INTEGER NOT NULL, name TEXT NOT NULL,
+        occurrence_ms INTEGER NOT NULL, epoch INTEGER NOT NULL, payload BLOB NOT NULL,
+        PRIMARY KEY (key, name, occurrence_ms, epoch)) WITHOUT ROWID;
+    CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 0), seq INTEGER NOT NULL);
+    INSERT INTO meta VALUES (0, 0);";
+
+/// The SQLite store of durable timers.
+pub struct SqliteSink {
+    conn: Connection,
+}
+
+impl SqliteSink {
+    /// Opens the store at `path`, creating it (mode 0600) if missing; an error message
+    /// naming the path and the reason otherwise, the file untouched.
+    pub fn open(path: &Path) -> Result<SqliteSink, String> {
+        let shown = path.display();
+        let created = create_if_missing(path).map_err(|e| format!("{shown}: {e}"))?;
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+            .map_err(|e| format!("{shown}: cannot open: {e}"))?;
+        let mut sink = SqliteSink { conn };
+        if let Err(e) = sink.prepare(created) {
+            drop(sink);
+            if created {
+                // Only the empty file this call created: never a file of the user's.
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(format!("{shown}: {e}"));
+        }
+        Ok(sink)
+    }
+
+    fn prepare(&mut self, created: bool) -> Result<(), String> {
+        let conn = &self.conn;
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
+            .map_err(sql)?;
+        if !created {
+            check_existing(conn)?;
+        }
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .map_err(writable)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(format!("cannot switch to WAL (journal mode {mode})"));
+        }
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(sql)?;
+        // Takes the exclusive lock now and keeps it (locking_mode): one opener at a time.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive);
+        let tx = tx.map_err(writable)?;
+        if created {
+            tx.execute_batch(SCHEMA).map_err(writable)?;
+            tx.pragma_update(None, "application_id", APPLICATION_ID)
+                .map_err(writable)?;
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(writable)?;
+        } else {
+            migrate(&tx)?;
+        }
+        tx.commit().map_err(writable)
+    }
+
+    fn apply(tx: &Transaction<'_>, change: &Change) -> rusqlite::Result<()> {
+        match change {
+            Change::Add(t) => {
+                tx.prepare_cached("INSERT OR REPLACE INTO timers VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?
+                    .execute(params![
+                        t.key as i64,
+                        t.name,
+                        t.payload,
+                        t.deadline_ms,
+                        t.period_ms as i64,
+                        t.epoch as i64
+                    ])?;
+            }
+            Change::Reset {
+                key,
+                name,
+                deadline_ms,
+            } => {
+                tx.prepare_cached(
+                    "UPDATE timers SET deadline_ms = ?3 WHERE key = ?1 AND name = ?2",
+                )?
+                .execute(params![*key as i64, name, deadline_ms])?;
+            }
+            Change::Delete { key, name } => {
+                tx.prepare_cached("DELETE FROM timers WHERE key = ?1 AND name = ?2")?
+                    .execute(params![*key as i64, name])?;
+            }
+            Change::Fire { fire, next_ms } => Self::apply_fire(tx, fire, *next_ms)?,
+            Change::Ack(token) => {
+                tx.prepare_cached(
+                    "DELETE FROM fires WHERE key = ?1 AND name = ?2 AND occurrence_ms = ?3
+                     AND epoch = ?4",
+                )?
+                .execute(params![
+                    token.key as i64,
+                    token.name,
+                    token.occurrence_ms,
+                    token.epoch as i64
+                ])?;
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_fire(
+        tx: &Transaction<'_>,
+        fire: &StoredFire,
+        next_ms: Option<i64>,
+    ) -> rusqlite::Result<()> {
+        let t = &fire.token;
+        let (key, epoch) = (t.key as i64, t.epoch as i64);
+        match next_ms {
+            Some(next) => tx
+                .prepare_cached(
+                    "UPDATE timers SET deadline_ms = ?4 WHERE key = ?1 AND name = ?2 AND epoch = ?3",
+                )?
+                .execute(params![key, t.name, epoch, next])?,
+            None => tx
+                .prepare_cached("DELETE FROM timers WHERE key = ?1 AND name = ?2 AND epoch = ?3")?
+                .execute(params![key, t.name, epoch])?,
+        };
+        tx.prepare_cached("INSERT OR REPLACE INTO fires VALUES (?1, ?2, ?3, ?4, ?5)")?
+            .execute(params![key, t.name, t.occurrence_ms, epoch, fire.payload])?;
+        Ok(())
+    }
+
+    fn load_snapshot(&self) -> rusqlite::Result<Snapshot> {
+        let mut snapshot = Snapshot {
+            seq: self.seq()?,
+            ..Snapshot::default()
+        };
+        let mut timers = self
+            .conn
+            .prepare("SELECT key, name, payload, deadline_ms, period_ms, epoch FROM timers")?;
+        let rows = timers.query_map([], |row| {
+            Ok(StoredTimer {
+                key: row.get::<_, i64>(0)? as u64,
+                name: row.get(1)?,
+                payload: row.get(2)?,
+                deadline_ms: row.get(3)?,
+                period_ms: row.get::<_, i64>(4)? as u64,
+                epoch: row.get::<_, i64>(5)? as u64,
+            })
+        })?;
+        for timer in rows {
+            let timer = timer?;
+            snapshot
+                .timers
+                .insert((timer.key, timer.name.clone()), timer);
+        }
+        let mut fires = self
+            .conn
+            .prepare("SELECT key, name, occurrence_ms, epoch, payload FROM fires")?;
+        let rows = fires.query_map([], |row| {
+            Ok(StoredFire {
+                token: Token {
+                    key: row.get::<_, i64>(0)? as u64,
+                    name: row.get(1)?,
+                    occurrence_ms: row.get(2)?,
+                    epoch: row.get::<_, i64>(3)? as u64,
+                },
+                payload: row.get(4)?,
+            })
+        })?;
+        for fire in rows {
+            let fire = fire?;
+            snapshot.fires.insert(fire.token.clone(), fire);
+        }
+        Ok(snapshot)
+    }
+
+    fn seq(&self) -> rusqlite::Result<u64> {
+        self.conn
+            .query_row("SELECT seq FROM meta WHERE id = 0", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .map(|seq| seq as u64)
+    }
+}
+
+impl Sink for SqliteSink {
+    fn load(&mut self) -> Result<Snapshot, String> {
+        self.load_snapshot().map_err(sql)
+    }
+
+    fn commit(&mut self, events: &[Event]) -> Result<(), String> {
+        let held = self.seq().map_err(sql)?;
+        let fresh: Vec<&Event> = events.iter().filter(|e| e.seq > held).collect();
+        let Some(last) = fresh.last().map(|e| e.seq) else {
+            return Ok(());
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        for event in fresh {
+            Self::apply(&tx, &event.change).map_err(sql)?;
+        }
+        tx.execute(
+            "UPDATE meta SET seq = ?1 WHERE id = 0",
+            params![last as i64],
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)
+    }
+}
+
+/// Creates `path` readable by its owner only; `true` if it created it.
+fn create_if_missing(path: &Path) -> std::io::Result<bool> {
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads (never writes) an existing file: a timerwheel store, sound, of a version this
+/// library reads.
+fn check_existing(conn: &Connection) -> Result<(), String> {
+    let id: i32 = conn
+        .pragma_query_value(None, "application_id", |row| row.get(0))
+        .map_err(readable)?;
+    let version: i32 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(readable)?;
+    if id != APPLICATION_ID {
+        return Err(format!(
+            "not a timerwheel store (application_id {id:#x}, user_version {version})"
+        ));
+    }
+    if version > SCHEMA_VERSION || version < 1 {
+        return Err(format!(
+            "schema version {version}, this library reads 1 to {SCHEMA_VERSION}"
+        ));
+    }
+    let check: String = conn
+        .query_row("PRAGMA quick_check(1)", [], |row| row.get(0))
+        .map_err(readable)?;
+    if check != "ok" {
+        return Err(format!("damaged: {check}"));
+    }
+    Ok(())
+}
+
+/// Runs the migrations from the store's version to [`SCHEMA_VERSION`], in `tx`.
+fn migrate(tx: &Transaction<'_>) -> Result<(), String> {
+    let version: i32 = tx
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(sql)?;
+    let from = usize::try_from(version - 1).unwrap_or(0);
+    for step in MIGRATIONS.iter().skip(from) {
+        step(tx).map_err(writable)?;
+    }
+    if version != SCHEMA_VERSION {
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(writable)?;
+    }
+    Ok(())
+}
+
+fn sql(e: rusqlite::Error) -> String {
+    e.to_string()
+}
+
+fn readable(e: rusqlite::Error) -> String {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            "locked by another opener (one process per store)".into()
+        }
+        _ => format!("not a sound SQLite store ({e})"),
+    }
+}
+
+fn writable(e: rusqlite::Error) -> String {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            "locked by another opener (one process per store)".into()
+        }
+        _ => format!("cannot write ({e})"),
+    }
+}

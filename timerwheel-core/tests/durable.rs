@@ -1,0 +1,425 @@
+//! Durable timers (docs/durable.md): restore after the store's owner went away, tokens,
+//! acknowledgements, the missed-points policy, and the stores that must be refused.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use timerwheel_core::durable::{
+    Ack, Change, Durable, DurableBuilder, DurableError, DurableTimer, Event, MemorySink,
+    MissedPoints, Mode, Snapshot, StoredTimer, Token,
+};
+use timerwheel_core::Runtime;
+
+type Seen = Arc<Mutex<Vec<(Token, Vec<u8>)>>>;
+
+fn start() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_700_000_000)
+}
+
+fn wheel_at(at: SystemTime) -> Arc<Runtime> {
+    Arc::new(Runtime::builder().virtual_clock(at).build().unwrap())
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// A builder with a handler "charge" that records its fires and answers `ack`.
+fn recording(ack: Ack) -> (DurableBuilder, Seen) {
+    let seen: Seen = Arc::default();
+    let log = Arc::clone(&seen);
+    let builder = Durable::builder().handler("charge", move |fired| {
+        log.lock()
+            .unwrap()
+            .push((fired.token.clone(), fired.payload.to_vec()));
+        ack
+    });
+    (builder, seen)
+}
+
+fn timer<'a>(key: u64, payload: &'a [u8], first: SystemTime) -> DurableTimer<'a> {
+    DurableTimer {
+        key,
+        name: "charge",
+        payload,
+        first,
+        period: None,
+        replace: false,
+    }
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("tw-durable-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::set_permissions(&self.0, fs::Permissions::from_mode(0o755));
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tokens(seen: &Seen) -> Vec<Token> {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .map(|(t, _)| t.clone())
+        .collect()
+}
+
+#[test]
+fn a_fire_carries_its_token_and_payload_and_an_ack_removes_it() {
+    let dir = TempDir::new("ack");
+    let path = dir.file("t.db");
+    let wheel = wheel_at(start());
+    let (builder, seen) = recording(Ack::Later);
+    let store = builder.open_sqlite(Arc::clone(&wheel), &path).unwrap();
+    store
+        .add(&timer(42, b"cents=5", start() + ms(100)))
+        .unwrap();
+    wheel.advance(ms(99)).unwrap();
+    assert!(seen.lock().unwrap().is_empty(), "never early");
+    wheel.advance(ms(1)).unwrap();
+    let fired = seen.lock().unwrap().clone();
+    assert_eq!(fired.len(), 1);
+    let (token, payload) = &fired[0];
+    assert_eq!((token.key, token.name.as_str()), (42, "charge"));
+    assert_eq!(token.occurrence_ms, 1_700_000_000_100);
+    assert_eq!(payload, b"cents=5");
+    assert_eq!(store.stats().unacked_fires, 1);
+    assert_eq!(store.ack(std::slice::from_ref(token)).unwrap(), 1);
+    assert_eq!(
+        store.ack(std::slice::from_ref(token)).unwrap(),
+        0,
+        "acked once"
+    );
+    store.flush().unwrap();
+    drop(store);
+    let (builder, seen) = recording(Ack::Later);
+    let store = builder
+        .open_sqlite(wheel_at(start() + ms(200)), &path)
+        .unwrap();
+    assert_eq!(store.stats().timers + store.stats().unacked_fires, 0);
+    assert!(seen.lock().unwrap().is_empty());
+}
+
+#[test]
+fn an_unacknowledged_fire_is_delivered_again_with_its_token_after_reopen() {
+    let dir = TempDir::new("redeliver");
+    let path = dir.file("t.db");
+    let wheel = wheel_at(start());
+    let (builder, seen) = recording(Ack::Later);
+    let store = builder.open_sqlite(Arc::clone(&wheel), &path).unwrap();
+    store.add(&timer(7, b"p", start() + ms(10))).unwrap();
+    wheel.advance(ms(10)).unwrap();
+    let first = tokens(&seen);
+    store.flush().unwrap();
+    drop(store);
+
+    let later = wheel_at(start() + ms(5000));
+    let (builder, seen) = recording(Ack::Later);
+    let store = builder.open_sqlite(Arc::clone(&later), &path).unwrap();
+    later.advance(ms(0)).unwrap();
+    assert_eq!(tokens(&seen), first, "the same token, once");
+    assert_eq!(store.stats().redelivered, 1);
+    assert_eq!(store.ack(&first).unwrap(), 1);
+}
+
+#[test]
+fn a_periodic_timer_delivers_every_missed_point_or_coalesces_them() {
+    for (missed, expected) in [(MissedPoints::Each, 5), (MissedPoints::Coalesce, 1)] {
+        let dir = TempDir::new("missed");
+        let path = dir.file("t.db");
+        let wheel = wheel_at(start());
+        let (builder, _) = recording(Ack::Now);
+        let store = builder.open_sqlite(Arc::clone(&wheel), &path).unwrap();
+        let mut periodic = timer(1, b"", start() + ms(100));
+        periodic.period = Some(ms(100));
+        store.add(&periodic).unwrap();
+        wheel.advance(ms(100)).unwrap();
+        store.flush().unwrap();
+        drop(store);
+
+        // Down from 100 ms to 650 ms: the points 200..600 passed.
+        let later = wheel_at(start() + ms(650));
+        let (builder, seen) = recording(Ack::Now);
+        let store = builder
+            .missed(missed)
+            .open_sqlite(Arc::clone(&later), &path)
+            .unwrap();
+        later.advance(ms(0)).unwrap();
+        let occurrences: Vec<i64> = tokens(&seen)
+            .iter()
+            .map(|t| t.occurrence_ms % 1000)
+            .collect();
+        assert_eq!(occurrences.len(), expected, "{missed:?}: {occurrences:?}");
+        assert_eq!(*occurrences.last().unwrap(), 600);
+        later.advance(ms(50)).unwrap();
+        assert_eq!(tokens(&seen).last().unwrap().occurrence_ms % 1000, 700);
+        drop(store);
+    }
+}
+
+#[test]
+fn add_reset_delete_refuse_what_they_must_and_change_nothing() {
+    let wheel = wheel_at(start());
+    let (builder, seen) = recording(Ack::Now);
+    let sink = MemorySink::new();
+    let store = builder.open(Arc::clone(&wheel), sink.clone()).unwrap();
+    store.add(&timer(1, b"a", start() + ms(10))).unwrap();
+    assert_eq!(
+        store.add(&timer(1, b"b", start() + ms(5))),
+        Err(DurableError::Exists)
+    );
+    let mut other = timer(1, b"", start());
+    other.name = "nobody";
+    assert_eq!(
+        store.add(&other),
+        Err(DurableError::NoHandler("nobody".into()))
+    );
+    assert_eq!(
+        store.reset(2, "charge", start()),
+        Err(DurableError::NotFound)
+    );
+    assert_eq!(store.delete(2, "charge"), Err(DurableError::NotFound));
+    wheel.advance(ms(10)).unwrap();
+    assert_eq!(
+        seen.lock().unwrap()[0].1,
+        b"a",
+        "the refused add changed nothing"
+    );
+
+    let mut replacing = timer(3, b"old", start() + ms(20));
+    store.add(&replacing).unwrap();
+    replacing.payload = b"new";
+    replacing.replace = true;
+    store.add(&replacing).unwrap();
+    store.reset(3, "charge", start() + ms(30)).unwrap();
+    wheel.advance(ms(15)).unwrap();
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "the reset moved it past 20 ms"
+    );
+    wheel.advance(ms(10)).unwrap();
+    let fired = seen.lock().unwrap().clone();
+    assert_eq!((fired.len(), fired[1].1.as_slice()), (2, &b"new"[..]));
+    assert!(
+        fired[1].0.epoch > fired[0].0.epoch,
+        "a replaced timer has a new epoch"
+    );
+    store.add(&timer(4, b"", start() + ms(50))).unwrap();
+    store.delete(4, "charge").unwrap();
+    wheel.advance(ms(100)).unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 2, "a deleted timer never fires");
+    store.flush().unwrap();
+    let snapshot = sink.snapshot();
+    assert!(
+        snapshot.timers.is_empty() && snapshot.fires.is_empty(),
+        "{snapshot:?}"
+    );
+}
+
+#[test]
+fn sync_mode_returns_once_the_change_is_in_the_store() {
+    let sink = MemorySink::new();
+    let (builder, _) = recording(Ack::Now);
+    let store = builder
+        .mode(Mode::Sync { batch: 100 })
+        .open(wheel_at(start()), sink.clone())
+        .unwrap();
+    for key in 0..50 {
+        store.add(&timer(key, b"", start() + ms(1000))).unwrap();
+        assert!(sink
+            .snapshot()
+            .timers
+            .contains_key(&(key, "charge".to_owned())));
+    }
+}
+
+#[test]
+fn a_failed_commit_is_reported_once_counted_and_retried() {
+    let sink = MemorySink::new();
+    let (builder, _) = recording(Ack::Now);
+    let store = builder.open(wheel_at(start()), sink.clone()).unwrap();
+    sink.set_failing(true);
+    store.add(&timer(1, b"", start() + ms(1000))).unwrap();
+    assert!(matches!(store.flush(), Err(DurableError::Store(_))));
+    assert!(store.stats().sink_failures >= 1);
+    sink.set_failing(false);
+    store.flush().unwrap();
+    assert!(
+        sink.snapshot()
+            .timers
+            .contains_key(&(1, "charge".to_owned())),
+        "retried"
+    );
+}
+
+#[test]
+fn replaying_twice_is_replaying_once() {
+    let add = |seq, key| Event {
+        seq,
+        change: Change::Add(StoredTimer {
+            key,
+            name: "charge".into(),
+            payload: vec![],
+            deadline_ms: 5,
+            period_ms: 0,
+            epoch: seq,
+        }),
+    };
+    let events = [
+        add(1, 1),
+        add(2, 2),
+        Event {
+            seq: 3,
+            change: Change::Delete {
+                key: 1,
+                name: "charge".into(),
+            },
+        },
+    ];
+    let mut once = Snapshot::default();
+    events.iter().for_each(|e| {
+        once.apply(e);
+    });
+    let mut twice = once.clone();
+    events.iter().for_each(|e| assert!(!twice.apply(e)));
+    assert_eq!(once, twice);
+    assert_eq!(once.timers.len(), 1);
+}
+
+fn refused(path: &Path) -> String {
+    let (builder, _) = recording(Ack::Now);
+    match builder.open_sqlite(wheel_at(start()), path) {
+        Err(DurableError::Store(message)) => message,
+        Err(other) => panic!("{other:?}"),
+        Ok(_) => panic!("{} was opened", path.display()),
+    }
+}
+
+#[test]
+fn bad_files_are_refused_and_left_untouched() {
+    let dir = TempDir::new("bad");
+    let garbage = dir.file("garbage.db");
+    fs::write(&garbage, vec![0x5a; 8192]).unwrap();
+    assert!(refused(&garbage).contains("not a sound SQLite store"));
+    assert_eq!(fs::read(&garbage).unwrap(), vec![0x5a; 8192]);
+
+    let good = dir.file("good.db");
+    {
+        let (builder, _) = recording(Ack::Now);
+        let store = builder.open_sqlite(wheel_at(start()), &good).unwrap();
+        for key in 0..2000 {
+            store
+                .add(&timer(key, &[7; 64], start() + ms(1_000_000)))
+                .unwrap();
+        }
+        store.flush().unwrap();
+    }
+    let bytes = fs::read(&good).unwrap();
+    let truncated = dir.file("truncated.db");
+    fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let message = refused(&truncated);
+    assert!(
+        message.contains("damaged") || message.contains("not a sound"),
+        "{message}"
+    );
+    assert_eq!(fs::read(&truncated).unwrap(), &bytes[..bytes.len() / 2]);
+
+    let foreign = dir.file("foreign.db");
+    let mut other = bytes.clone();
+    other[60..64].copy_from_slice(&2i32.to_be_bytes()); // user_version 2
+    fs::write(&foreign, &other).unwrap();
+    assert!(refused(&foreign).contains("schema version 2"));
+    assert_eq!(fs::read(&foreign).unwrap(), other);
+    other[60..64].copy_from_slice(&1i32.to_be_bytes());
+    other[68..72].copy_from_slice(&0i32.to_be_bytes()); // another application's database
+    fs::write(&foreign, &other).unwrap();
+    assert!(refused(&foreign).contains("not a timerwheel store"));
+    assert_eq!(fs::read(&foreign).unwrap(), other);
+
+    assert!(refused(&dir.file("missing-dir/t.db")).contains("missing-dir"));
+}
+
+#[test]
+fn a_stored_timer_without_its_handler_fails_the_open_and_stays() {
+    let dir = TempDir::new("handler");
+    let path = dir.file("t.db");
+    {
+        let (builder, _) = recording(Ack::Now);
+        let store = builder.open_sqlite(wheel_at(start()), &path).unwrap();
+        store.add(&timer(9, b"", start() + ms(10))).unwrap();
+    }
+    let other = Durable::builder().handler("idle", |_| Ack::Now);
+    match other.open_sqlite(wheel_at(start()), &path) {
+        Err(DurableError::NoHandler(name)) => assert_eq!(name, "charge"),
+        other => panic!("{:?}", other.err()),
+    }
+    let (builder, seen) = recording(Ack::Now);
+    let wheel = wheel_at(start());
+    let _store = builder.open_sqlite(Arc::clone(&wheel), &path).unwrap();
+    wheel.advance(ms(10)).unwrap();
+    assert_eq!(tokens(&seen)[0].key, 9, "the timer stayed in the store");
+}
+
+#[test]
+fn a_second_opener_is_refused_and_the_file_is_private() {
+    let dir = TempDir::new("lock");
+    let path = dir.file("t.db");
+    let (builder, _) = recording(Ack::Now);
+    let store = builder.open_sqlite(wheel_at(start()), &path).unwrap();
+    assert!(refused(&path).contains("locked by another opener"));
+    let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    drop(store);
+    let (builder, _) = recording(Ack::Now);
+    builder.open_sqlite(wheel_at(start()), &path).unwrap();
+}
+
+#[test]
+fn fires_of_two_incarnations_at_the_same_instant_are_both_kept() {
+    let dir = TempDir::new("incarnations");
+    let path = dir.file("t.db");
+    let wheel = wheel_at(start());
+    let (builder, seen) = recording(Ack::Later);
+    let store = builder.open_sqlite(Arc::clone(&wheel), &path).unwrap();
+    let mut first = timer(5, b"old", start());
+    store.add(&first).unwrap();
+    wheel.advance(ms(0)).unwrap();
+    first.payload = b"new";
+    first.replace = true;
+    store.add(&first).unwrap(); // due at the same ms as the fire of the first
+    wheel.advance(ms(0)).unwrap();
+    let fired = tokens(&seen);
+    assert_eq!(fired.len(), 2);
+    assert_eq!(fired[0].occurrence_ms, fired[1].occurrence_ms);
+    assert_eq!(store.stats().unacked_fires, 2);
+    store.flush().unwrap();
+    drop(store);
+
+    let (builder, seen) = recording(Ack::Later);
+    let later = wheel_at(start() + ms(10));
+    let _store = builder.open_sqlite(Arc::clone(&later), &path).unwrap();
+    later.advance(ms(0)).unwrap();
+    let mut again = tokens(&seen);
+    again.sort();
+    let mut expected = fired;
+    expected.sort();
+    assert_eq!(again, expected, "neither fire overwrote the other");
+}

@@ -1,0 +1,466 @@
+//! Durable timers through C (docs/durable.md): handlers registered by name on a wheel whose
+//! tw_config names a store, the store opened by tw_durable_open, and the calls on it.
+
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use timerwheel_core::durable::{
+    Ack, Durable, DurableBuilder, DurableError, DurableTimer, Fired, MissedPoints, Mode,
+    RuntimeRef, Token,
+};
+use timerwheel_core::{BoxTask, Runtime, TimerId};
+
+use crate::boundary::guard;
+use crate::handle::{default_handle, tw_wheel};
+use crate::metrics::write_text;
+use crate::ptr::Out;
+use crate::task::CTask;
+use crate::time::unix_time;
+use crate::types::{
+    tw_config, tw_durability, tw_handler, tw_missed_points, tw_status, tw_timer_id, tw_token,
+};
+
+/// A handler's answer: acknowledge the fire now.
+pub const TW_ACK_NOW: i32 = 1;
+/// A handler's answer: the application acknowledges the token later.
+pub const TW_ACK_LATER: i32 = 0;
+/// tw_durable_add's flag: replace a timer of the same (key, name).
+pub const TW_DURABLE_REPLACE: u32 = 1;
+
+/// The store a wheel was created with (tw_config).
+pub struct Settings {
+    path: PathBuf,
+    mode: Mode,
+    missed: MissedPoints,
+}
+
+/// The store settings of `cfg`: `None` for durability off; `TW_ERR_INVALID` for an unknown
+/// mode or policy, or a mode without a path.
+///
+/// # Safety
+/// `cfg.store_path` is NULL or a NUL-terminated string.
+pub unsafe fn settings(cfg: &tw_config) -> Result<Option<Settings>, tw_status> {
+    let batch = usize::try_from(cfg.store_batch.max(1)).unwrap_or(usize::MAX);
+    let mode = match cfg.durability {
+        d if d == tw_durability::TW_DURABLE_OFF as u32 => return Ok(None),
+        d if d == tw_durability::TW_DURABLE_ASYNC as u32 => Mode::Async {
+            batch,
+            delay: Duration::from_micros(cfg.store_delay_us),
+        },
+        d if d == tw_durability::TW_DURABLE_SYNC as u32 => Mode::Sync { batch },
+        _ => return Err(tw_status::TW_ERR_INVALID),
+    };
+    let missed = match cfg.missed_points {
+        m if m == tw_missed_points::TW_MISSED_EACH as u32 => MissedPoints::Each,
+        m if m == tw_missed_points::TW_MISSED_COALESCE as u32 => MissedPoints::Coalesce,
+        _ => return Err(tw_status::TW_ERR_INVALID),
+    };
+    if cfg.store_path.is_null() {
+        return Err(tw_status::TW_ERR_INVALID);
+    }
+    // SAFETY: non-NULL, and NUL-terminated by this function's contract.
+    let path = unsafe { CStr::from_ptr(cfg.store_path) };
+    let path = path.to_str().map_err(|_| tw_status::TW_ERR_INVALID)?;
+    Ok(Some(Settings {
+        path: PathBuf::from(path),
+        mode,
+        missed,
+    }))
+}
+
+/// A wheel's durable store: the handlers until it is opened, then the open store.
+pub struct DurableSlot {
+    registering: Mutex<Option<(DurableBuilder, Settings)>>,
+    open: OnceLock<Durable<CTask>>,
+    last_error: Mutex<String>,
+}
+
+impl DurableSlot {
+    /// A slot for `settings` (none: the wheel has no store).
+    pub fn new(settings: Option<Settings>) -> Self {
+        DurableSlot {
+            registering: Mutex::new(settings.map(|s| (DurableBuilder::default(), s))),
+            open: OnceLock::new(),
+            last_error: Mutex::default(),
+        }
+    }
+
+    fn store(&self) -> Result<&Durable<CTask>, tw_status> {
+        self.open.get().ok_or(tw_status::TW_ERR_INVALID)
+    }
+
+    /// Keeps `error`'s message for tw_durable_error and gives its status.
+    fn fail(&self, error: DurableError) -> tw_status {
+        *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = error.to_string();
+        match error {
+            DurableError::Exists => tw_status::TW_ERR_EXISTS,
+            DurableError::NotFound => tw_status::TW_ERR_NOT_FOUND,
+            DurableError::NoHandler(_) => tw_status::TW_ERR_NO_HANDLER,
+            DurableError::Store(_) => tw_status::TW_ERR_STORE,
+            DurableError::Invalid(_) => tw_status::TW_ERR_INVALID,
+            DurableError::Runtime(error) => error.into(),
+        }
+    }
+
+    fn result<R>(&self, result: Result<R, DurableError>) -> Result<R, tw_status> {
+        result.map_err(|error| self.fail(error))
+    }
+}
+
+/// The wheel's runtime as the store reaches it: the store lives in the same `tw_wheel`,
+/// which drops the store before the runtime.
+struct WheelRuntime(NonNull<Runtime<CTask>>);
+
+// SAFETY: a `Runtime` is Send and Sync; the pointer is only read while the store that holds
+// it lives, and the store is dropped before the runtime (tw_wheel's field order).
+unsafe impl Send for WheelRuntime {}
+// SAFETY: as for Send.
+unsafe impl Sync for WheelRuntime {}
+
+impl RuntimeRef<CTask> for WheelRuntime {
+    fn get(&self) -> &Runtime<CTask> {
+        // SAFETY: see the Send impl: the runtime outlives the store that holds this.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl From<BoxTask> for CTask {
+    /// A C task that runs a Rust closure (a durable timer's dispatch).
+    fn from(task: BoxTask) -> Self {
+        let data = Box::into_raw(Box::new(task)).cast::<c_void>();
+        CTask::new(Some(run_boxed), data, Some(drop_boxed)).expect("the callback is not NULL")
+    }
+}
+
+unsafe extern "C" fn run_boxed(id: tw_timer_id, data: *mut c_void) {
+    // SAFETY: `data` is the BoxTask that `From<BoxTask>` leaked for this task, and the
+    // runtime never runs a task concurrently with itself or after its drop.
+    let task = unsafe { &mut *data.cast::<BoxTask>() };
+    if let Some(id) = TimerId::from_u64(id) {
+        // A panic must not unwind into C: the dispatch is the library's own code.
+        let _ = catch_unwind(AssertUnwindSafe(|| task(id)));
+    }
+}
+
+unsafe extern "C" fn drop_boxed(data: *mut c_void) {
+    // SAFETY: called once per task, with the pointer `From<BoxTask>` leaked.
+    drop(unsafe { Box::from_raw(data.cast::<BoxTask>()) });
+}
+
+/// A C handler and its context.
+struct CHandler {
+    f: unsafe extern "C" fn(*const tw_token, *const c_void, usize, *mut c_void) -> i32,
+    ctx: *mut c_void,
+}
+
+// SAFETY: the caller of tw_handler_register hands `ctx` over to the library, and the header
+// says the handler runs on the wheel's threads.
+unsafe impl Send for CHandler {}
+// SAFETY: as for Send: the header says the handler may run on several threads at once.
+unsafe impl Sync for CHandler {}
+
+impl CHandler {
+    fn call(&self, fired: &Fired<'_>) -> Ack {
+        let name = CString::new(fired.token.name.as_str()).unwrap_or_default();
+        let token = tw_token {
+            key: fired.token.key,
+            name: name.as_ptr(),
+            occurrence_unix_ms: fired.token.occurrence_ms,
+            epoch: fired.token.epoch,
+        };
+        let payload = fired.payload;
+        // SAFETY: the non-NULL handler registered with `ctx`; the token and the payload
+        // are valid during the call, as the header says.
+        let answer = unsafe { (self.f)(&token, payload.as_ptr().cast(), payload.len(), self.ctx) };
+        if answer == TW_ACK_NOW {
+            Ack::Now
+        } else {
+            Ack::Later
+        }
+    }
+}
+
+/// The wheel behind `w`; `TW_ERR_INVALID` for NULL and for the shared wheel (no store).
+///
+/// # Safety
+/// `w` is NULL, tw_default(), or a live wheel.
+unsafe fn wheel<'a>(w: *const tw_wheel) -> Result<&'a tw_wheel, tw_status> {
+    if w == default_handle().cast_const() {
+        return Err(tw_status::TW_ERR_INVALID);
+    }
+    // SAFETY: by this function's contract.
+    unsafe { w.as_ref() }.ok_or(tw_status::TW_ERR_INVALID)
+}
+
+/// A name from C: non-NULL, UTF-8, not empty.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+unsafe fn name<'a>(name: *const c_char) -> Result<&'a str, tw_status> {
+    if name.is_null() {
+        return Err(tw_status::TW_ERR_INVALID);
+    }
+    // SAFETY: non-NULL and NUL-terminated by this function's contract.
+    let name = unsafe { CStr::from_ptr(name) }.to_str();
+    name.ok()
+        .filter(|n| !n.is_empty())
+        .ok_or(tw_status::TW_ERR_INVALID)
+}
+
+/// Registers `handler` (with `ctx`) for the durable timers named `name`, before
+/// tw_durable_open. Returns TW_OK, or TW_ERR_INVALID (`w`, `name` or `handler` NULL, a name
+/// empty or not UTF-8, a wheel without store_path, the name registered already), or
+/// TW_ERR_BUSY after tw_durable_open.
+///
+/// # Safety
+/// `w` is NULL or a live wheel; `name` NULL or NUL-terminated. `handler(token, payload,
+/// len, ctx)` may run on any of the wheel's threads, several at once.
+#[no_mangle]
+pub unsafe extern "C" fn tw_handler_register(
+    w: *mut tw_wheel,
+    name: *const c_char,
+    handler: tw_handler,
+    ctx: *mut c_void,
+) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live wheel.
+        let slot = unsafe { wheel(w) }?.durable();
+        // SAFETY: the caller passes NULL or a NUL-terminated name.
+        let name = unsafe { self::name(name) }?;
+        let f = handler.ok_or(tw_status::TW_ERR_INVALID)?;
+        if slot.open.get().is_some() {
+            return Err(tw_status::TW_ERR_BUSY);
+        }
+        let mut registering = slot.registering.lock().unwrap_or_else(|p| p.into_inner());
+        let (builder, _) = registering.as_mut().ok_or(tw_status::TW_ERR_INVALID)?;
+        let handler = CHandler { f, ctx };
+        if builder.register(name, Arc::new(move |fired: &Fired<'_>| handler.call(fired))) {
+            Ok(())
+        } else {
+            Err(tw_status::TW_ERR_INVALID)
+        }
+    })
+}
+
+/// Opens the store named by tw_config.store_path: restores every stored timer and delivers
+/// every unacknowledged fire again, then journals. Returns TW_OK, or TW_ERR_INVALID (`w`
+/// NULL, no store_path), TW_ERR_BUSY (opened already), TW_ERR_NO_HANDLER (a stored timer's
+/// handler is not registered; the store is untouched), TW_ERR_STORE (tw_durable_error says
+/// why: locked by another opener, not a store, damaged, another schema version, cannot
+/// write). After a refusal it can be called again.
+///
+/// # Safety
+/// `w` is NULL or a live wheel.
+#[no_mangle]
+pub unsafe extern "C" fn tw_durable_open(w: *mut tw_wheel) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live wheel.
+        let wheel = unsafe { self::wheel(w) }?;
+        let slot = wheel.durable();
+        let mut registering = slot.registering.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.open.get().is_some() {
+            return Err(tw_status::TW_ERR_BUSY);
+        }
+        let (builder, settings) = registering.as_ref().ok_or(tw_status::TW_ERR_INVALID)?;
+        let runtime = WheelRuntime(NonNull::from(wheel.runtime()));
+        let opened = builder
+            .clone()
+            .mode(settings.mode)
+            .missed(settings.missed)
+            .open_sqlite(runtime, &settings.path);
+        let store = slot.result(opened)?;
+        let _ = slot.open.set(store);
+        *registering = None;
+        Ok(())
+    })
+}
+
+/// Adds the durable timer (key, name) with a copy of `payload` (`len` bytes; NULL with 0),
+/// first due at `first_unix_ms` on the wheel's wall clock, then every `period_ms` (0 = once).
+/// `flags`: TW_DURABLE_REPLACE replaces a timer of the same (key, name). Returns TW_OK
+/// (in sync mode once committed), or TW_ERR_INVALID (NULL arguments, unknown flags, the
+/// store not open), TW_ERR_NO_HANDLER, TW_ERR_EXISTS, TW_ERR_STORE (a commit failed: this
+/// change was not made; tw_durable_error says why), or the wheel's own errors.
+///
+/// # Safety
+/// `w` is NULL or a live wheel; `name` NULL or NUL-terminated; `payload` valid for `len`
+/// bytes.
+#[no_mangle]
+pub unsafe extern "C" fn tw_durable_add(
+    w: *mut tw_wheel,
+    key: u64,
+    name: *const c_char,
+    payload: *const c_void,
+    len: usize,
+    first_unix_ms: i64,
+    period_ms: u64,
+    flags: u32,
+) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live wheel.
+        let slot = unsafe { wheel(w) }?.durable();
+        // SAFETY: the caller passes NULL or a NUL-terminated name.
+        let name = unsafe { self::name(name) }?;
+        if flags & !TW_DURABLE_REPLACE != 0 || (payload.is_null() && len > 0) {
+            return Err(tw_status::TW_ERR_INVALID);
+        }
+        let payload: &[u8] = if len == 0 {
+            &[]
+        } else {
+            // SAFETY: non-NULL and valid for `len` bytes by this function's contract.
+            unsafe { std::slice::from_raw_parts(payload.cast(), len) }
+        };
+        let timer = DurableTimer {
+            key,
+            name,
+            payload,
+            first: unix_time(first_unix_ms)?,
+            period: (period_ms > 0).then(|| Duration::from_millis(period_ms)),
+            replace: flags & TW_DURABLE_REPLACE != 0,
+        };
+        let store = slot.store()?;
+        slot.result(store.add(&timer))
+    })
+}
+
+/// Moves the next deadline of the durable timer (key, name) to `unix_ms`. Returns TW_OK, or
+/// TW_ERR_NOT_FOUND (no such timer), or as tw_durable_add.
+///
+/// # Safety
+/// As for tw_durable_add.
+#[no_mangle]
+pub unsafe extern "C" fn tw_durable_reset(
+    w: *mut tw_wheel,
+    key: u64,
+    name: *const c_char,
+    unix_ms: i64,
+) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live wheel.
+        let slot = unsafe { wheel(w) }?.durable();
+        // SAFETY: the caller passes NULL or a NUL-terminated name.
+        let name = unsafe { self::name(name) }?;
+        let store = slot.store()?;
+        slot.result(store.reset(key, name, unix_time(unix_ms)?))
+    })
+}
+
+/// Removes the durable timer (key, name); its unacknowledged fires stay until acknowledged.
+/// Returns TW_OK, or TW_ERR_NOT_FOUND, or as tw_durable_add.
+///
+/// # Safety
+/// As for tw_durable_add.
+#[no_mangle]
+pub unsafe extern "C" fn tw_durable_delete(
+    w: *mut tw_wheel,
+    key: u64,
+    name: *const c_char,
+) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live wheel.
+        let slot = unsafe { wheel(w) }?.durable();
+        // SAFETY: the caller passes NULL or a NUL-terminated name.
+        let name = unsafe { self::name(name) }?;
+        let store = slot.store()?;
+        slot.result(store.delete(key, name))
+    })
+}
+
+/// Acknowledges `n` tokens (one journal entry each, committed together); `*acked` (unless
+/// NULL) counts those that matched an unacknowledged fire. Returns TW_OK, or TW_ERR_INVALID
+/// (`tokens` NULL with `n` > 0, a token's name NULL), TW_ERR_STORE.
+///
+/// # Safety
+/// `w` is NULL or a live wheel; `tokens` valid for `n` tokens whose names are
+/// NUL-terminated; `acked` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tw_durable_ack(
+    w: *mut tw_wheel,
+    tokens: *const tw_token,
+    n: usize,
+    acked: *mut usize,
+) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live wheel.
+        let slot = unsafe { wheel(w) }?.durable();
+        // SAFETY: the caller passes NULL or a writable size_t; NULL asks for no count.
+        let acked = unsafe { Out::new(acked) }.ok();
+        if tokens.is_null() && n > 0 {
+            return Err(tw_status::TW_ERR_INVALID);
+        }
+        let raw: &[tw_token] = if n == 0 {
+            &[]
+        } else {
+            // SAFETY: non-NULL and valid for `n` tokens by this function's contract.
+            unsafe { std::slice::from_raw_parts(tokens, n) }
+        };
+        let mut owned = Vec::with_capacity(n);
+        for token in raw {
+            owned.push(Token {
+                key: token.key,
+                // SAFETY: NULL or NUL-terminated by this function's contract.
+                name: unsafe { name(token.name) }?.to_owned(),
+                occurrence_ms: token.occurrence_unix_ms,
+                epoch: token.epoch,
+            });
+        }
+        let store = slot.store()?;
+        let count = slot.result(store.ack(&owned))?;
+        if let Some(acked) = acked {
+            acked.put(count);
+        }
+        Ok(())
+    })
+}
+
+/// Commits everything queued; `*durable_seq` (unless NULL) receives the sequence number
+/// that is durable. Returns TW_OK, or TW_ERR_STORE (a commit failed, reported once;
+/// tw_durable_error says why), TW_ERR_INVALID.
+///
+/// # Safety
+/// `w` is NULL or a live wheel; `durable_seq` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tw_durable_flush(w: *mut tw_wheel, durable_seq: *mut u64) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live wheel.
+        let slot = unsafe { wheel(w) }?.durable();
+        // SAFETY: the caller passes NULL or a writable uint64_t.
+        let out = unsafe { Out::new(durable_seq) }.ok();
+        let store = slot.store()?;
+        let seq = slot.result(store.flush())?;
+        if let Some(out) = out {
+            out.put(seq);
+        }
+        Ok(())
+    })
+}
+
+/// The message of the wheel's last durable error (empty if none), as tw_metrics_text
+/// writes its text: TW_ERR_TOO_SMALL when `len` is short, `*needed` the size.
+///
+/// # Safety
+/// `w` is NULL or a live wheel; `buf` NULL or valid for `len` bytes; `needed` NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn tw_durable_error(
+    w: *const tw_wheel,
+    buf: *mut c_char,
+    len: usize,
+    needed: *mut usize,
+) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a live wheel.
+        let slot = unsafe { wheel(w) }?.durable();
+        let message = slot
+            .last_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        // SAFETY: this function's contract on `buf`, `len` and `needed`.
+        unsafe { write_text(&message, buf, len, needed) }
+    })
+}
