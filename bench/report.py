@@ -35,6 +35,7 @@ SUITES = {
     "bench-c": "C ABI",
     "bench-python": "Python",
     "bench-go": "Go",
+    "bench-durable": "Durable timers (SQLite store)",
 }
 
 # What a quick run (--quick) passes to make: every target reads BENCH_ARGS=--quick, the Go
@@ -196,6 +197,16 @@ def bound_target(label, impl, workload, figure, limit, offset=0.0):
     return label, check
 
 
+def least_target(label, impl, workload, figure, least):
+    """A target on one absolute figure that must reach `least` (a throughput)."""
+    def check(rows):
+        a = pick(rows, impl, workload, figure)
+        if a is None:
+            return None
+        return fmt(a), f">= {fmt(least)}", a >= least
+    return label, check
+
+
 def export_pause(label, impl, limit_ms):
     """W10: the longest add during an export, as a ratio of the time the same timers took to
     add in the same run, held to an absolute bound in ms."""
@@ -325,6 +336,16 @@ TARGETS = {
         all_fired("W3 every timer fired", "timerwheel-go"),
         ratio_target("W3 late p99 vs time.AfterFunc (below it)", "timerwheel-go", "go-time",
                      "W3", "late_p99_us", 1.0),
+    ],
+    "bench-durable": [
+        least_target("D1 async durable changes/s, 4 threads", "timerwheel-sqlite", "D1",
+                     "changes_per_s", 100000),
+        bound_target("D2 sync durable add p99 (us), 4 threads", "timerwheel-sqlite", "D2",
+                     "add_p99_us", 10000),
+        least_target("D3 fires acknowledged/s, 100 tokens per commit", "timerwheel-sqlite",
+                     "D3", "acked_fires_per_s", 50000),
+        bound_target("D4 restore of 1M timers (ms)", "timerwheel-sqlite", "D4", "restore_ms",
+                     2000),
     ],
 }
 

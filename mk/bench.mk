@@ -2,7 +2,7 @@
 # appends its own), collects their JSON lines and writes bench/report.md with the W3 plot
 # bench/w3_lateness.png. matplotlib lives in the bench virtualenv .venv-bench only.
 # BENCH_QUICK=1 for a short run (the targets get BENCH_ARGS=--quick).
-.PHONY: bench-runtime bench-executor bench-billing bench-report
+.PHONY: bench-runtime bench-executor bench-billing bench-report bench-durable
 
 BENCH_VENV := $(CURDIR)/.venv-bench
 
@@ -35,3 +35,10 @@ bench-report: $(BENCH_VENV)/.ready
 	$(BENCH_VENV)/bin/python bench/report.py --targets "$(BENCH_TARGETS)" $(if $(BENCH_QUICK),--quick)
 
 BENCH_TARGETS += bench-runtime
+
+# Durable timers on the SQLite store (docs/durable.md): async changes/s, sync add latency,
+# acknowledged fires/s, restore time, each beside the same work in memory.
+bench-durable:
+	$(CARGO) run --release -q -p timerwheel-core --features sqlite --example bench_durable -- $(BENCH_ARGS)
+
+BENCH_TARGETS += bench-durable

@@ -1,5 +1,5 @@
 # The Rust workspace: build, format, lint, test, bench.
-.PHONY: build fmt-rust check-fmt-rust lint-rust test-rust bench-rust
+.PHONY: build fmt-rust check-fmt-rust lint-rust test-rust bench-rust test-durable-kill
 
 build:
 	$(CARGO) build --release --workspace
@@ -18,6 +18,12 @@ lint-rust:
 test-rust: check-fmt-rust lint-rust
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps -q
 	$(CARGO) test --workspace --release
+
+# Durable timers against SIGKILL at 100 random moments (cargo test runs 10 of them).
+TW_KILLS ?= 100
+test-durable-kill:
+	TW_KILLS=$(TW_KILLS) $(CARGO) test --release -p timerwheel-core --features sqlite \
+		--test durable_kill -- --exact sync_changes_and_fires_survive_sigkill
 
 bench-rust:
 	$(CARGO) run --release -q -p timerwheel-core --example bench_wheel -- $(BENCH_ARGS)

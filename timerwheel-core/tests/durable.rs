@@ -391,3 +391,35 @@ fn a_second_opener_is_refused_and_the_file_is_private() {
     let (builder, _) = recording(Ack::Now);
     builder.open_sqlite(wheel_at(start()), &path).unwrap();
 }
+
+#[test]
+fn fires_of_two_incarnations_at_the_same_instant_are_both_kept() {
+    let dir = TempDir::new("incarnations");
+    let path = dir.file("t.db");
+    let wheel = wheel_at(start());
+    let (builder, seen) = recording(Ack::Later);
+    let store = builder.open_sqlite(Arc::clone(&wheel), &path).unwrap();
+    let mut first = timer(5, b"old", start());
+    store.add(&first).unwrap();
+    wheel.advance(ms(0)).unwrap();
+    first.payload = b"new";
+    first.replace = true;
+    store.add(&first).unwrap(); // due at the same ms as the fire of the first
+    wheel.advance(ms(0)).unwrap();
+    let fired = tokens(&seen);
+    assert_eq!(fired.len(), 2);
+    assert_eq!(fired[0].occurrence_ms, fired[1].occurrence_ms);
+    assert_eq!(store.stats().unacked_fires, 2);
+    store.flush().unwrap();
+    drop(store);
+
+    let (builder, seen) = recording(Ack::Later);
+    let later = wheel_at(start() + ms(10));
+    let _store = builder.open_sqlite(Arc::clone(&later), &path).unwrap();
+    later.advance(ms(0)).unwrap();
+    let mut again = tokens(&seen);
+    again.sort();
+    let mut expected = fired;
+    expected.sort();
+    assert_eq!(again, expected, "neither fire overwrote the other");
+}

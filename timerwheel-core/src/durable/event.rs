@@ -96,8 +96,8 @@ pub struct Snapshot {
     pub seq: u64,
     /// The timers by (key, name).
     pub timers: BTreeMap<(Key, String), StoredTimer>,
-    /// The unacknowledged fires by (key, name, occurrence).
-    pub fires: BTreeMap<(Key, String, i64), StoredFire>,
+    /// The unacknowledged fires by their token.
+    pub fires: BTreeMap<Token, StoredFire>,
 }
 
 impl Snapshot {
@@ -126,14 +126,7 @@ impl Snapshot {
             }
             Change::Fire { fire, next_ms } => self.apply_fire(fire, *next_ms),
             Change::Ack(token) => {
-                let id = fire_id(token);
-                if self
-                    .fires
-                    .get(&id)
-                    .is_some_and(|f| f.token.epoch == token.epoch)
-                {
-                    self.fires.remove(&id);
-                }
+                self.fires.remove(token);
             }
         }
         true
@@ -152,11 +145,6 @@ impl Snapshot {
                 }
             }
         }
-        self.fires.insert(fire_id(token), fire.clone());
+        self.fires.insert(token.clone(), fire.clone());
     }
-}
-
-/// The key of a fire in [`Snapshot::fires`].
-pub fn fire_id(token: &Token) -> (Key, String, i64) {
-    (token.key, token.name.clone(), token.occurrence_ms)
 }

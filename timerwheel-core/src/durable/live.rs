@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use super::clock::{from_ms, to_ms};
-use super::event::{fire_id, Change, Key, Snapshot, StoredFire, StoredTimer, Token};
+use super::event::{Change, Key, Snapshot, StoredFire, StoredTimer, Token};
 use super::journal::Journal;
 use super::registry::{Ack, Fired, Registry};
 use super::{DurableError, DurableStats, DurableTimer, MissedPoints, RuntimeRef};
@@ -20,7 +20,7 @@ struct LiveTimer {
 #[derive(Default)]
 struct Live {
     timers: HashMap<(Key, String), LiveTimer>,
-    fires: HashMap<(Key, String, i64), StoredFire>,
+    fires: HashMap<Token, StoredFire>,
     closed: bool,
 }
 
@@ -154,13 +154,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
         let mut acked = 0;
         let mut last = None;
         for token in tokens {
-            let id = fire_id(token);
-            if live
-                .fires
-                .get(&id)
-                .is_some_and(|f| f.token.epoch == token.epoch)
-            {
-                live.fires.remove(&id);
+            if live.fires.remove(token).is_some() {
                 last = Some(self.journal.push(Change::Ack(token.clone())));
                 acked += 1;
             }
@@ -275,7 +269,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
                     live.timers.remove(&map_id);
                 }
             }
-            live.fires.insert(fire_id(&fire.token), fire.clone());
+            live.fires.insert(fire.token.clone(), fire.clone());
             fire
         };
         self.deliver(&fire);
@@ -284,8 +278,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
     fn redeliver(&self, token: &Token) {
         let fire = {
             let live = self.lock();
-            let fire = live.fires.get(&fire_id(token));
-            match fire.filter(|f| f.token.epoch == token.epoch && !live.closed) {
+            match live.fires.get(token).filter(|_| !live.closed) {
                 Some(fire) => fire.clone(),
                 None => return,
             }

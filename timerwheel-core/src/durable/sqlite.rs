@@ -11,7 +11,7 @@ use std::path::Path;
 
 use rusqlite::{params, Connection, OpenFlags, Transaction};
 
-use super::event::{fire_id, Change, Event, Snapshot, StoredFire, StoredTimer, Token};
+use super::event::{Change, Event, Snapshot, StoredFire, StoredTimer, Token};
 use super::sink::Sink;
 
 /// Marks a SQLite file as a timerwheel store (`PRAGMA application_id`: "TWDT").
@@ -32,7 +32,7 @@ const SCHEMA: &str = "
         PRIMARY KEY (key, name)) WITHOUT ROWID;
     CREATE TABLE fires (key INTEGER NOT NULL, name TEXT NOT NULL,
         occurrence_ms INTEGER NOT NULL, epoch INTEGER NOT NULL, payload BLOB NOT NULL,
-        PRIMARY KEY (key, name, occurrence_ms)) WITHOUT ROWID;
+        PRIMARY KEY (key, name, occurrence_ms, epoch)) WITHOUT ROWID;
     CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 0), seq INTEGER NOT NULL);
     INSERT INTO meta VALUES (0, 0);";
 
@@ -199,7 +199,7 @@ impl SqliteSink {
         })?;
         for fire in rows {
             let fire = fire?;
-            snapshot.fires.insert(fire_id(&fire.token), fire);
+            snapshot.fires.insert(fire.token.clone(), fire);
         }
         Ok(snapshot)
     }
