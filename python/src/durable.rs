@@ -81,6 +81,20 @@ impl Token {
     }
 }
 
+/// The batch and the delay of `Wheel(store_path=...)` without store_batch, store_delay:
+/// the library's async defaults.
+const DEFAULT_BATCH: usize = 1000;
+const DEFAULT_DELAY_S: f64 = 0.01;
+
+/// Adds the durable settings of `Wheel()` without arguments to `defaults()`'s dict.
+pub fn defaults(dict: &Bound<'_, PyDict>) -> PyResult<()> {
+    dict.set_item("store_path", None::<String>)?;
+    dict.set_item("durability", "async")?;
+    dict.set_item("store_batch", DEFAULT_BATCH)?;
+    dict.set_item("store_delay", DEFAULT_DELAY_S)?;
+    dict.set_item("missed_points", "each")
+}
+
 /// The store's settings from `Wheel(store_path=..., durability=..., ...)`.
 pub struct StoreConfig {
     pub path: String,
@@ -98,14 +112,14 @@ impl StoreConfig {
         missed: &str,
     ) -> PyResult<Option<StoreConfig>> {
         let Some(path) = path else { return Ok(None) };
-        let batch = batch.unwrap_or(1000);
+        let batch = batch.unwrap_or(DEFAULT_BATCH);
         if batch == 0 {
             return Err(invalid("store_batch must be at least 1".to_owned()));
         }
         let mode = match durability {
             "async" => Mode::Async {
                 batch,
-                delay: Duration::try_from_secs_f64(delay.unwrap_or(0.01))
+                delay: Duration::try_from_secs_f64(delay.unwrap_or(DEFAULT_DELAY_S))
                     .map_err(|_| invalid("store_delay must be seconds >= 0".to_owned()))?,
             },
             "sync" => Mode::Sync { batch },

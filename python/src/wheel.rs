@@ -501,7 +501,9 @@ impl Wheel {
 /// defaults, in seconds.
 #[pyfunction]
 pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    config_dict(py, &Config::default())
+    let dict = config_dict(py, &Config::default())?;
+    durable::defaults(&dict)?;
+    Ok(dict)
 }
 
 /// The shared default wheel of this process: an instance of `cls` (the package's

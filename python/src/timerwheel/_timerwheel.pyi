@@ -42,8 +42,9 @@ def _default_wheel(cls: Type[_Wheel]) -> Any:
 def defaults() -> Dict[str, Any]:
     """The settings of ``Wheel()`` without arguments, as its keyword arguments: tick,
     min_workers, max_workers, worker_keepalive, max_timers, manual, virtual_clock,
-    slow_callback (seconds for times; max_timers None for no limit, slow_callback None for
-    no threshold)."""
+    slow_callback, store_path, durability, store_batch, store_delay, missed_points (seconds
+    for times; max_timers None for no limit, slow_callback None for no threshold,
+    store_path None for no durable store)."""
 
 class _Wheel:
     """The native wheel: a timerwheel runtime running Python callbacks. Use
