@@ -1,6 +1,6 @@
 # The billing simulation (examples/billing, C through include/timerwheel.h) and the short
 # examples per language (examples/<lang>/) that README quotes.
-.PHONY: demo-billing test-demo test-examples
+.PHONY: demo-billing demo-durable test-demo test-examples
 
 DEMO_BUILD := build/demo
 DEMO_SRC := $(wildcard examples/billing/*.c)
@@ -36,17 +36,30 @@ demo-billing: $(DEMO_BUILD)/billing
 	$(DEMO_BUILD)/billing --csv $(DEMO_CSV) $(BILLING_ARGS)
 	@$(call demo_plot,$(DEMO_CSV),$(DEMO_PNG))
 
+# --durable: the timers in a durable store, the accounts and the fires' tokens in a ledger
+# of their own (build/demo/durable.db and .ledger); --crash-at kills the run once at a random
+# moment within DEMO_CRASH_S seconds and starts it again from the files; check_demo.py
+# --durable then checks the ledger (every due charge exactly once, no idle timeout lost).
+DEMO_DURABLE := --sessions 10000 --duration 10 --period 1000 --idle 3000 --events 3000
+DEMO_CRASH_S ?= 6
+demo-durable: $(DEMO_BUILD)/billing
+	$(PYTHON) examples/billing/check_demo.py --durable $(DEMO_BUILD)/billing \
+	  $(DEMO_BUILD)/durable.db $(DEMO_CRASH_S) $(DEMO_DURABLE) $(BILLING_ARGS)
+
 # A short run natively as an operator watches it (check_demo.py: the metrics endpoint
 # fetched while it runs, a labelled line and a CSV row a second, and the picture when
 # matplotlib is there), the same with a restart half way (saved to SQLite, re-executed
-# with --resume, serving metrics before and after), then a shorter restart run under
-# ASan + UBSan; each must pass its checks.
+# with --resume, serving metrics before and after), a --durable run killed once and picked
+# up from its files, then a shorter restart run under ASan + UBSan; each must pass its
+# checks.
 DEMO_ASAN := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 test-demo: $(DEMO_BUILD)/billing $(DEMO_BUILD)/billing.asan
 	$(PYTHON) examples/billing/check_demo.py $(DEMO_BUILD)/billing $(DEMO_BUILD)/test.csv \
 	  $(DEMO_SHORT)
 	@$(call demo_plot,$(DEMO_BUILD)/test.csv,$(DEMO_BUILD)/test.png)
 	$(DEMO_BUILD)/billing $(DEMO_SHORT) --restart-at 1.5 --metrics-port 0
+	$(PYTHON) examples/billing/check_demo.py --durable $(DEMO_BUILD)/billing \
+	  $(DEMO_BUILD)/test-durable.db 2 $(DEMO_SHORT)
 	$(DEMO_ASAN) $(DEMO_BUILD)/billing.asan --sessions 2000 --duration 2 --period 200 \
 	  --idle 600 --events 2000 --restart-at 1
 

@@ -34,6 +34,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <new>
 #include <optional>
@@ -76,6 +77,13 @@ struct Config : tw_config {
             start.time_since_epoch()).count();
         return *this;
     }
+
+    /* Keeps durable timers in the store at `path` (copied by the Wheel's constructor). */
+    Config &durable(const char *path, tw_durability mode = TW_DURABLE_ASYNC) noexcept {
+        store_path = path;
+        durability = static_cast<std::uint32_t>(mode);
+        return *this;
+    }
 };
 
 /* One pending timer of Wheel::export_timers (tw_timer_info). Timers are known by their
@@ -96,6 +104,27 @@ struct Export {
     std::vector<PendingTimer> timers;
     std::size_t running = 0;
 };
+
+/* Durable timers (docs/contract.md, "Durable timers"). A fire's token: store it with the
+ * fire's effect under a unique constraint, then Wheel::durable_ack it. */
+struct Token {
+    std::uint64_t key = 0;
+    std::string name;
+    std::chrono::system_clock::time_point occurrence; /* the scheduled deadline (ms) */
+    std::uint64_t epoch = 0;
+
+    bool operator==(const Token &o) const {
+        return key == o.key && name == o.name && occurrence == o.occurrence && epoch == o.epoch;
+    }
+};
+
+/* What a handler tells the store: acknowledge its fire now, or later (durable_ack). */
+enum class Ack { later = TW_ACK_LATER, now = TW_ACK_NOW };
+
+/* A durable timer's handler: the fire's token and the timer's payload. An exception from
+ * it cannot unwind into C: it is swallowed and the fire stays unacknowledged (delivered
+ * again after a restart). */
+using Handler = std::function<Ack(const Token &, const std::string &payload)>;
 
 namespace detail {
 
@@ -298,11 +327,13 @@ public:
 
     Wheel(const Wheel &) = delete;
     Wheel &operator=(const Wheel &) = delete;
-    Wheel(Wheel &&other) noexcept : wheel_(std::exchange(other.wheel_, nullptr)) {}
+    Wheel(Wheel &&other) noexcept
+        : wheel_(std::exchange(other.wheel_, nullptr)), handlers_(std::move(other.handlers_)) {}
     Wheel &operator=(Wheel &&other) noexcept {
         if (this != &other) {
             reset_handle();
             wheel_ = std::exchange(other.wheel_, nullptr);
+            handlers_ = std::move(other.handlers_);
         }
         return *this;
     }
@@ -320,6 +351,63 @@ public:
             detail::check(tw_destroy(wheel_), "tw_destroy");
             wheel_ = nullptr;
         }
+    }
+
+    /* Registers `handler` for the durable timers named `name`, before durable_open (the
+     * config names store_path). The Wheel keeps it until it is destroyed. */
+    void handle(const std::string &name, Handler handler) {
+        if (!handler) throw Error(TW_ERR_INVALID, "tw_handler_register", "empty handler");
+        auto owned = std::make_unique<Handler>(std::move(handler));
+        detail::check(tw_handler_register(wheel_, name.c_str(), &Wheel::dispatch, owned.get()),
+                      "tw_handler_register");
+        handlers_.push_back(std::move(owned));
+    }
+
+    /* Opens the store: restores, delivers every unacknowledged fire again, then journals.
+     * Error(TW_ERR_NO_HANDLER or TW_ERR_STORE) says what with tw_durable_error's message. */
+    void durable_open() { durable_check(tw_durable_open(wheel_), "tw_durable_open"); }
+
+    /* Adds the durable timer (key, name), first due at `first`, then every `period` (zero:
+     * once). Error(TW_ERR_EXISTS) for a (key, name) that has one unless `replace`. */
+    template <class Rep = std::int64_t, class Period = std::milli>
+    void durable_add(std::uint64_t key, const std::string &name, const std::string &payload,
+                     std::chrono::system_clock::time_point first,
+                     std::chrono::duration<Rep, Period> period = std::chrono::milliseconds(0),
+                     bool replace = false) {
+        durable_check(tw_durable_add(wheel_, key, name.c_str(), payload.data(), payload.size(),
+                                     detail::to_unix_ms(first), detail::to_ms(period),
+                                     replace ? TW_DURABLE_REPLACE : 0u),
+                      "tw_durable_add");
+    }
+
+    /* Moves the next deadline of (key, name); Error(TW_ERR_NOT_FOUND) if there is none. */
+    void durable_reset(std::uint64_t key, const std::string &name,
+                       std::chrono::system_clock::time_point when) {
+        durable_check(tw_durable_reset(wheel_, key, name.c_str(), detail::to_unix_ms(when)),
+                      "tw_durable_reset");
+    }
+
+    /* Removes (key, name); Error(TW_ERR_NOT_FOUND) if there is none. */
+    void durable_delete(std::uint64_t key, const std::string &name) {
+        durable_check(tw_durable_delete(wheel_, key, name.c_str()), "tw_durable_delete");
+    }
+
+    /* Acknowledges fires, many per call; returns how many matched an unacknowledged fire. */
+    std::size_t durable_ack(const std::vector<Token> &tokens) {
+        std::vector<tw_token> raw;
+        raw.reserve(tokens.size());
+        for (const Token &t : tokens)
+            raw.push_back(tw_token{t.key, t.name.c_str(), detail::to_unix_ms(t.occurrence), t.epoch});
+        std::size_t acked = 0;
+        durable_check(tw_durable_ack(wheel_, raw.data(), raw.size(), &acked), "tw_durable_ack");
+        return acked;
+    }
+
+    /* Commits everything queued; returns the durable sequence number. */
+    std::uint64_t durable_flush() {
+        std::uint64_t seq = 0;
+        durable_check(tw_durable_flush(wheel_, &seq), "tw_durable_flush");
+        return seq;
     }
 
     /* Runs `f` once, `delay` from now. */
@@ -487,6 +575,28 @@ public:
 private:
     explicit Wheel(tw_wheel *wheel) noexcept : wheel_(wheel) {}
 
+    static std::int32_t dispatch(const tw_token *raw, const void *payload, std::size_t len,
+                                 void *ctx) noexcept {
+        try {
+            Token token{raw->key, raw->name, detail::from_unix_ms(raw->occurrence_unix_ms),
+                        raw->epoch};
+            std::string bytes(static_cast<const char *>(payload), len);
+            return static_cast<std::int32_t>((*static_cast<Handler *>(ctx))(token, bytes));
+        } catch (...) {
+            return TW_ACK_LATER;
+        }
+    }
+
+    /* Throws for a failure, with tw_durable_error's message when the store has one. */
+    void durable_check(tw_status status, const char *call) const {
+        if (status == TW_OK) return;
+        char message[512] = "";
+        std::size_t needed = 0;
+        if (tw_durable_error(wheel_, message, sizeof message, &needed) == TW_OK && message[0])
+            throw Error(status, call, message);
+        throw Error(status, call);
+    }
+
     void reset_handle() noexcept {
         // TW_ERR_BUSY from inside the wheel (and for the shared wheel, which both refuse).
         if (wheel_ != nullptr && tw_destroy(wheel_) == TW_ERR_BUSY) tw_destroy_nowait(wheel_);
@@ -494,6 +604,8 @@ private:
     }
 
     tw_wheel *wheel_ = nullptr;
+    /* The durable handlers, at stable addresses; destroyed after the wheel. */
+    std::vector<std::unique_ptr<Handler>> handlers_;
 };
 
 /* A group of timers (docs/contract.md, "Timer groups"), owned: non-copyable, movable. The

@@ -32,6 +32,8 @@ typedef struct options {
     const char *resume;     /* the database to start from (--resume), or NULL */
     int metrics_port;       /* -1: no endpoint; 0: any free port; else the port */
     const char *csv;        /* a file for the figures of each second, or NULL */
+    const char *durable;    /* --durable: the store of the durable timers, or NULL */
+    double crash_at_s;      /* 0, or the run SIGKILLs itself within this many seconds */
 } options;
 
 /* Parses argv; returns 0 to run, 1 after --help, -1 on a bad flag (message printed). */
@@ -51,6 +53,11 @@ typedef struct account {
     /* While the restart saves (billing.frozen), charging runs count here instead of
      * deducting, and idle timeouts do nothing: the restart settles both. */
     _Atomic int64_t owed_charges;
+    /* --durable (ledger.c): the timers' key, the times the ledger keeps, and whether the
+     * ledger holds the session. */
+    uint64_t key;
+    int64_t start_unix_ms, end_unix_ms;
+    int opened;
 } account;
 
 /* A callback that runs at least this long is counted by the wheel as slow. */
@@ -78,6 +85,10 @@ typedef struct billing {
     _Atomic int stop;                /* tells the driver to finish */
     _Atomic int frozen;              /* the restart is saving: callbacks only record */
     uint64_t run_start_ns;           /* when the run began (kept across a restart) */
+    struct ledger *ledger;           /* --durable: the application's database, else NULL */
+    uint32_t generation;             /* --durable: processes the run has had, this one too */
+    _Atomic uint64_t duplicates;     /* --durable: fires delivered again, found in the ledger */
+    _Atomic uint64_t acked;          /* --durable: tokens acknowledged */
 } billing;
 
 #define LOCK_STRIPES 1024
@@ -105,6 +116,35 @@ uint32_t session_index(const void *user_data);
  * and re-executes the program with --resume, which loads them. */
 int restart_save_and_exec(billing *b, char **argv);
 int restart_load(billing *b);
+/* The SQLite helpers of restart.c and ledger.c: runs `sql` (0, or -1 with a message); binds
+ * the int64 values and steps the statement once (0 when done, else -1). */
+typedef struct sqlite3 sqlite3;
+typedef struct sqlite3_stmt sqlite3_stmt;
+int exec_sql(sqlite3 *db, const char *sql);
+int insert(sqlite3_stmt *st, const int64_t *values, int n);
+
+/* ledger.c: --durable's database of the accounts and the thread that changes them; the
+ * requests are applied in the order they are made, in batches of one transaction. */
+typedef struct ledger ledger;
+extern const char *const CHARGE, *const IDLE_TIMEOUT; /* the handlers' names */
+ledger *ledger_open(const char *path);
+int64_t ledger_meta(ledger *l, const char *key, int64_t fallback);
+int ledger_set_meta(ledger *l, const char *key, int64_t value);
+int64_t ledger_load(ledger *l, billing *b); /* the accounts; returns the sessions opened */
+int ledger_run(ledger *l, billing *b);      /* starts the writer */
+void ledger_start(ledger *l, uint32_t session, int64_t credit, int64_t start_unix_ms);
+void ledger_end(ledger *l, uint32_t session, end_reason reason);
+void ledger_fire(ledger *l, const tw_token *token, int idle);
+/* Waits until every request made is applied; returns the requests made, -1 once one failed. */
+int64_t ledger_wait(ledger *l);
+int ledger_finish(ledger *l); /* stops the writer */
+void ledger_close(ledger *l);
+
+/* durable.c: --durable (and --crash-at, which restarts the run from its files). */
+uint64_t session_key(const billing *b, uint32_t session);
+int durable_check(billing *b, const char *what, tw_status s); /* 0 on TW_OK, else -1 */
+int durable_main(billing *b);
+int durable_touch(billing *b, uint32_t index);
 
 /* driver.c: the thread that starts sessions and generates activity and hang-ups. */
 void *driver_main(void *arg);
@@ -136,6 +176,7 @@ void metrics_http_stop(metrics_http *m);
 
 /* main.c: drain waits (10 s at most) until the wheel holds no timer and every session
  * context is freed, and returns the wheel's counters then; teardown frees the simulation. */
+int setup(billing *b); /* the wheel (with the store of --durable) and the accounts */
 tw_stats drain(billing *b);
 void teardown(billing *b);
 void sleep_ms(uint64_t ms);

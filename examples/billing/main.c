@@ -16,12 +16,14 @@ void sleep_ms(uint64_t ms) {
     nanosleep(&ts, NULL);
 }
 
-static int setup(billing *b) {
+int setup(billing *b) {
     tw_config cfg;
     tw_config_init(&cfg);
     cfg.min_workers = 1;
     cfg.max_workers = b->opt.workers;
     cfg.slow_callback_us = SLOW_CALLBACK_US;
+    cfg.store_path = b->opt.durable; /* NULL without --durable */
+    cfg.durability = b->opt.durable != NULL ? TW_DURABLE_ASYNC : TW_DURABLE_OFF;
     tw_status s = tw_create(&cfg, &b->wheel);
     if (s != TW_OK) {
         fprintf(stderr, "billing: tw_create: %s\n", tw_status_str(s));
@@ -88,6 +90,11 @@ int main(int argc, char **argv) {
            b.opt.sessions, b.opt.duration_s, (unsigned long long)b.opt.period_ms,
            (unsigned long long)b.opt.idle_ms, b.opt.events_per_s, b.opt.slow_share * 100,
            (unsigned long long)b.opt.slow_ms, b.opt.workers, tw_version());
+    if (b.opt.durable != NULL) {
+        rc = durable_main(&b);
+        teardown(&b);
+        return rc;
+    }
     if (setup(&b) != 0) {
         teardown(&b);
         return 1;

@@ -27,6 +27,10 @@ static const char usage[] =
     "  --metrics-port N serve the wheel's Prometheus metrics on http://127.0.0.1:N/metrics\n"
     "                   while running (0: any free port, printed at the start; default off)\n"
     "  --csv FILE       write the figures of each second to FILE (CSV; default off)\n"
+    "  --durable DB     keep the timers as durable timers in the store DB and the accounts\n"
+    "                   with every fire's token in DB.ledger; picks up a run they hold\n"
+    "  --crash-at S     with --durable: SIGKILL the run at a random moment within S seconds\n"
+    "                   and start it again from the files (default off)\n"
     "  --help           this text\n"
     "Exit status: 0 when every check passes, 1 when one fails, 2 on a bad flag.\n";
 
@@ -57,6 +61,8 @@ static void set_defaults(options *o) {
     o->resume = NULL;
     o->metrics_port = -1;
     o->csv = NULL;
+    o->durable = NULL;
+    o->crash_at_s = 0;
 }
 
 /* Stores the value of one flag; -1 when the flag is unknown or its value bad. */
@@ -80,9 +86,14 @@ static int set_flag(options *o, const char *flag, const char *text) {
     NUMBER("--seed", 0, 1e15, seed, uint64_t)
     NUMBER("--restart-at", 0.1, 3600, restart_at_s, double)
     NUMBER("--metrics-port", 0, 65535, metrics_port, int)
+    NUMBER("--crash-at", 0.01, 3600, crash_at_s, double)
 #undef NUMBER
     if (strcmp(flag, "--resume") == 0 && text != NULL) {
         o->resume = text;
+        return 0;
+    }
+    if (strcmp(flag, "--durable") == 0 && text != NULL) {
+        o->durable = text;
         return 0;
     }
     if (strcmp(flag, "--csv") == 0 && text != NULL) {
@@ -105,6 +116,15 @@ int options_parse(options *o, int argc, char **argv) {
     }
     if (o->restart_at_s >= o->duration_s) {
         fprintf(stderr, "billing: --restart-at must come before the end of --duration\n");
+        return -1;
+    }
+    if (o->crash_at_s > 0 && o->durable == NULL) {
+        fprintf(stderr, "billing: --crash-at needs --durable\n");
+        return -1;
+    }
+    if (o->durable != NULL && (o->restart_at_s > 0 || o->resume != NULL)) {
+        fprintf(stderr, "billing: --durable keeps the run across restarts by itself: no"
+                        " --restart-at or --resume\n");
         return -1;
     }
     return 0;

@@ -105,7 +105,7 @@ static int suspend_all(billing *b) {
     return restart_report(b, &st) == 0 ? 0 : -1;
 }
 
-static int exec_sql(sqlite3 *db, const char *sql) {
+int exec_sql(sqlite3 *db, const char *sql) {
     char *err = NULL;
     if (sqlite3_exec(db, sql, NULL, NULL, &err) == SQLITE_OK) return 0;
     fprintf(stderr, "billing: sqlite: %s\n", err ? err : sqlite3_errmsg(db));
@@ -113,8 +113,7 @@ static int exec_sql(sqlite3 *db, const char *sql) {
     return -1;
 }
 
-/* Binds the int64 values and steps the statement once; 0 when done. */
-static int insert(sqlite3_stmt *st, const int64_t *values, int n) {
+int insert(sqlite3_stmt *st, const int64_t *values, int n) {
     sqlite3_reset(st);
     for (int i = 0; i < n; i++) sqlite3_bind_int64(st, i + 1, values[i]);
     return sqlite3_step(st) == SQLITE_DONE ? 0 : -1;

@@ -172,6 +172,10 @@ static int open_account(billing *b, uint32_t index, schedule when) {
 
 /* Opens account `index` with `credit` units. */
 int session_start(billing *b, uint32_t index, int64_t credit) {
+    if (b->ledger != NULL) { /* --durable: the ledger's writer opens it */
+        ledger_start(b->ledger, index, credit, tw_now_ms(b->wheel));
+        return 0;
+    }
     account *a = &b->accounts[index];
     a->credit = a->balance = credit;
     a->start_ns = now_ns();
@@ -216,6 +220,7 @@ void session_suspend(billing *b, uint32_t index) {
 }
 
 int session_touch(billing *b, uint32_t index) {
+    if (b->ledger != NULL) return durable_touch(b, index);
     account *a = &b->accounts[index];
     pthread_mutex_lock(account_lock(b, index));
     int live = a->reason == LIVE;
@@ -225,6 +230,10 @@ int session_touch(billing *b, uint32_t index) {
 }
 
 void session_hang_up(billing *b, uint32_t index, end_reason reason) {
+    if (b->ledger != NULL) {
+        ledger_end(b->ledger, index, reason);
+        return;
+    }
     account *a = &b->accounts[index];
     pthread_mutex_lock(account_lock(b, index));
     if (end_account(b, a, reason)) {

@@ -4,6 +4,7 @@
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::PyErr;
+use timerwheel_core::durable::DurableError;
 use timerwheel_core::Error;
 
 pyo3::import_exception!(timerwheel._errors, TimerwheelError);
@@ -12,6 +13,9 @@ pyo3::import_exception!(timerwheel._errors, TimerwheelClosedError);
 pyo3::import_exception!(timerwheel._errors, TimerwheelBusyError);
 pyo3::import_exception!(timerwheel._errors, TimerwheelForkedError);
 pyo3::import_exception!(timerwheel._errors, TimerwheelGroupClosedError);
+pyo3::import_exception!(timerwheel._errors, DurableExistsError);
+pyo3::import_exception!(timerwheel._errors, DurableNoHandlerError);
+pyo3::import_exception!(timerwheel._errors, DurableStoreError);
 
 /// The exception for `err`, raised by the operation `what` (e.g. "call_later"): the
 /// runtime's message after the operation's name.
@@ -48,4 +52,17 @@ pub fn invalid(message: String) -> PyErr {
 /// A `RuntimeError` for a wheel method that needs manual mode (or the opposite).
 pub fn wrong_mode(message: &str) -> PyErr {
     PyRuntimeError::new_err(message.to_owned())
+}
+
+/// The exception for a refused durable call `what` (e.g. "durable_add").
+pub fn durable_error(err: DurableError, what: &str) -> PyErr {
+    let message = format!("{what}: {err}");
+    match err {
+        DurableError::Exists => DurableExistsError::new_err(message),
+        DurableError::NotFound => TimerwheelError::new_err(message),
+        DurableError::NoHandler(_) => DurableNoHandlerError::new_err(message),
+        DurableError::Store(_) => DurableStoreError::new_err(message),
+        DurableError::Invalid(_) => PyValueError::new_err(message),
+        DurableError::Runtime(err) => to_py(err, what),
+    }
 }

@@ -6,6 +6,7 @@
 //! the asyncio helpers and the exception classes.
 
 mod convert;
+mod durable;
 mod errors;
 mod gil;
 mod group;
@@ -21,6 +22,7 @@ fn _timerwheel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<wheel::Wheel>()?;
     m.add_class::<timer::Timer>()?;
     m.add_class::<group::Group>()?;
+    m.add_class::<durable::Token>()?;
     m.add_function(wrap_pyfunction!(wheel::_exiting, m)?)?;
     m.add_function(wrap_pyfunction!(wheel::defaults, m)?)?;
     m.add_function(wrap_pyfunction!(wheel::_default_wheel, m)?)?;

@@ -8,7 +8,7 @@ use std::panic;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use timerwheel_core::{prefetch, Task, TimerId};
+use timerwheel_core::{prefetch, BoxTask, Task, TimerId};
 
 use crate::gil;
 
@@ -25,10 +25,22 @@ struct Call {
     kwargs: Option<Py<PyDict>>,
 }
 
-/// A timer's task: `func(*args, **kwargs)`.
+/// A timer's task: `func(*args, **kwargs)`, or a task of the library's own (a durable
+/// timer's dispatch to its handler, which takes the GIL itself).
 pub struct PyTask {
-    // `None` only inside `drop`, which takes it out to release it while attached.
+    // `None` only inside `drop`, which takes it out to release it while attached, and for
+    // a native task.
     call: Option<Call>,
+    native: Option<BoxTask>,
+}
+
+impl From<BoxTask> for PyTask {
+    fn from(task: BoxTask) -> Self {
+        PyTask {
+            call: None,
+            native: Some(task),
+        }
+    }
 }
 
 impl PyTask {
@@ -44,7 +56,10 @@ impl PyTask {
             args: (!args.is_empty()).then(|| args.unbind()),
             kwargs: kwargs.filter(|k| !k.is_empty()).map(Bound::unbind),
         };
-        PyTask { call: Some(call) }
+        PyTask {
+            call: Some(call),
+            native: None,
+        }
     }
 
     /// New references to its callable, positional and keyword arguments (if any).
@@ -79,8 +94,10 @@ impl Call {
 }
 
 impl Task for PyTask {
-    fn run(&mut self, _id: TimerId) {
-        if let Some(call) = &self.call {
+    fn run(&mut self, id: TimerId) {
+        if let Some(native) = &mut self.native {
+            native(id);
+        } else if let Some(call) = &self.call {
             // None: the interpreter is shutting down; nothing can run any more.
             Python::try_attach(|py| call.invoke(py));
         }

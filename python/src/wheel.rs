@@ -1,7 +1,7 @@
 //! `_Wheel`: one runtime and its methods, the native base of `timerwheel.Wheel`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use pyo3::exceptions::PyTypeError;
@@ -9,12 +9,14 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyTuple, PyType};
+use timerwheel_core::durable::DurableTimer;
 use timerwheel_core::{
     Config, Error, ExportedTimer, Missed, PerProcess, PeriodMode, Rejected, Runtime, SharedRuntime,
     TimerId, TimerKind, MAX_WINDOW, MIN_WINDOW,
 };
 
 use crate::convert::{as_seconds, config_dict, delay, period, unix_seconds, unix_time, WheelArgs};
+use crate::durable::{self, DurableSlot, StoreConfig, Token};
 use crate::errors::{add_refused, invalid, to_py, wrong_mode};
 use crate::group::Group;
 use crate::stats::stats_dict;
@@ -27,6 +29,7 @@ use crate::timer::{done, Timer};
 pub struct Wheel {
     rt: Arc<Runtime<PyTask>>,
     closed: AtomicBool,
+    durable: Mutex<DurableSlot>,
 }
 
 /// The start of the virtual clock `Wheel(virtual_clock=...)` asks for: a Unix time in
@@ -167,7 +170,7 @@ impl Wheel {
     /// has the attribute `_shared_default`), the shared runtime of this process.
     #[new]
     #[classmethod]
-    #[pyo3(signature = (tick=None, min_workers=None, max_workers=None, worker_keepalive=None, max_timers=None, manual=None, virtual_clock=None, slow_callback=None))]
+    #[pyo3(signature = (tick=None, min_workers=None, max_workers=None, worker_keepalive=None, max_timers=None, manual=None, virtual_clock=None, slow_callback=None, store_path=None, durability="async", store_batch=None, store_delay=None, missed_points="each"))]
     #[allow(clippy::too_many_arguments)] // the keyword arguments of Wheel(...)
     fn new(
         cls: &Bound<'_, PyType>,
@@ -179,7 +182,23 @@ impl Wheel {
         manual: Option<bool>,
         virtual_clock: Option<Bound<'_, PyAny>>,
         slow_callback: Option<f64>,
+        store_path: Option<std::path::PathBuf>,
+        durability: &str,
+        store_batch: Option<usize>,
+        store_delay: Option<Bound<'_, PyAny>>,
+        missed_points: &str,
     ) -> PyResult<Self> {
+        let store_delay = store_delay
+            .map(|d| as_seconds("store_delay", &d))
+            .transpose()?;
+        let store_path = store_path.map(|p| p.to_string_lossy().into_owned());
+        let store = StoreConfig::parse(
+            store_path,
+            durability,
+            store_batch,
+            store_delay,
+            missed_points,
+        )?;
         let rt = if cls.hasattr(intern!(cls.py(), "_shared_default"))? {
             let shared = SHARED.get().ok_or(Error::Invalid);
             Arc::clone(shared.map_err(|err| to_py(err, "default_wheel"))?)
@@ -201,6 +220,7 @@ impl Wheel {
         Ok(Wheel {
             rt,
             closed: AtomicBool::new(false),
+            durable: DurableSlot::new(store),
         })
     }
 
@@ -208,6 +228,72 @@ impl Wheel {
     #[pyo3(signature = (on_end=None))]
     fn group(&self, on_end: Option<Bound<'_, PyAny>>) -> PyResult<Group> {
         Group::create(&self.rt, on_end)
+    }
+
+    /// Registers `handler(token, payload)` for the durable timers named `name`, before
+    /// `durable_open()`.
+    fn register_handler(&self, name: &str, handler: Bound<'_, PyAny>) -> PyResult<()> {
+        durable::register(&self.durable, name, handler)
+    }
+
+    /// Opens the store of `Wheel(store_path=...)`: restores its timers and delivers every
+    /// unacknowledged fire again, then journals.
+    fn durable_open(&self, py: Python<'_>) -> PyResult<()> {
+        durable::open(py, &self.durable, &self.rt)
+    }
+
+    /// Adds the durable timer (key, name), first due at the Unix time `first`, then every
+    /// `period` seconds (None: once).
+    #[pyo3(signature = (key, name, first, payload=b"".as_slice(), period=None, replace=false))]
+    #[allow(clippy::too_many_arguments)] // the keyword arguments of durable_add(...)
+    fn durable_add(
+        &self,
+        py: Python<'_>,
+        key: u64,
+        name: &str,
+        first: f64,
+        payload: &[u8],
+        period: Option<Bound<'_, PyAny>>,
+        replace: bool,
+    ) -> PyResult<()> {
+        let period = period.map(|p| self::period(&p)).transpose()?;
+        let timer = DurableTimer {
+            key,
+            name,
+            payload,
+            first: unix_time(first)?,
+            period,
+            replace,
+        };
+        durable::add(py, &self.durable, timer)
+    }
+
+    /// Moves the next deadline of the durable timer (key, name) to the Unix time `when`.
+    fn durable_reset(&self, py: Python<'_>, key: u64, name: &str, when: f64) -> PyResult<()> {
+        let when = unix_time(when)?;
+        durable::with_open(py, &self.durable, "durable_reset", |d| {
+            d.reset(key, name, when)
+        })
+    }
+
+    /// Removes the durable timer (key, name).
+    fn durable_delete(&self, py: Python<'_>, key: u64, name: &str) -> PyResult<()> {
+        durable::with_open(py, &self.durable, "durable_delete", |d| d.delete(key, name))
+    }
+
+    /// Acknowledges fires; returns how many tokens matched an unacknowledged fire.
+    fn durable_ack(&self, py: Python<'_>, tokens: Vec<PyRef<'_, Token>>) -> PyResult<usize> {
+        durable::ack(py, &self.durable, tokens)
+    }
+
+    /// Commits everything queued; returns the durable sequence number.
+    fn durable_flush(&self, py: Python<'_>) -> PyResult<u64> {
+        durable::with_open(py, &self.durable, "durable_flush", |d| d.flush())
+    }
+
+    /// The store's counters.
+    fn durable_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        durable::stats(py, &self.durable)
     }
 
     /// Runs `callback(*args, **kwargs)` once, `delay` seconds from now (never earlier).
@@ -368,6 +454,7 @@ impl Wheel {
     /// can start any more. Idempotent. Raises TimerwheelBusyError from one of this
     /// wheel's own callbacks, and for the shared default wheel until the interpreter exits.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        durable::close(py, &self.durable);
         let at_exit = EXITING.load(Ordering::Acquire);
         let shutdown = || {
             if at_exit {
@@ -430,7 +517,9 @@ impl Wheel {
 /// defaults, in seconds.
 #[pyfunction]
 pub fn defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    config_dict(py, &Config::default())
+    let dict = config_dict(py, &Config::default())?;
+    durable::defaults(&dict)?;
+    Ok(dict)
 }
 
 /// The shared default wheel of this process: an instance of `cls` (the package's

@@ -7,12 +7,16 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <cstdio>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "support.hpp"
 #include "timerwheel.hpp"
@@ -428,6 +432,117 @@ void test_unique_timer_destroyed_from_its_own_callback() {
     CHECK(runs == 3);
 }
 
+// Durable timers: handlers as std::function, tokens, errors with the store's message, and
+// an unacknowledged fire delivered again, with its token, by the next wheel on the store.
+struct Fires {
+    std::mutex lock;
+    std::vector<timerwheel::Token> tokens;
+    std::vector<std::string> payloads;
+};
+
+timerwheel::Handler recording(Fires &fires, timerwheel::Ack answer) {
+    return [&fires, answer](const timerwheel::Token &t, const std::string &payload) {
+        std::lock_guard<std::mutex> guard(fires.lock);
+        fires.tokens.push_back(t);
+        fires.payloads.push_back(payload);
+        return answer;
+    };
+}
+
+std::string fresh_store(const char *tag) {
+    std::string path = "/tmp/tw-cpp-durable-" + std::to_string(getpid()) + "-" + tag + ".db";
+    std::remove(path.c_str());
+    std::remove((path + "-wal").c_str());
+    return path;
+}
+
+void test_durable_timers() {
+    using timerwheel::Ack;
+    auto start = std::chrono::system_clock::time_point(std::chrono::milliseconds(1704067200000));
+    std::string path = fresh_store("basic");
+    Fires fires;
+    timerwheel::Token first;
+    {
+        Wheel wheel(timerwheel::Config().virtual_clock(start).durable(path.c_str(), TW_DURABLE_SYNC));
+        wheel.handle("charge", recording(fires, Ack::later));
+        wheel.handle("boom", [](const timerwheel::Token &, const std::string &) -> Ack {
+            throw std::runtime_error("a handler that throws");
+        });
+        wheel.durable_open();
+        wheel.durable_add(42, "charge", "session 42", start + 1s, 1s);
+        try {
+            wheel.durable_add(42, "charge", "", start + 5s);
+            CHECK(!"an existing (key, name) was added again");
+        } catch (const timerwheel::Error &e) {
+            CHECK(e.status() == TW_ERR_EXISTS);
+        }
+        try {
+            wheel.durable_delete(7, "charge");
+            CHECK(!"a missing timer was deleted");
+        } catch (const timerwheel::Error &e) {
+            CHECK(e.status() == TW_ERR_NOT_FOUND);
+        }
+        wheel.durable_add(9, "boom", "", start + 1s);
+        std::size_t ran = 0;
+        tw_advance(wheel.get(), 2500, &ran);
+        CHECK(fires.tokens.size() == 2);
+        CHECK(fires.payloads.at(0) == "session 42");
+        CHECK(fires.tokens.at(0).key == 42 && fires.tokens.at(0).name == "charge");
+        CHECK(fires.tokens.at(1).occurrence == start + 2s);
+        first = fires.tokens.at(0);
+        CHECK(wheel.durable_ack({first}) == 1);
+        CHECK(wheel.durable_ack({first}) == 0);
+        wheel.durable_delete(42, "charge");
+        CHECK(wheel.durable_flush() > 0);
+    }
+    // The next wheel on the store: the fire acknowledged stays done; the second fire and
+    // the one whose handler threw come back with their tokens.
+    Fires again;
+    Wheel wheel(timerwheel::Config().virtual_clock(start + 3s).durable(path.c_str(), TW_DURABLE_SYNC));
+    wheel.handle("charge", recording(again, Ack::now));
+    try {
+        wheel.durable_open();
+        CHECK(!"a stored timer without its handler was opened");
+    } catch (const timerwheel::Error &e) {
+        CHECK(e.status() == TW_ERR_NO_HANDLER);
+        CHECK(std::strstr(e.what(), "boom") != nullptr);
+    }
+    wheel.handle("boom", recording(again, Ack::now));
+    wheel.durable_open();
+    std::size_t ran = 0;
+    tw_advance(wheel.get(), 10, &ran);
+    CHECK(eventually([&] {
+        std::lock_guard<std::mutex> guard(again.lock);
+        return again.tokens.size() == 2;
+    }));
+    std::lock_guard<std::mutex> guard(again.lock);
+    CHECK(std::find(again.tokens.begin(), again.tokens.end(), first) == again.tokens.end());
+    CHECK(std::find(again.tokens.begin(), again.tokens.end(), fires.tokens.at(1)) !=
+          again.tokens.end());
+}
+
+void test_durable_store_errors_carry_the_message() {
+    std::string path = fresh_store("locked");
+    Wheel owner(timerwheel::Config().durable(path.c_str()));
+    owner.durable_open();
+    Wheel second(timerwheel::Config().durable(path.c_str()));
+    try {
+        second.durable_open();
+        CHECK(!"a second opener was let in");
+    } catch (const timerwheel::Error &e) {
+        CHECK(e.status() == TW_ERR_STORE);
+        CHECK(std::strstr(e.what(), "lock") != nullptr);
+    }
+    try {
+        owner.handle("late", [](const timerwheel::Token &, const std::string &) {
+            return timerwheel::Ack::now;
+        });
+        CHECK(!"a handler was registered after the open");
+    } catch (const timerwheel::Error &e) {
+        CHECK(e.status() == TW_ERR_BUSY);
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -453,5 +568,7 @@ int main() {
     RUN(test_unique_timer_waits_for_its_running_callback);
     RUN(test_unique_timer_moves_release_and_assignment);
     RUN(test_unique_timer_destroyed_from_its_own_callback);
+    RUN(test_durable_timers);
+    RUN(test_durable_store_errors_carry_the_message);
     return check_summary("test_wrapper");
 }

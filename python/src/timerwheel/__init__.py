@@ -17,6 +17,9 @@ The module-level ``call_later``, ``call_at``, ``call_every``, ``sleep`` and
 """
 
 from ._errors import (
+    DurableExistsError,
+    DurableNoHandlerError,
+    DurableStoreError,
     TimerwheelBusyError,
     TimerwheelClosedError,
     TimerwheelError,
@@ -24,7 +27,7 @@ from ._errors import (
     TimerwheelFullError,
     TimerwheelGroupClosedError,
 )
-from ._timerwheel import Group, Timer, __version__, defaults
+from ._timerwheel import Group, Timer, Token, __version__, defaults
 from ._types import Stats
 from ._wheel import PendingTimer, Wheel
 from ._default import (
@@ -37,10 +40,14 @@ from ._default import (
 )
 
 __all__ = [
+    "DurableExistsError",
+    "DurableNoHandlerError",
+    "DurableStoreError",
     "Group",
     "PendingTimer",
     "Stats",
     "Timer",
+    "Token",
     "TimerwheelBusyError",
     "TimerwheelClosedError",
     "TimerwheelError",

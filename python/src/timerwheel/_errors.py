@@ -27,3 +27,17 @@ class TimerwheelBusyError(TimerwheelError, RuntimeError):
 
 class TimerwheelGroupClosedError(TimerwheelError, RuntimeError):
     """The group is closed: it takes no more timers (it ends once its last timer ended)."""
+
+
+class DurableExistsError(TimerwheelError):
+    """``durable_add`` of a (key, name) that has a durable timer, without ``replace=True``."""
+
+
+class DurableNoHandlerError(TimerwheelError, LookupError):
+    """No handler is registered under the name: at ``durable_add``, or at ``durable_open``
+    for a stored timer (the store is left untouched; register it and open again)."""
+
+
+class DurableStoreError(TimerwheelError, OSError):
+    """The durable store refused or failed; the message says why (the path and, e.g.,
+    "locked by another opener", "not a timerwheel store", a failed commit)."""

@@ -1,7 +1,20 @@
 """Type stubs of the native module ``timerwheel._timerwheel``."""
 
+import os
 import sys
-from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple, Type, Union, final
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    List,
+    Literal,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+    Union,
+    final,
+)
 
 from ._types import Seconds, Stats
 
@@ -29,8 +42,9 @@ def _default_wheel(cls: Type[_Wheel]) -> Any:
 def defaults() -> Dict[str, Any]:
     """The settings of ``Wheel()`` without arguments, as its keyword arguments: tick,
     min_workers, max_workers, worker_keepalive, max_timers, manual, virtual_clock,
-    slow_callback (seconds for times; max_timers None for no limit, slow_callback None for
-    no threshold)."""
+    slow_callback, store_path, durability, store_batch, store_delay, missed_points (seconds
+    for times; max_timers None for no limit, slow_callback None for no threshold,
+    store_path None for no durable store)."""
 
 class _Wheel:
     """The native wheel: a timerwheel runtime running Python callbacks. Use
@@ -46,7 +60,47 @@ class _Wheel:
         manual: Optional[bool] = None,
         virtual_clock: Union[float, bool, None] = None,
         slow_callback: Optional[float] = None,
+        store_path: Union[str, "os.PathLike[str]", None] = None,
+        durability: Literal["async", "sync"] = "async",
+        store_batch: Optional[int] = None,
+        store_delay: Optional[Seconds] = None,
+        missed_points: Literal["each", "coalesce"] = "each",
     ) -> "_Wheel": ...
+    def register_handler(self, name: str, handler: Handler) -> None:
+        """Registers ``handler(token, payload)`` for the durable timers named ``name``,
+        before ``durable_open()``; its truth acknowledges the fire at once (False:
+        ``durable_ack`` it later). ValueError for a name taken; RuntimeError after the
+        open or on a wheel without ``store_path``."""
+    def durable_open(self) -> None:
+        """Opens the store of ``Wheel(store_path=...)``: restores every stored timer and
+        delivers every unacknowledged fire again, then journals. DurableNoHandlerError
+        for a stored timer whose handler is not registered (the store untouched),
+        DurableStoreError when the store refuses (locked, damaged, another version)."""
+    def durable_add(
+        self,
+        key: int,
+        name: str,
+        first: float,
+        payload: bytes = b"",
+        period: Optional[Seconds] = None,
+        replace: bool = False,
+    ) -> None:
+        """Adds the durable timer (key, name), first due at the Unix time ``first``, then
+        every ``period`` seconds (None: once). DurableExistsError when (key, name) has a
+        timer and ``replace`` is False; DurableNoHandlerError for an unregistered name."""
+    def durable_reset(self, key: int, name: str, when: float) -> None:
+        """Moves the next deadline of (key, name) to the Unix time ``when``;
+        TimerwheelError if there is no such timer."""
+    def durable_delete(self, key: int, name: str) -> None:
+        """Removes the durable timer (key, name); TimerwheelError if there is none."""
+    def durable_ack(self, tokens: Sequence[Token]) -> int:
+        """Acknowledges fires, many per call; returns how many tokens matched an
+        unacknowledged fire."""
+    def durable_flush(self) -> int:
+        """Commits everything queued; returns the sequence number that is durable."""
+    def durable_stats(self) -> Dict[str, int]:
+        """The store's counters: last_seq, durable_seq, sink_failures, timers,
+        unacked_fires, redelivered."""
     def group(self, on_end: Optional[Callable[[], object]] = None) -> Group:
         """A new group of timers (docs/contract.md, "Timer groups"); ``on_end()`` is
         called once when the group has ended: cancelled or closed, and every timer in it
@@ -134,6 +188,33 @@ class _Wheel:
     def now(self) -> float:
         """The wheel's clock as a Unix time in seconds: the virtual clock, or the system
         clock (``time.time()``)."""
+
+@final
+class Token:
+    """Names one fire of a durable timer; a fire delivered again after a restart has the
+    same token. Store it with the fire's effect under a unique constraint, then
+    ``durable_ack`` it. Equal tokens hash alike."""
+
+    def __init__(self, key: int, name: str, occurrence_ms: int, epoch: int) -> None: ...
+    @property
+    def key(self) -> int:
+        """The timer's key."""
+    @property
+    def name(self) -> str:
+        """The timer's (handler's) name."""
+    @property
+    def occurrence_ms(self) -> int:
+        """The fire's scheduled deadline, in ms since the Unix epoch."""
+    @property
+    def occurrence(self) -> float:
+        """The same as a Unix time in seconds."""
+    @property
+    def epoch(self) -> int:
+        """The timer's incarnation: a replaced or re-added timer has a new one."""
+
+# A durable timer's handler: called with the fire's token and the timer's payload; returns
+# whether to acknowledge the fire now.
+Handler = Callable[[Token, bytes], bool]
 
 @final
 class Timer:

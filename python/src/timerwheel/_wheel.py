@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import os
 import weakref
 from types import TracebackType
 from typing import (
@@ -11,6 +12,7 @@ from typing import (
     Callable,
     Dict,
     List,
+    Literal,
     NamedTuple,
     Optional,
     Tuple,
@@ -82,6 +84,11 @@ class Wheel(_Wheel):
       schedules runs in milliseconds, in the same order every time.
     - ``slow_callback``: seconds; a callback that runs at least this long is counted in
       ``stats()["slow_callbacks"]`` (None, the default: not measured).
+    - ``store_path``: the file of durable timers (docs/durable.md): register handlers
+      with ``register_handler``, then ``durable_open()``; ``durability`` "async" (a change
+      returns once queued, committed in batches of ``store_batch`` within ``store_delay``
+      seconds) or "sync" (once committed); ``missed_points`` "each" or "coalesce" for
+      the periodic points that passed while the process was down.
 
     A setting out of its range raises ``ValueError``, naming the setting and its range.
 
@@ -102,6 +109,11 @@ class Wheel(_Wheel):
         manual: Optional[bool] = None,
         virtual_clock: Union[float, bool, None] = None,
         slow_callback: Optional[float] = None,
+        store_path: Union[str, "os.PathLike[str]", None] = None,
+        durability: Literal["async", "sync"] = "async",
+        store_batch: Optional[int] = None,
+        store_delay: Optional[Seconds] = None,
+        missed_points: Literal["each", "coalesce"] = "each",
     ) -> None:
         # The arguments were taken by the native constructor (__new__).
         _wheels.add(self)

@@ -16,3 +16,6 @@ def use(wheel: Wheel, lw: LoopWheel) -> None:
     wheel.call_later("soon", charge, 1)  # error: a delay that is not seconds
     wheel.stats()["pendng"]  # error: a stats key that does not exist
     lw.call_later(1.0, charge, "one")  # error: the loop wheel's too
+    wheel.register_handler("charge", charge)  # error: a handler takes (Token, bytes)
+    wheel.durable_add(1, "charge", 1e9, payload="text")  # error: a payload is bytes
+    wheel.durable_ack([1, 2])  # error: tokens, not ints

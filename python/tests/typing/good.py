@@ -5,7 +5,7 @@ from datetime import timedelta
 from typing import Optional
 
 import timerwheel
-from timerwheel import Stats, Timer, Wheel
+from timerwheel import Stats, Timer, Token, Wheel
 from timerwheel.asyncio import LoopTimer, LoopWheel
 
 
@@ -36,6 +36,21 @@ async def main() -> None:
         lw.call_every(1.0, charge, 7)
         value: str = await lw.sleep(0.01, "done")
         print(value, idle.when())
+
+
+def on_charge(token: Token, payload: bytes) -> bool:
+    return token.occurrence_ms > 0 and payload != b""
+
+
+def durable(path: str) -> int:
+    with Wheel(store_path=path, durability="sync", missed_points="each") as w:
+        w.register_handler("charge", on_charge)
+        w.durable_open()
+        w.durable_add(42, "charge", w.now() + 1, payload=b"42", period=timedelta(seconds=1))
+        w.durable_reset(42, "charge", w.now() + 2)
+        acked: int = w.durable_ack([Token(42, "charge", 1000, 1)])
+        w.durable_delete(42, "charge")
+        return acked + w.durable_flush() + w.durable_stats()["timers"]
 
 
 with Wheel(tick=timedelta(milliseconds=1)) as w:
