@@ -15,6 +15,7 @@
 //! | `ticker.rs`   | the tick thread: its rounds, sleep and wake-up              |
 //! | `executor.rs` | the run queue, the worker count, the grow/shrink decision   |
 //! | `worker.rs`   | worker threads and the run of a due timer                   |
+//! | `thread_state.rs` | whether a thread is blocked, as the kernel says         |
 //! | `inner.rs`    | the paths of a timer through all of them                    |
 //! | `stats.rs`    | counters and the lateness histogram                         |
 //! | `metrics.rs`  | the last-minute view and the Prometheus text exposition     |
@@ -54,6 +55,7 @@ mod side;
 mod stats;
 mod sync;
 mod task;
+mod thread_state;
 mod ticker;
 mod timer;
 mod tsc;
