@@ -31,11 +31,11 @@
 //!
 //! [`Task::enter_batch`]: super::Task::enter_batch
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::clock::Deadline;
+use super::run_queue::RunQueue;
 use super::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use super::sync::thread::{self, JoinHandle};
 use super::sync::time::Instant;
@@ -81,16 +81,9 @@ impl WorkerThread {
     }
 }
 
-/// A due run not yet started, its deadline, and since when it waits.
-struct Waiting {
-    id: TimerId,
-    deadline: Deadline,
-    since: Instant,
-}
-
 #[derive(Default)]
 struct Queue {
-    runs: VecDeque<Waiting>,
+    runs: RunQueue,
     /// Worker threads counted, running or starting.
     workers: usize,
     /// Workers waiting for work.
@@ -195,9 +188,8 @@ impl Executor {
         handles.push(handle);
     }
 
-    /// Queues due runs (in deadline order) and wakes as many idle workers as there are runs.
-    /// A run goes behind every queued run of its deadline or earlier: at the back, unless
-    /// it was due before runs queued already (a timer added already due).
+    /// Queues due runs and wakes as many idle workers as there are runs. A run goes behind
+    /// every queued run of its deadline or earlier (see `run_queue.rs`).
     pub(crate) fn push(&self, ids: &mut Vec<(Deadline, TimerId)>) {
         if ids.is_empty() {
             return;
@@ -210,20 +202,7 @@ impl Executor {
         }
         let count = ids.len();
         for (deadline, id) in ids.drain(..) {
-            let mut run = Waiting {
-                id,
-                deadline,
-                since,
-            };
-            match queue.runs.back() {
-                Some(last) if last.deadline > deadline => {
-                    let at = queue.runs.partition_point(|w| w.deadline <= deadline);
-                    // The front keeps the oldest wait, which the monitor reads.
-                    run.since = run.since.min(queue.runs[at].since);
-                    queue.runs.insert(at, run);
-                }
-                _ => queue.runs.push_back(run),
-            }
+            queue.runs.push(id, deadline, since);
         }
         let idle = queue.idle;
         drop(queue);
@@ -242,7 +221,7 @@ impl Executor {
         if queue.closed {
             return None;
         }
-        queue.runs.pop_front().map(|run| run.id)
+        queue.runs.pop().map(|run| run.id)
     }
 
     /// The monitor (see the module doc): starts workers when runs back up because workers
@@ -250,7 +229,7 @@ impl Executor {
     pub(crate) fn grow(&self, now_ns: u64) -> Growth {
         let queue = self.lock();
         let can_grow = queue.workers < self.max_workers && !queue.closed;
-        let Some(oldest) = queue.runs.front().map(|run| run.since).filter(|_| can_grow) else {
+        let Some(oldest) = queue.runs.oldest_since().filter(|_| can_grow) else {
             return Growth::NONE;
         };
         let waited = oldest.elapsed();
@@ -521,8 +500,9 @@ mod tests {
 
     #[test]
     fn the_pool_waits_grow_after() {
-        let executor = busy(1, 16, 64);
+        let executor = busy(1, 16, 0);
         with_blocked_workers(&executor, 1, || {
+            executor.push(&mut ids(64));
             let early = executor.grow(LATER_NS);
             assert_eq!(early.start, 0, "nothing has waited GROW_AFTER yet");
             assert!(early.look_again.is_some_and(|d| d <= GROW_AFTER));

@@ -14,6 +14,7 @@
 //! | `export.rs`   | an export's drops deferred, its calls back in refused       |
 //! | `ticker.rs`   | the tick thread: its rounds, sleep and wake-up              |
 //! | `executor.rs` | the run queue, the worker count, the grow/shrink decision   |
+//! | `run_queue.rs` | the due runs not yet started, in deadline order            |
 //! | `worker.rs`   | worker threads and the run of a due timer                   |
 //! | `thread_state.rs` | whether a thread is blocked, as the kernel says         |
 //! | `inner.rs`    | the paths of a timer through all of them                    |
@@ -48,6 +49,7 @@ mod loom_tests;
 mod metrics;
 mod periodic;
 mod restart;
+mod run_queue;
 mod scope;
 mod shard;
 mod shared;
