@@ -10,7 +10,7 @@ use super::{Lateness, Row};
 
 const DELAY: Duration = Duration::from_millis(1);
 const P99_LIMIT_US: u64 = 5_000;
-const FIRST_RATE: f64 = 25_000.0;
+const FIRST_RATE: f64 = 5_000.0;
 const RATE_STEP: f64 = 1.5;
 const LAST_RATE: f64 = 10_000_000.0;
 /// A step whose callbacks have not all run this long after its last add failed.
