@@ -59,7 +59,10 @@ pub fn run(
         .with("max_rate", best_rate.round())
         .with("late_p99_us_at_max", best_p99 as f64)
         .with("next_rate", failed.as_ref().map_or(0.0, |s| s.rate.round()))
-        .with("next_achieved", failed.as_ref().map_or(0.0, |s| s.achieved.round()))
+        .with(
+            "next_achieved",
+            failed.as_ref().map_or(0.0, |s| s.achieved.round()),
+        )
         .with("next_late_p99_us", failed.map_or(0, |s| s.p99_us) as f64)
 }
 
