@@ -38,6 +38,7 @@ pub(crate) fn sleeps_in_kernel(_tid: i32) -> bool {
 
 /// The state field of a `stat` line: the first byte after the `") "` that ends the
 /// thread's name (the name itself may hold spaces and parentheses).
+#[cfg(all(target_os = "linux", not(loom)))]
 fn state_of(stat: &[u8]) -> Option<u8> {
     let name_end = stat.iter().rposition(|&b| b == b')')?;
     stat.get(name_end + 2).copied()
