@@ -9,6 +9,9 @@
 //! to a callback that blocks for milliseconds. W7 and W8 keep their sizes under `--quick`
 //! (the cases of the issue, a few seconds each).
 //!
+//! W9 measures throughput: the highest rate of timers due a millisecond after they are added
+//! that keeps p99 lateness under 5 ms, beside tokio's multi-threaded runtime.
+//!
 //!     cargo run --release --example bench_runtime [-- --quick] [-- --only W6,W7,W8]
 
 mod support;
@@ -29,8 +32,10 @@ const SEED: u64 = 0x7157_2024;
 const OURS: &str = "timerwheel-rust";
 const HEAP: &str = "heap-timer";
 const TOKIO: &str = "tokio-delayqueue";
+const TOKIO_MT: &str = "tokio-multi-thread";
 
 struct Scale {
+    quick: bool,
     n: usize,
     touches: usize,
     idle: Duration,
@@ -40,12 +45,14 @@ struct Scale {
 fn scale(quick: bool) -> Scale {
     match quick {
         false => Scale {
+            quick,
             n: 1_000_000,
             touches: 5_000_000,
             idle: Duration::from_secs(5),
             slow: 2_000,
         },
         true => Scale {
+            quick,
             n: 100_000,
             touches: 500_000,
             idle: Duration::from_secs(1),
@@ -86,6 +93,7 @@ fn main() {
     ];
     plan.extend(BURSTS.iter().map(|burst| ("W7", burst.name)));
     plan.extend([("W8", W8_MIXED), ("W8", W8_INSTANT_ONLY)]);
+    plan.extend([("W9", OURS), ("W9", TOKIO_MT)]);
     let mut rows = Vec::new();
     for (workload, implementation) in plan {
         if only
@@ -194,6 +202,8 @@ fn run_child(workload: &str, implementation: &str, scale: &Scale) -> Row {
         ("W7", name) => w7(burst_named(name)),
         ("W8", W8_MIXED) => w8(W8_SLOW, W8_MIXED),
         ("W8", W8_INSTANT_ONLY) => w8(0, W8_INSTANT_ONLY),
+        ("W9", OURS) => w9_ours(scale.quick),
+        ("W9", TOKIO_MT) => w9_tokio(scale.quick),
         _ => panic!("unknown {workload} {implementation}"),
     }
 }
@@ -706,6 +716,30 @@ fn w8(slow: usize, name: &'static str) -> Row {
         .with("workers_peak", rt.stats().workers_peak as f64)
 }
 
+/// W9 through the runtime with its default configuration (as many workers as CPUs).
+fn w9_ours(quick: bool) -> Row {
+    let rt = Runtime::new(Config::default()).unwrap();
+    support::w9::run(OURS, false, quick, |due, lateness| {
+        let record = move |_| lateness.record(due, Instant::now());
+        add_due(&rt, due, Box::new(record));
+    })
+}
+
+/// W9 through tokio's multi-threaded runtime (a worker per CPU): a task per timer that
+/// sleeps until its time, spawned from the producer thread as an add from outside.
+fn w9_tokio(quick: bool) -> Row {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    support::w9::run(TOKIO_MT, true, quick, |due, lateness| {
+        rt.spawn(async move {
+            tokio::time::sleep_until(due.into()).await;
+            lateness.record(due, Instant::now());
+        });
+    })
+}
+
 /// W7 rows as drain / ideal, in ms, for the table.
 fn burst_ratios(rows: &[Row]) -> impl Iterator<Item = Ratio> + '_ {
     rows.iter().filter(|r| r.workload == "W7").filter_map(|r| {
@@ -742,6 +776,7 @@ fn report(rows: &[Row]) {
         [
             ratio("W8", "late_p99_us", W8_MIXED, W8_INSTANT_ONLY),
             ratio("W8", "late_max_us", W8_MIXED, W8_INSTANT_ONLY),
+            ratio("W9", "max_rate", OURS, TOKIO_MT),
         ]
         .into_iter()
         .flatten(),

@@ -696,6 +696,74 @@ fn the_executor_grows_under_backlog_and_shrinks_when_idle() {
     assert!(rt.stats().workers_retired >= 1);
 }
 
+/// Callbacks that need the CPU and never block: `count` of them due at once, each spinning
+/// `spin`; returns the stats once all ran.
+fn run_cpu_bound_backlog(
+    count: usize,
+    spin: Duration,
+    max_workers: usize,
+) -> timerwheel_core::Stats {
+    let rt = Runtime::builder()
+        .min_workers(1)
+        .max_workers(max_workers)
+        .build()
+        .unwrap();
+    let done = Arc::new(AtomicUsize::new(0));
+    for _ in 0..count {
+        let d = done.clone();
+        rt.after(ms(1), move |_| {
+            let start = Instant::now();
+            while start.elapsed() < spin {
+                std::hint::spin_loop();
+            }
+            d.fetch_add(1, SeqCst);
+        })
+        .unwrap();
+    }
+    wait_until("all ran", || done.load(SeqCst) == count);
+    rt.stats()
+}
+
+#[test]
+fn callbacks_busy_on_the_cpu_keep_no_more_workers_than_cpus() {
+    let cpus = thread::available_parallelism().map_or(1, |n| n.get());
+    let s = run_cpu_bound_backlog(2000, Duration::from_micros(300), 16);
+    // A worker waiting a millisecond for a lock whose holder lost its CPU looks blocked
+    // for that moment: one more worker is allowed for it.
+    assert!(
+        s.workers_peak as usize <= cpus + 1,
+        "more workers than CPUs: {s:?}"
+    );
+}
+
+#[test]
+fn callbacks_waiting_for_a_lock_count_as_blocked_and_grow_the_pool() {
+    // As callbacks waiting for Python's GIL do: asleep in the kernel on a futex.
+    let cpus = thread::available_parallelism().map_or(1, |n| n.get());
+    let max_workers = cpus + 4;
+    let rt = Runtime::builder()
+        .min_workers(1)
+        .max_workers(max_workers)
+        .build()
+        .unwrap();
+    let lock = Arc::new(Mutex::new(()));
+    let held = lock.lock().unwrap();
+    let done = Arc::new(AtomicUsize::new(0));
+    for _ in 0..4 * max_workers {
+        let (lock, d) = (lock.clone(), done.clone());
+        rt.after(ms(1), move |_| {
+            drop(lock.lock().unwrap());
+            d.fetch_add(1, SeqCst);
+        })
+        .unwrap();
+    }
+    wait_until("the pool grew to max_workers", || {
+        rt.stats().workers as usize == max_workers
+    });
+    drop(held);
+    wait_until("all ran", || done.load(SeqCst) == 4 * max_workers);
+}
+
 #[test]
 fn a_wall_clock_timer_fires_at_its_time() {
     let rt = runtime(1);

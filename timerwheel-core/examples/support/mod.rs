@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod heap_timer;
+pub mod w9;
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

@@ -8,13 +8,21 @@
 //! pushes a whole tick's runs at once); what batching is still worth, taking an interpreter
 //! lock once for many callbacks, happens around the takes ([`Task::enter_batch`]).
 //!
-//! Grow. The tick thread is the monitor ([`Executor::grow`]): when the oldest waiting run
-//! has waited [`GROW_AFTER`] and no worker is idle, the pool grows by as many workers as are
-//! busy (it doubles), bounded by the runs waiting and by `max_workers`. Doubling reaches any
-//! pool size in a few milliseconds (1 to 16 workers in 4 ms under a burst of blocking
-//! callbacks), yet a backlog of tiny callbacks that one worker clears in a millisecond adds
-//! one worker, not sixteen. While runs wait and the pool can grow, the tick thread looks
-//! again when the oldest will have waited `GROW_AFTER`; when it cannot grow (at
+//! Grow. The tick thread is the monitor ([`Executor::grow`]). The pool grows when due runs
+//! back up because workers are blocked, not because they are busy: more threads than CPUs
+//! do not clear a backlog of work that needs the CPU any sooner. When the oldest waiting
+//! run has waited [`GROW_AFTER`] and no worker is idle, the monitor counts the workers
+//! blocked in a run: in the same run (a callback, or the wait for an interpreter lock
+//! before a batch; not the runtime's own locks) for at least [`BLOCKED_AFTER`], and asleep
+//! in the kernel ([`sleeps_in_kernel`]: a blocking call, a lock, Python's GIL), not running
+//! or waiting for a CPU. It adds workers until as many are running as there are CPUs, bounded by the
+//! runs waiting and by `max_workers`. So a backlog behind a worker blocked in a callback
+//! gets a new worker [`GROW_AFTER`] (1 ms) after it formed, or `BLOCKED_AFTER` (250 us)
+//! after the callback began if that is later; while workers keep blocking the pool grows
+//! by the number of CPUs every [`GROWING_LOOK`] (250 us: 1 to 16 workers on 2 CPUs in
+//! about 2 ms); and a backlog of callbacks that need the CPU keeps no more workers than
+//! CPUs. While runs wait and the pool can grow, the tick thread looks again every
+//! `GROW_AFTER` (`GROWING_LOOK` after it started some); when it cannot grow (at
 //! `max_workers`, or nothing waits) it does not wake for the executor at all.
 //!
 //! Shrink. A worker that found the queue empty for `worker_keepalive` retires, down to
@@ -23,28 +31,59 @@
 //!
 //! [`Task::enter_batch`]: super::Task::enter_batch
 
-use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::clock::Deadline;
+use super::run_queue::RunQueue;
+use super::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use super::sync::thread::{self, JoinHandle};
 use super::sync::time::Instant;
 use super::sync::{Condvar, Mutex, MutexGuard};
+use super::thread_state::{current_tid, sleeps_in_kernel};
 use super::TimerId;
 
 /// How long the oldest waiting run may wait, with every worker busy, before the pool grows.
 pub(crate) const GROW_AFTER: Duration = Duration::from_millis(1);
 
-/// A due run not yet started, its deadline, and since when it waits.
-struct Waiting {
-    id: TimerId,
-    deadline: Deadline,
-    since: Instant,
+/// How long a worker stays in one run before the monitor asks the kernel whether it is
+/// blocked.
+pub(crate) const BLOCKED_AFTER: Duration = Duration::from_micros(250);
+
+/// How soon the monitor looks again after it started workers: they have taken runs by
+/// then, and may be blocked in them.
+const GROWING_LOOK: Duration = Duration::from_micros(250);
+
+/// A worker thread as the monitor sees it: its kernel id, and since when it is in its
+/// current run (clock nanoseconds; 0 when between runs or idle).
+pub(crate) struct WorkerThread {
+    tid: i32,
+    in_run_since_ns: AtomicU64,
+}
+
+impl WorkerThread {
+    /// The worker starts a run, or a batch of them, at `now_ns`.
+    pub(crate) fn enter_run(&self, now_ns: u64) {
+        self.in_run_since_ns.store(now_ns.max(1), Relaxed);
+    }
+
+    /// The worker left its runs (it waits for work, or exits).
+    pub(crate) fn leave_runs(&self) {
+        self.in_run_since_ns.store(0, Relaxed);
+    }
+
+    /// Whether the worker has been in one run since `BLOCKED_AFTER` before `now_ns` and
+    /// sleeps in the kernel.
+    fn blocked(&self, now_ns: u64) -> bool {
+        let since = self.in_run_since_ns.load(Relaxed);
+        let long = since != 0 && now_ns.saturating_sub(since) >= BLOCKED_AFTER.as_nanos() as u64;
+        long && sleeps_in_kernel(self.tid)
+    }
 }
 
 #[derive(Default)]
 struct Queue {
-    runs: VecDeque<Waiting>,
+    runs: RunQueue,
     /// Worker threads counted, running or starting.
     workers: usize,
     /// Workers waiting for work.
@@ -86,12 +125,30 @@ pub(crate) struct Growth {
     pub(crate) look_again: Option<Duration>,
 }
 
+impl Growth {
+    const NONE: Growth = Growth {
+        start: 0,
+        look_again: None,
+    };
+
+    fn look_again_in(wait: Duration) -> Growth {
+        Growth {
+            start: 0,
+            look_again: Some(wait),
+        }
+    }
+}
+
 pub(crate) struct Executor {
     queue: Mutex<Queue>,
     work: Condvar,
     /// Signalled when the last poller leaves a closed executor.
     pollers_done: Condvar,
     handles: Mutex<Vec<JoinHandle<()>>>,
+    /// The worker threads alive, for the monitor.
+    threads: Mutex<Vec<Arc<WorkerThread>>>,
+    /// How many workers may run at once: the CPUs.
+    cpus: usize,
     min_workers: usize,
     max_workers: usize,
     keepalive: Duration,
@@ -104,6 +161,8 @@ impl Executor {
             work: Condvar::new(),
             pollers_done: Condvar::new(),
             handles: Mutex::new(Vec::new()),
+            threads: Mutex::new(Vec::new()),
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
             min_workers: min_workers.min(max_workers),
             max_workers,
             keepalive,
@@ -129,9 +188,8 @@ impl Executor {
         handles.push(handle);
     }
 
-    /// Queues due runs (in deadline order) and wakes as many idle workers as there are runs.
-    /// A run goes behind every queued run of its deadline or earlier: at the back, unless
-    /// it was due before runs queued already (a timer added already due).
+    /// Queues due runs and wakes as many idle workers as there are runs. A run goes behind
+    /// every queued run of its deadline or earlier (see `run_queue.rs`).
     pub(crate) fn push(&self, ids: &mut Vec<(Deadline, TimerId)>) {
         if ids.is_empty() {
             return;
@@ -144,20 +202,7 @@ impl Executor {
         }
         let count = ids.len();
         for (deadline, id) in ids.drain(..) {
-            let mut run = Waiting {
-                id,
-                deadline,
-                since,
-            };
-            match queue.runs.back() {
-                Some(last) if last.deadline > deadline => {
-                    let at = queue.runs.partition_point(|w| w.deadline <= deadline);
-                    // The front keeps the oldest wait, which the monitor reads.
-                    run.since = run.since.min(queue.runs[at].since);
-                    queue.runs.insert(at, run);
-                }
-                _ => queue.runs.push_back(run),
-            }
+            queue.runs.push(id, deadline, since);
         }
         let idle = queue.idle;
         drop(queue);
@@ -176,40 +221,65 @@ impl Executor {
         if queue.closed {
             return None;
         }
-        queue.runs.pop_front().map(|run| run.id)
+        queue.runs.pop().map(|run| run.id)
     }
 
-    /// The monitor (see the module doc): starts workers when runs back up.
-    pub(crate) fn grow(&self) -> Growth {
-        let mut queue = self.lock();
+    /// The monitor (see the module doc): starts workers when runs back up because workers
+    /// are blocked. `now_ns` is the clock the workers stamp their runs with.
+    pub(crate) fn grow(&self, now_ns: u64) -> Growth {
+        let queue = self.lock();
         let can_grow = queue.workers < self.max_workers && !queue.closed;
-        let Some(oldest) = queue.runs.front().map(|run| run.since).filter(|_| can_grow) else {
-            return Growth {
-                start: 0,
-                look_again: None,
-            };
+        let Some(oldest) = queue.runs.oldest_since().filter(|_| can_grow) else {
+            return Growth::NONE;
         };
         let waited = oldest.elapsed();
         // A pool of none starts one at once: nobody else would take the run.
         if queue.workers > 0 && (waited < GROW_AFTER || queue.idle > 0) {
-            return Growth {
-                start: 0,
-                look_again: Some(GROW_AFTER.saturating_sub(waited).max(GROW_AFTER / 4)),
-            };
+            let wait = GROW_AFTER.saturating_sub(waited).max(GROW_AFTER / 4);
+            return Growth::look_again_in(wait);
         }
-        let busy = queue.workers - queue.idle;
-        let start = busy
-            .max(1)
+        drop(queue);
+        let blocked = self.blocked_workers(now_ns);
+        let mut queue = self.lock();
+        let running = (queue.workers - queue.idle).saturating_sub(blocked);
+        let start = self
+            .cpus
+            .saturating_sub(running)
+            .max(usize::from(queue.workers == 0))
             .min(queue.runs.len())
-            .min(self.max_workers - queue.workers);
+            .min(self.max_workers.saturating_sub(queue.workers));
         queue.workers += start;
         queue.spawned += start;
         queue.peak = queue.peak.max(queue.workers);
-        let more = queue.workers < self.max_workers;
+        let more = queue.workers < self.max_workers && !queue.runs.is_empty();
+        let look = if start > 0 { GROWING_LOOK } else { GROW_AFTER };
         Growth {
             start,
-            look_again: more.then_some(GROW_AFTER),
+            look_again: more.then_some(look),
         }
+    }
+
+    /// How many workers are blocked in a run (see [`WorkerThread`]).
+    fn blocked_workers(&self, now_ns: u64) -> usize {
+        let threads = self.threads.lock().unwrap_or_else(|p| p.into_inner());
+        threads.iter().filter(|t| t.blocked(now_ns)).count()
+    }
+
+    /// The calling thread becomes a worker the monitor watches; [`leave`](Self::leave) when
+    /// it exits.
+    pub(crate) fn enlist(&self) -> Arc<WorkerThread> {
+        let thread = Arc::new(WorkerThread {
+            tid: current_tid(),
+            in_run_since_ns: AtomicU64::new(0),
+        });
+        let mut threads = self.threads.lock().unwrap_or_else(|p| p.into_inner());
+        threads.push(Arc::clone(&thread));
+        thread
+    }
+
+    pub(crate) fn leave(&self, thread: &Arc<WorkerThread>) {
+        let mut threads = self.threads.lock().unwrap_or_else(|p| p.into_inner());
+        threads.retain(|t| !Arc::ptr_eq(t, thread));
     }
 
     /// A worker's wait for work. True when runs are queued (take them with
@@ -249,13 +319,14 @@ impl Executor {
         }
     }
 
-    /// Takes the executor's locks (the queue, then the thread handles) until the result is
-    /// dropped: for fork().
+    /// Takes the executor's locks (the queue, the thread handles, the workers' states)
+    /// until the result is dropped: for fork().
     pub(crate) fn lock_all(&self) -> impl Sized + '_ {
         let queue = self.lock();
         (
             queue,
             self.handles.lock().unwrap_or_else(|p| p.into_inner()),
+            self.threads.lock().unwrap_or_else(|p| p.into_inner()),
         )
     }
 
@@ -398,45 +469,107 @@ mod tests {
         assert_eq!(taken, [3, 1, 4, 2, 5]);
     }
 
+    /// A clock reading `BLOCKED_AFTER` past the runs the blocked workers stamp.
+    const LATER_NS: u64 = 1 + 2 * BLOCKED_AFTER.as_nanos() as u64;
+
+    /// Runs `check` while `count` threads, enlisted as workers of `executor`, are blocked
+    /// in a run: they wait for a lock, asleep in the kernel as a callback waiting for
+    /// Python's GIL does.
+    fn with_blocked_workers(executor: &Executor, count: usize, check: impl FnOnce()) {
+        let lock = std::sync::Mutex::new(());
+        let held = lock.lock().unwrap();
+        std::thread::scope(|scope| {
+            for _ in 0..count {
+                scope.spawn(|| {
+                    let me = executor.enlist();
+                    me.enter_run(1);
+                    drop(lock.lock().unwrap());
+                    me.leave_runs();
+                    executor.leave(&me);
+                });
+            }
+            let start = Instant::now();
+            while executor.blocked_workers(LATER_NS) < count {
+                assert!(start.elapsed() < Duration::from_secs(30), "never blocked");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            check();
+            drop(held);
+        });
+    }
+
     #[test]
-    fn the_pool_waits_grow_after_then_doubles() {
-        let executor = busy(1, 16, 64);
-        let early = executor.grow();
-        assert_eq!(early.start, 0, "nothing has waited GROW_AFTER yet");
-        assert!(early.look_again.is_some_and(|d| d <= GROW_AFTER));
+    fn the_pool_waits_grow_after() {
+        let executor = busy(1, 16, 0);
+        with_blocked_workers(&executor, 1, || {
+            executor.push(&mut ids(64));
+            let early = executor.grow(LATER_NS);
+            assert_eq!(early.start, 0, "nothing has waited GROW_AFTER yet");
+            assert!(early.look_again.is_some_and(|d| d <= GROW_AFTER));
+            wait_grow_after();
+            assert!(executor.grow(LATER_NS).start > 0);
+        });
+    }
+
+    #[test]
+    fn workers_busy_on_the_cpu_grow_the_pool_no_further_than_the_cpus() {
+        let executor = busy(1, 64, 1000);
         wait_grow_after();
-        let mut sizes = vec![executor.counts().workers];
-        for _ in 0..5 {
-            let growth = executor.grow();
-            sizes.push(executor.counts().workers);
-            assert_eq!(growth.look_again.is_some(), sizes.last() < Some(&16));
+        for _ in 0..10 {
+            let growth = executor.grow(LATER_NS);
+            assert!(growth.start == 0 || executor.counts().workers <= executor.cpus);
         }
-        assert_eq!(sizes, [1, 2, 4, 8, 16, 16]);
-        assert_eq!(executor.counts().spawned, 15);
+        assert_eq!(executor.counts().workers, executor.cpus);
+    }
+
+    #[test]
+    fn blocked_workers_are_joined_by_as_many_running_as_cpus_up_to_max_workers() {
+        let executor = busy(4, 16, 64);
+        with_blocked_workers(&executor, 4, || {
+            wait_grow_after();
+            let growth = executor.grow(LATER_NS);
+            assert_eq!(growth.start, executor.cpus.min(12));
+            assert_eq!(executor.grow(LATER_NS).start, 0, "the new ones run");
+        });
+        let full = busy(4, 5, 64);
+        with_blocked_workers(&full, 4, || {
+            wait_grow_after();
+            assert_eq!(full.grow(LATER_NS).start, 1, "max_workers bounds the pool");
+        });
+    }
+
+    #[test]
+    fn a_worker_briefly_asleep_in_a_run_is_not_blocked() {
+        let executor = busy(1, 16, 64);
+        with_blocked_workers(&executor, 1, || {
+            assert_eq!(executor.blocked_workers(2), 0, "in its run for 1 ns only");
+        });
     }
 
     #[test]
     fn growth_is_bounded_by_the_runs_waiting() {
         let executor = busy(4, 16, 2);
-        wait_grow_after();
-        assert_eq!(executor.grow().start, 2);
+        with_blocked_workers(&executor, 4, || {
+            wait_grow_after();
+            assert_eq!(executor.grow(LATER_NS).start, executor.cpus.min(2));
+        });
     }
 
     #[test]
     fn no_wake_ups_when_the_pool_cannot_grow() {
         let full = busy(4, 4, 10);
         wait_grow_after();
-        let growth = full.grow();
+        let growth = full.grow(LATER_NS);
         assert_eq!((growth.start, growth.look_again), (0, None));
         let empty = busy(1, 4, 0);
-        let growth = empty.grow();
+        let growth = empty.grow(LATER_NS);
         assert_eq!((growth.start, growth.look_again), (0, None));
     }
 
     #[test]
     fn an_empty_pool_starts_a_worker_at_once() {
         let executor = busy(0, 4, 1);
-        assert_eq!(executor.grow().start, 1);
+        assert_eq!(executor.grow(LATER_NS).start, 1);
     }
 
     #[test]
@@ -446,6 +579,6 @@ mod tests {
         assert_eq!(executor.take(), None);
         assert_eq!(executor.counts().queued, 0);
         wait_grow_after();
-        assert_eq!(executor.grow().start, 0);
+        assert_eq!(executor.grow(LATER_NS).start, 0);
     }
 }

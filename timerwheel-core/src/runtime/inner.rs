@@ -644,7 +644,7 @@ impl<T: Task> Inner<T> {
         if self.config.max_workers == 0 {
             run_queued(self, usize::MAX);
         } else {
-            let growth = self.executor.grow();
+            let growth = self.executor.grow(self.clock.elapsed_ns());
             (0..growth.start).for_each(|_| spawn_worker(self));
             longest = longest.min(growth.look_again.unwrap_or(Duration::MAX));
         }

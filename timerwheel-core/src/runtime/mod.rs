@@ -15,7 +15,9 @@
 //! | `export.rs`   | an export's drops deferred, its calls back in refused       |
 //! | `ticker.rs`   | the tick thread: its rounds, sleep and wake-up              |
 //! | `executor.rs` | the run queue, the worker count, the grow/shrink decision   |
+//! | `run_queue.rs` | the due runs not yet started, in deadline order            |
 //! | `worker.rs`   | worker threads and the run of a due timer                   |
+//! | `thread_state.rs` | whether a thread is blocked, as the kernel says         |
 //! | `inner.rs`    | the paths of a timer through all of them                    |
 //! | `stats.rs`    | counters and the lateness histogram                         |
 //! | `metrics.rs`  | the last-minute view and the Prometheus text exposition     |
@@ -49,6 +51,7 @@ mod loom_tests;
 mod metrics;
 mod periodic;
 mod restart;
+mod run_queue;
 mod scope;
 mod shard;
 mod shared;
@@ -56,6 +59,7 @@ mod side;
 mod stats;
 mod sync;
 mod task;
+mod thread_state;
 mod ticker;
 mod timer;
 mod tsc;

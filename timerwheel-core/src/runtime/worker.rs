@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use super::executor::WorkerThread;
 use super::export::Ending;
 use super::group::Slot;
 use super::inner::Inner;
@@ -36,20 +37,36 @@ pub(crate) fn spawn_worker<T: Task>(inner: &Arc<Inner<T>>) {
     }
 }
 
-/// A worker thread: runs what is queued until told to exit.
+/// A worker thread: runs what is queued until told to exit. Its callbacks, and its
+/// entry into a batch (an interpreter lock may make it wait there), are stamped for the
+/// executor's monitor.
 fn worker_main<T: Task>(inner: Arc<Inner<T>>) {
     tighten_timer_slack();
+    let me = inner.executor.enlist();
     while inner.executor.wait_for_work() {
-        run_queued(&inner, MAX_BATCH);
+        me.enter_run(inner.clock.elapsed_ns());
+        run_batch(&inner, MAX_BATCH, Some(&me));
     }
+    inner.executor.leave(&me);
 }
 
 /// Runs queued due timers on the calling thread, at most `limit`, until the queue is empty
 /// or the executor closes; returns how many ran.
 pub(crate) fn run_queued<T: Task>(inner: &Inner<T>, limit: usize) -> usize {
+    run_batch(inner, limit, None)
+}
+
+/// [`run_queued`], on a worker when `worker` is set: its stamp of the entry into the batch
+/// ends once inside, and each callback is stamped.
+fn run_batch<T: Task>(inner: &Inner<T>, limit: usize, worker: Option<&WorkerThread>) -> usize {
     let mut ran = 0;
     T::enter_batch(&mut || {
-        let mut runner = Runner { inner, ended: None };
+        worker.inspect(|w| w.leave_runs());
+        let mut runner = Runner {
+            inner,
+            worker,
+            ended: None,
+        };
         while ran < limit {
             let Some(id) = inner.executor.take() else {
                 break;
@@ -69,6 +86,8 @@ struct Ended<'a, T> {
 
 struct Runner<'a, T> {
     inner: &'a Inner<T>,
+    /// The worker thread running, if it is one.
+    worker: Option<&'a WorkerThread>,
     ended: Option<Ended<'a, T>>,
 }
 
@@ -93,9 +112,20 @@ impl<'a, T: Task> Runner<'a, T> {
         if !run.periodic {
             self.inner.one_shot_started();
         }
-        self.inner.run_task(id, &mut run);
+        self.run_callback(id, &mut run);
         self.end(shard, key, id, run);
         true
+    }
+
+    /// Runs the callback; on a worker, stamped as a run the monitor may find blocked (the
+    /// runtime's own lock waits before and after are not).
+    fn run_callback(&self, id: TimerId, run: &mut Run<T>) {
+        let Some(worker) = self.worker else {
+            return self.inner.run_task(id, run);
+        };
+        worker.enter_run(self.inner.clock.elapsed_ns());
+        self.inner.run_task(id, run);
+        worker.leave_runs();
     }
 
     /// After the callback returned: a periodic timer goes back into the wheel; a timer that

@@ -1,6 +1,9 @@
 package workload
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Sizes of a full run, as docs/benchmarks.md sets them.
 const (
@@ -9,8 +12,12 @@ const (
 	Seed      = 42
 )
 
-// Workloads names the workloads, in the order they run.
+// Workloads names the workloads, in the order they run. W9 (throughput) runs when asked
+// for (-workloads W9).
 var Workloads = []string{"W1", "W2", "W3"}
+
+// W9StepLength is how long each rate of W9 runs.
+var W9StepLength = time.Second
 
 // Record is one JSON line of the benchmark output.
 type Record map[string]any
@@ -35,6 +42,11 @@ func Run(workload, implName string, n, touches int) (Record, error) {
 		r := W3(impl, n, Seed)
 		rec["fired"], rec["total_s"], rec["add_s"] = r.Fired, r.TotalS, r.AddS
 		rec["late_p50_us"], rec["late_p99_us"], rec["late_max_us"] = r.LateP50us, r.LateP99us, r.LateMaxus
+	case "W9":
+		r := W9(impl, W9StepLength)
+		rec["n"] = r.Added
+		rec["max_rate"], rec["late_p99_us_at_max"] = r.MaxRate, r.LateP99usAtMax
+		rec["next_rate"], rec["next_achieved"], rec["next_late_p99_us"] = r.NextRate, r.NextAchieved, r.NextLateP99us
 	default:
 		return nil, fmt.Errorf("unknown workload %q", workload)
 	}
