@@ -16,7 +16,6 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::ptr;
-use std::sync::OnceLock;
 
 use timerwheel::{tw_config, tw_stats, tw_timer_id};
 
@@ -554,17 +553,20 @@ unsafe fn poke_null_wheel(bytes: &mut Bytes) {
     }
 }
 
-/// `tw_config_init`'s defaults, read once: they are the same for every input of a process,
-/// and reading them (the CPU count, from /proc) costs more than a short input.
+/// `tw_config_init`'s defaults, read once a thread: they are the same for every input of a
+/// process, and reading them (the CPU count, from /proc) costs more than a short input. (A
+/// thread-local, since `tw_config` holds a pointer, `store_path`, and is not `Sync`.)
 fn default_config() -> tw_config {
-    static DEFAULT: OnceLock<tw_config> = OnceLock::new();
-    *DEFAULT.get_or_init(|| {
-        // SAFETY: tw_config is plain numbers; tw_config_init fills every field.
-        let mut cfg: tw_config = unsafe { std::mem::zeroed() };
-        // SAFETY: `cfg` is writable.
-        unsafe { tw_config_init(&mut cfg) };
-        cfg
-    })
+    thread_local! {
+        static DEFAULT: tw_config = {
+            // SAFETY: tw_config is numbers and a null pointer; tw_config_init fills every field.
+            let mut cfg: tw_config = unsafe { std::mem::zeroed() };
+            // SAFETY: `cfg` is writable.
+            unsafe { tw_config_init(&mut cfg) };
+            cfg
+        };
+    }
+    DEFAULT.with(|cfg| *cfg)
 }
 
 /// A manual wheel's config: a virtual clock mostly (one input in eight sleeps a tick of
