@@ -33,6 +33,21 @@
 #define TW_VERSION_NUMBER 0x000200
 
 /**
+ * A handler's answer: acknowledge the fire now.
+ */
+#define TW_ACK_NOW 1
+
+/**
+ * A handler's answer: the application acknowledges the token later.
+ */
+#define TW_ACK_LATER 0
+
+/**
+ * tw_durable_add's flag: replace a timer of the same (key, name).
+ */
+#define TW_DURABLE_REPLACE 1
+
+/**
  * The result of every call that can fail. TW_OK is 0; the errors are distinct.
  */
 typedef enum tw_status {
@@ -79,6 +94,19 @@ typedef enum tw_status {
    * The group is closed: it takes no more timers (tw_group_close, tw_group_delete).
    */
   TW_ERR_GROUP_CLOSED = 9,
+  /**
+   * A durable timer of this (key, name) exists and TW_DURABLE_REPLACE was not given.
+   */
+  TW_ERR_EXISTS = 10,
+  /**
+   * No handler is registered under this name (tw_durable_add; tw_durable_open for a
+   * stored timer, whose store is left untouched).
+   */
+  TW_ERR_NO_HANDLER = 11,
+  /**
+   * The durable store refused or failed: tw_durable_error gives the message.
+   */
+  TW_ERR_STORE = 12,
 } tw_status;
 
 /**
@@ -146,10 +174,71 @@ typedef enum tw_clock {
 } tw_clock;
 
 /**
+ * When a durable change is committed (tw_config.durability).
+ */
+typedef enum tw_durability {
+  /**
+   * No store (the default).
+   */
+  TW_DURABLE_OFF = 0,
+  /**
+   * A change returns once queued; commits in batches (store_batch, store_delay_us).
+   */
+  TW_DURABLE_ASYNC = 1,
+  /**
+   * A change returns once the batch holding it is committed.
+   */
+  TW_DURABLE_SYNC = 2,
+} tw_durability;
+
+/**
+ * What a periodic durable timer does with points missed while the process was down.
+ */
+typedef enum tw_missed_points {
+  /**
+   * Every missed point is delivered, in order, each with its own token (the default).
+   */
+  TW_MISSED_EACH = 0,
+  /**
+   * One fire for the latest missed point.
+   */
+  TW_MISSED_COALESCE = 1,
+} tw_missed_points;
+
+/**
  * A timer wheel: its tick thread, its workers and its timers. Opaque; create it with
  * tw_create (or share tw_default) and free it with tw_destroy.
  */
 typedef struct tw_wheel tw_wheel;
+
+/**
+ * Names one fire of a durable timer; a fire delivered again has the same token.
+ */
+typedef struct tw_token {
+  /**
+   * The application's key.
+   */
+  uint64_t key;
+  /**
+   * The handler's name (NUL-terminated; in a handler, valid during the call only).
+   */
+  const char *name;
+  /**
+   * The scheduled deadline of this fire, ms since the Unix epoch.
+   */
+  int64_t occurrence_unix_ms;
+  /**
+   * The timer's incarnation: a replaced or re-added timer has a new one.
+   */
+  uint64_t epoch;
+} tw_token;
+
+/**
+ * A durable timer's handler: the fire's token and the timer's payload (valid during the
+ * call). Returns TW_ACK_NOW (1) to acknowledge the fire at once, TW_ACK_LATER (0) when the
+ * application calls tw_durable_ack after storing the token with its effect.
+ */
+typedef int32_t (*tw_handler)(const struct tw_token *token, const void *payload, size_t len, void *ctx);
 
 /**
  * How a wheel is set up. Fill it with `tw_config_init`, then change what you need.
@@ -205,6 +294,28 @@ typedef struct tw_config {
    * callback costs one more reading of the clock.
    */
   uint64_t slow_callback_us;
+  /**
+   * The durable store's file (docs/durable.md): NULL (the default) = no store. Read by
+   * tw_create (the path is copied); opened by tw_durable_open.
+   */
+  const char *store_path;
+  /**
+   * A `tw_durability`: TW_DURABLE_OFF (0, the default), TW_DURABLE_ASYNC or
+   * TW_DURABLE_SYNC; ASYNC and SYNC need store_path.
+   */
+  uint32_t durability;
+  /**
+   * Most events per commit of the store: default 1000.
+   */
+  uint32_t store_batch;
+  /**
+   * Async mode: the longest an event waits for its commit, in us: default 10000.
+   */
+  uint64_t store_delay_us;
+  /**
+   * A `tw_missed_points`: TW_MISSED_EACH (0, the default) or TW_MISSED_COALESCE.
+   */
+  uint32_t missed_points;
 } tw_config;
 
 /**
@@ -378,6 +489,94 @@ typedef void (*tw_export_fn)(void *ctx, const struct tw_timer_info *info);
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Registers `handler` (with `ctx`) for the durable timers named `name`, before
+ * tw_durable_open. Returns TW_OK, or TW_ERR_INVALID (`w`, `name` or `handler` NULL, a name
+ * empty or not UTF-8, a wheel without store_path, the name registered already), or
+ * TW_ERR_BUSY after tw_durable_open.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; `name` NULL or NUL-terminated. `handler(token, payload,
+ * len, ctx)` may run on any of the wheel's threads, several at once.
+ */
+enum tw_status tw_handler_register(struct tw_wheel *w, const char *name, tw_handler handler, void *ctx);
+
+/**
+ * Opens the store named by tw_config.store_path: restores every stored timer and delivers
+ * every unacknowledged fire again, then journals. Returns TW_OK, or TW_ERR_INVALID (`w`
+ * NULL, no store_path), TW_ERR_BUSY (opened already), TW_ERR_NO_HANDLER (a stored timer's
+ * handler is not registered; the store is untouched), TW_ERR_STORE (tw_durable_error says
+ * why: locked by another opener, not a store, damaged, another schema version, cannot
+ * write). After a refusal it can be called again.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel.
+ */
+enum tw_status tw_durable_open(struct tw_wheel *w);
+
+/**
+ * Adds the durable timer (key, name) with a copy of `payload` (`len` bytes; NULL with 0),
+ * first due at `first_unix_ms` on the wheel's wall clock, then every `period_ms` (0 = once).
+ * `flags`: TW_DURABLE_REPLACE replaces a timer of the same (key, name). Returns TW_OK
+ * (in sync mode once committed), or TW_ERR_INVALID (NULL arguments, unknown flags, the
+ * store not open), TW_ERR_NO_HANDLER, TW_ERR_EXISTS, TW_ERR_STORE (a commit failed: this
+ * change was not made; tw_durable_error says why), or the wheel's own errors.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; `name` NULL or NUL-terminated; `payload` valid for `len`
+ * bytes.
+ */
+enum tw_status tw_durable_add(struct tw_wheel *w, uint64_t key, const char *name, const void *payload, size_t len, int64_t first_unix_ms, uint64_t period_ms, uint32_t flags);
+
+/**
+ * Moves the next deadline of the durable timer (key, name) to `unix_ms`. Returns TW_OK, or
+ * TW_ERR_NOT_FOUND (no such timer), or as tw_durable_add.
+ *
+ * # Safety
+ * As for tw_durable_add.
+ */
+enum tw_status tw_durable_reset(struct tw_wheel *w, uint64_t key, const char *name, int64_t unix_ms);
+
+/**
+ * Removes the durable timer (key, name); its unacknowledged fires stay until acknowledged.
+ * Returns TW_OK, or TW_ERR_NOT_FOUND, or as tw_durable_add.
+ *
+ * # Safety
+ * As for tw_durable_add.
+ */
+enum tw_status tw_durable_delete(struct tw_wheel *w, uint64_t key, const char *name);
+
+/**
+ * Acknowledges `n` tokens (one journal entry each, committed together); `*acked` (unless
+ * NULL) counts those that matched an unacknowledged fire. Returns TW_OK, or TW_ERR_INVALID
+ * (`tokens` NULL with `n` > 0, a token's name NULL), TW_ERR_STORE.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; `tokens` valid for `n` tokens whose names are
+ * NUL-terminated; `acked` NULL or writable.
+ */
+enum tw_status tw_durable_ack(struct tw_wheel *w, const struct tw_token *tokens, size_t n, size_t *acked);
+
+/**
+ * Commits everything queued; `*durable_seq` (unless NULL) receives the sequence number
+ * that is durable. Returns TW_OK, or TW_ERR_STORE (a commit failed, reported once;
+ * tw_durable_error says why), TW_ERR_INVALID.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; `durable_seq` NULL or writable.
+ */
+enum tw_status tw_durable_flush(struct tw_wheel *w, uint64_t *durable_seq);
+
+/**
+ * The message of the wheel's last durable error (empty if none), as tw_metrics_text
+ * writes its text: TW_ERR_TOO_SMALL when `len` is short, `*needed` the size.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; `buf` NULL or valid for `len` bytes; `needed` NULL or
+ * writable.
+ */
+enum tw_status tw_durable_error(const struct tw_wheel *w, char *buf, size_t len, size_t *needed);
 
 /**
  * Fills `*cfg` with the defaults: tick_us 1000, min_workers 1, max_workers = number of
@@ -577,7 +776,7 @@ enum tw_status tw_advance_to_next(struct tw_wheel *w, size_t *ran);
  * The wheel's wall clock in milliseconds since the Unix epoch, the clock tw_add_at
  * follows: a virtual clock's time, or the system clock on the real clock.
  *
- * Bad input: `w` NULL returns INT64_MIN.
+ * Bad input: `w` NULL returns INT64_MIN (as does a virtual clock that reads INT64_MIN).
  *
  * # Safety
  * `w` is NULL or a live wheel.
@@ -742,6 +941,38 @@ enum tw_status tw_delete(struct tw_wheel *w, tw_timer_id id);
 enum tw_status tw_delete_sync(struct tw_wheel *w, tw_timer_id id);
 
 /**
+ * Deletes the timers `ids[0..n]` in order, each as tw_delete would, and writes its status
+ * to `statuses[i]` (TW_OK, TW_ERR_NOT_FOUND, TW_ERR_SHUTDOWN or TW_ERR_FORKED, with the
+ * meanings of tw_delete). An id given twice is TW_ERR_NOT_FOUND the second time. A drop
+ * function run by a delete may call any function, this one included; `ids` is read one
+ * id at a time, just before that id is deleted.
+ *
+ * Returns TW_OK when every status was written (`n` 0 included), or TW_ERR_INVALID when `w`
+ * is NULL, or `ids` or `statuses` is NULL while `n` is not 0: then nothing changes and
+ * `statuses` is not written.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; unless NULL, `ids` is readable and `statuses` writable for
+ * `n` elements each.
+ */
+enum tw_status tw_delete_many(struct tw_wheel *w, const tw_timer_id *ids, size_t n, enum tw_status *statuses);
+
+/**
+ * Re-arms the timers `ids[0..n]` in order, `ids[i]` to fire `delays_ms[i]` from now, each
+ * as tw_reset would, and writes its status to `statuses[i]` (with the meanings of
+ * tw_reset). An id given twice is re-armed twice: the later delay holds.
+ *
+ * Returns TW_OK when every status was written (`n` 0 included), or TW_ERR_INVALID when `w`
+ * is NULL, or `ids`, `delays_ms` or `statuses` is NULL while `n` is not 0: then nothing
+ * changes and `statuses` is not written.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; unless NULL, `ids` and `delays_ms` are readable and
+ * `statuses` writable for `n` elements each.
+ */
+enum tw_status tw_reset_many(struct tw_wheel *w, const tw_timer_id *ids, const uint64_t *delays_ms, size_t n, enum tw_status *statuses);
+
+/**
  * Creates a group of timers holding `user_data`, open to tw_group_add*. `drop(user_data)`
  * (if `drop` is not NULL) is called exactly once: after the group was closed
  * (tw_group_close or tw_group_delete) and the drop of its last timer has returned, on the
@@ -852,8 +1083,9 @@ enum tw_status tw_group_delete(struct tw_wheel *w, tw_group_id group);
  * discarded) has its `drop` called on this thread after that, before tw_export returns;
  * tw_delete_sync of such a timer waits for it. Called from `fn`, every function of this
  * wheel that changes it or waits (tw_add*, tw_reset, tw_delete*, tw_poll, tw_advance*,
- * tw_export, tw_destroy*) returns TW_ERR_BUSY at once and changes nothing; tw_get_stats,
- * tw_now_ms and tw_next_timeout_ms work.
+ * tw_export, tw_destroy*, tw_group_*) returns TW_ERR_BUSY at once and changes nothing
+ * (tw_poll and tw_advance* on a wheel they do not serve still give their TW_ERR_INVALID
+ * first); tw_get_stats, tw_now_ms and tw_next_timeout_ms work.
  *
  * Returns TW_OK, or (and `fn` is not called):
  * - TW_ERR_INVALID: `w` or `fn` NULL.
