@@ -1,0 +1,12 @@
+# The fleet store (timerwheel-fleet: durable timers on PostgreSQL, shards under leases).
+# Its tests start private PostgreSQL clusters on loopback ports (mk/deps.sh: postgresql).
+.PHONY: test-fleet bench-fleet
+
+# FLEET_TEST selects tests by name, e.g. make test-fleet FLEET_TEST=kill
+FLEET_TEST ?=
+
+test-fleet:
+	$(call need,postgresql)
+	$(CARGO) test --release -p timerwheel-fleet -- $(FLEET_TEST)
+
+TEST_TARGETS += test-fleet
