@@ -8,7 +8,10 @@
 //! a node of the same name. A node that joins gets shards from the others at their next
 //! tick (they release their excess), without waiting for a lease to expire; a node that
 //! stops renewing loses its shards when its leases expire (TTL), and the others take them
-//! at their next tick: at most TTL + one renew interval after its last renewal.
+//! at their next tick: at most TTL + one renew interval after its last renewal. A node
+//! stopped in the middle of a transaction (SIGSTOP, a long pause) would keep its shard rows
+//! locked: its session ends after the TTL idle in that transaction
+//! (`idle_in_transaction_session_timeout`), which releases them.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -51,7 +54,7 @@ impl Node {
         if ttl < Duration::from_millis(100) {
             return Err(FleetError::Invalid(format!("a lease TTL of {ttl:?}")));
         }
-        let shards = check_schema(&mut client)?;
+        let shards = prepare(&mut client, ttl)?;
         Ok(Self {
             client,
             name: name.to_owned(),
@@ -59,6 +62,15 @@ impl Node {
             shards,
             held: BTreeMap::new(),
         })
+    }
+
+    /// Goes on with a new connection after the old one broke (the server restarted, or
+    /// ended the session): the shards held stay held until the next tick finds out which
+    /// leases are still its own.
+    pub fn reconnect(&mut self, mut client: Client) -> Result<()> {
+        prepare(&mut client, self.ttl)?;
+        self.client = client;
+        Ok(())
     }
 
     /// Its name.
@@ -93,7 +105,7 @@ impl Node {
         let mut tx = self.client.transaction()?;
         tx.execute(
             "INSERT INTO tw_fleet_nodes (name, alive_until)
-             VALUES ($1, now() + $2 * interval '1 ms')
+             VALUES ($1, now() + $2::bigint * interval '1 ms')
              ON CONFLICT (name) DO UPDATE SET alive_until = EXCLUDED.alive_until",
             &[&self.name, &ttl_ms],
         )?;
@@ -155,6 +167,18 @@ pub fn fence(tx: &mut impl GenericClient, owner: &str, shard: i32, epoch: i64) -
     row.map(|_| ()).ok_or(FleetError::Fenced { shard, epoch })
 }
 
+/// Checks the schema and sets the session up; returns the shard count.
+fn prepare(client: &mut Client, ttl: Duration) -> Result<i32> {
+    let shards = check_schema(client)?;
+    // A node stopped inside a fenced transaction holds its shard rows locked: the server
+    // ends such a session after the TTL, so that its shards can be taken.
+    client.batch_execute(&format!(
+        "SET idle_in_transaction_session_timeout = {}",
+        ttl.as_millis()
+    ))?;
+    Ok(shards)
+}
+
 fn split(held: &BTreeMap<i32, i64>) -> (Vec<i32>, Vec<i64>) {
     held.iter().map(|(s, e)| (*s, *e)).unzip()
 }
@@ -168,7 +192,7 @@ fn renew(
 ) -> Result<BTreeMap<i32, i64>> {
     let (shards, epochs) = split(held);
     let rows = tx.query(
-        "UPDATE tw_fleet_shards s SET lease_until = now() + $4 * interval '1 ms'
+        "UPDATE tw_fleet_shards s SET lease_until = now() + $4::bigint * interval '1 ms'
          FROM unnest($2::int[], $3::bigint[]) AS h(shard, epoch)
          WHERE s.shard = h.shard AND s.epoch = h.epoch AND s.owner = $1
            AND s.lease_until > now()
@@ -210,7 +234,7 @@ fn acquire(
 ) -> Result<Vec<(i32, i64)>> {
     let rows = tx.query(
         "UPDATE tw_fleet_shards SET owner = $1, epoch = epoch + 1,
-                lease_until = now() + $3 * interval '1 ms'
+                lease_until = now() + $3::bigint * interval '1 ms'
          WHERE shard IN (SELECT shard FROM tw_fleet_shards WHERE lease_until <= now()
                          ORDER BY shard LIMIT $2 FOR UPDATE SKIP LOCKED)
          RETURNING shard, epoch",
