@@ -148,3 +148,44 @@ fn a_node_joining_mid_run_gets_shards_without_waiting_for_expiry_and_nothing_fir
     a.leave();
     b.leave();
 }
+
+#[test]
+fn postgres_restarted_mid_run_the_node_reconnects_and_nothing_is_lost() {
+    let server = fleet_server(SHARDS);
+    let mut db = connect(&server);
+    let a = NodeProcess::spawn(&server, "a", Duration::from_secs(2), false);
+    wait_owners(&mut db, Duration::from_secs(60), |o| {
+        held_by(o, &["a"]) == [SHARDS as usize]
+    });
+    let start = now_ms();
+    let timers = 200u64;
+    for key in 0..timers {
+        add(&mut db, key, start + (key as i64 % 50) * 60); // over 3 s
+    }
+    std::thread::sleep(Duration::from_millis(1_000));
+    server.restart();
+    a.wait_line("reconnected", Duration::from_secs(60));
+
+    let mut db = connect(&server);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let left: i64 = db
+            .query_one(
+                "SELECT (SELECT count(*) FROM tw_fleet_timers)
+                      + (SELECT count(*) FROM tw_fleet_fires)",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if left == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{left} timers or fires left"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let fired: std::collections::BTreeSet<u64> = a.fires().iter().map(|f| f.key).collect();
+    assert_eq!(fired.len(), timers as usize, "timers lost");
+}
