@@ -10,3 +10,10 @@ test-fleet:
 	$(CARGO) test --release -p timerwheel-fleet -- $(FLEET_TEST)
 
 TEST_TARGETS += test-fleet
+
+# Created + fired per second by three fleet-node processes against a plain SKIP LOCKED job
+# table on the same server, then the failover time after kill -9 (TTL 2 s). Outside make test.
+bench-fleet:
+	$(call need,postgresql)
+	$(CARGO) build --release -q -p timerwheel-fleet --bins --examples
+	$(CARGO) run --release -q -p timerwheel-fleet --example bench_fleet -- $(BENCH_ARGS)
