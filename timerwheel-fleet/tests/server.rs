@@ -162,3 +162,83 @@ fn tls_settings_pass_through() {
         .get(0);
     assert!(!ssl);
 }
+
+/// A self-signed certificate for `localhost` in a directory the server can read.
+fn certificate(dir: &std::path::Path, name: &str) -> (String, String) {
+    let (cert, key) = (
+        dir.join(format!("{name}.crt")),
+        dir.join(format!("{name}.key")),
+    );
+    let status = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-new",
+            "-x509",
+            "-days",
+            "1",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+        ])
+        .args(["-addext", "subjectAltName=DNS:localhost"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("openssl");
+    assert!(status.success());
+    (cert.display().to_string(), key.display().to_string())
+}
+
+#[test]
+fn tls_is_used_and_verified_as_the_string_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = certificate(dir.path(), "server");
+    let (other, _) = certificate(dir.path(), "other");
+    if std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .unwrap()
+        .stdout
+        == b"0\n"
+    {
+        let status = std::process::Command::new("chown")
+            .args(["-R", "postgres:postgres"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let server = TestServer::start_with(&[
+        "ssl = on",
+        &format!("ssl_cert_file = '{cert}'"),
+        &format!("ssl_key_file = '{key}'"),
+    ]);
+    let base = format!(
+        "host=localhost port={} user=timerwheel dbname=timerwheel",
+        server.port()
+    );
+    let uses_tls = |conninfo: String| -> Result<bool, FleetError> {
+        let mut client = ConnectOptions::parse(&conninfo)?.connect()?;
+        Ok(client
+            .query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0))
+    };
+    assert_eq!(uses_tls(format!("{base} sslmode=require")), Ok(true));
+    assert_eq!(uses_tls(format!("{base} sslmode=disable")), Ok(false));
+    assert_eq!(
+        uses_tls(format!("{base} sslmode=verify-full sslrootcert={cert}")),
+        Ok(true)
+    );
+    let wrong_root = uses_tls(format!("{base} sslmode=verify-full sslrootcert={other}"));
+    assert!(
+        matches!(wrong_root, Err(FleetError::Connect(_))),
+        "{wrong_root:?}"
+    );
+}
