@@ -7,20 +7,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use support::{connect, epochs, fleet_server, held_by, now_ms, wait_owners, NodeProcess};
-use timerwheel_fleet::{add_timer, NewTimer};
 
 const SHARDS: i32 = 32;
 
 fn add(client: &mut postgres::Client, key: u64, due_ms: i64) {
-    let timer = NewTimer {
-        key,
-        name: "charge",
-        payload: b"",
-        due_ms,
-        period_ms: 0,
-        replace: false,
-    };
-    add_timer(client, SHARDS, &timer).unwrap();
+    support::add_charge(client, SHARDS, key, due_ms);
 }
 
 #[test]

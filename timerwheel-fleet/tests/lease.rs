@@ -5,8 +5,8 @@ mod support;
 
 use std::time::Duration;
 
-use support::{connect, fleet_server, now_ms};
-use timerwheel_fleet::{ack, add_timer, claim_due, FleetError, NewTimer, Node};
+use support::{add_charge, connect, fleet_server, now_ms};
+use timerwheel_fleet::{ack, claim_due, FleetError, Node};
 
 const TTL: Duration = Duration::from_secs(30);
 
@@ -35,19 +35,7 @@ fn a_stale_process_of_the_same_name_renews_and_writes_nothing() {
     let mut old = Node::join(connect(&server), "a", ttl).unwrap();
     old.tick().unwrap();
     let stale = held(&old);
-    add_timer(
-        &mut connect(&server),
-        2,
-        &NewTimer {
-            key: 7,
-            name: "charge",
-            payload: b"",
-            due_ms: now_ms() - 1,
-            period_ms: 0,
-            replace: false,
-        },
-    )
-    .unwrap();
+    add_charge(&mut connect(&server), 2, 7, now_ms() - 1);
     std::thread::sleep(ttl * 2); // the old one's lease expires
     let mut new = Node::join(connect(&server), "a", TTL).unwrap();
     new.tick().unwrap();
@@ -73,19 +61,7 @@ fn an_ack_under_an_old_epoch_is_refused_and_changes_nothing() {
     let ttl = Duration::from_secs(2);
     let mut a = Node::join(connect(&server), "a", ttl).unwrap();
     a.tick().unwrap();
-    add_timer(
-        &mut connect(&server),
-        1,
-        &NewTimer {
-            key: 42,
-            name: "charge",
-            payload: b"p",
-            due_ms: now_ms() - 1,
-            period_ms: 0,
-            replace: false,
-        },
-    )
-    .unwrap();
+    add_charge(&mut connect(&server), 1, 42, now_ms() - 1);
     let shards = held(&a);
     let fires = claim_due(a.client(), "a", &shards, now_ms(), 10).unwrap();
     assert_eq!(fires.len(), 1);

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use timerwheel_fleet::server::TestServer;
-use timerwheel_fleet::{create_schema, ConnectOptions};
+use timerwheel_fleet::{add_timer, create_schema, ConnectOptions, NewTimer};
 
 /// A cluster with the schema of `shards` shards.
 pub fn fleet_server(shards: i32) -> TestServer {
@@ -200,4 +200,17 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64
+}
+
+/// Adds the one-shot timer (key, "charge") due at `due_ms`.
+pub fn add_charge(client: &mut postgres::Client, shards: i32, key: u64, due_ms: i64) {
+    let timer = NewTimer {
+        key,
+        name: "charge",
+        payload: b"",
+        due_ms,
+        period_ms: 0,
+        replace: false,
+    };
+    add_timer(client, shards, &timer).unwrap();
 }
