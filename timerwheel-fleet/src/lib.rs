@@ -8,7 +8,8 @@
 //! - [`conn`]: connection strings (TLS passed through; never repeated in an error).
 //! - [`schema`]: the tables, their version and migrations (created only when asked).
 //! - [`lease`]: acquire, renew, rebalance, release; the fence.
-//! - [`store`]: adds from any node, fenced claims of due timers, acks, take-over.
+//! - [`store`]: adds from any node, fenced claims of due timers, acks, take-over, the
+//!   near window (what a node would load into its wheel).
 //!
 //! **The client: the `postgres` crate** (the blocking API over `tokio-postgres`). It is
 //! maintained, pure Rust (nothing to link: the C library, the Go module and the wheel need no
@@ -29,7 +30,10 @@ pub use error::{FleetError, Result};
 pub use lease::{fence, Node, Rebalance, DEFAULT_TTL};
 pub use schema::{check_schema, create_schema, migrate, SCHEMA_VERSION};
 pub use shard::{shard_of, DEFAULT_SHARDS};
-pub use store::{ack, add_timer, claim_due, take_over_fires, Fire, FleetToken, NewTimer};
+pub use store::{
+    ack, add_timer, claim_due, load_window, take_over_fires, Fire, FleetToken, NewTimer,
+    WindowTimer,
+};
 
 /// The application's key of a durable timer (a session id), as in the core's durable layer.
 pub type Key = u64;

@@ -143,6 +143,56 @@ pub fn claim_due(
     Ok(fires)
 }
 
+/// A stored timer as a node loads it into its wheel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WindowTimer {
+    /// The application's key.
+    pub key: Key,
+    /// The handler's name.
+    pub name: String,
+    /// The next deadline, ms since the Unix epoch.
+    pub due_ms: i64,
+    /// The period in ms; 0 for a one-shot.
+    pub period_ms: i64,
+    /// The incarnation.
+    pub version: i64,
+    /// The shard of the key.
+    pub shard: i32,
+}
+
+/// The near window: the timers of `held` shards due before `until_ms`, earliest first, at
+/// most `limit`, read under the fence (a node that lost a shard loads nothing of it).
+pub fn load_window(
+    client: &mut impl GenericClient,
+    owner: &str,
+    held: &[(i32, i64)],
+    until_ms: i64,
+    limit: i64,
+) -> Result<Vec<WindowTimer>> {
+    let mut tx = client.transaction()?;
+    for (shard, epoch) in held {
+        fence(&mut tx, owner, *shard, *epoch)?;
+    }
+    let shards: Vec<i32> = held.iter().map(|(s, _)| *s).collect();
+    let rows = tx.query(
+        "SELECT key, name, due_ms, period_ms, version, shard FROM tw_fleet_timers
+         WHERE shard = ANY($1) AND due_ms < $2 ORDER BY due_ms LIMIT $3",
+        &[&shards, &until_ms, &limit],
+    )?;
+    tx.commit()?;
+    Ok(rows
+        .iter()
+        .map(|r| WindowTimer {
+            key: r.get::<_, i64>(0) as Key,
+            name: r.get(1),
+            due_ms: r.get(2),
+            period_ms: r.get(3),
+            version: r.get(4),
+            shard: r.get(5),
+        })
+        .collect())
+}
+
 /// Acknowledges `tokens` (their effects are done): all of them, or none when the lease of
 /// one of their shards moved past the token's epoch ([`FleetError::Fenced`]).
 pub fn ack(client: &mut impl GenericClient, owner: &str, tokens: &[FleetToken]) -> Result<u64> {

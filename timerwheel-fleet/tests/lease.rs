@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use support::{add_charge, connect, fleet_server, now_ms};
-use timerwheel_fleet::{ack, claim_due, FleetError, Node};
+use timerwheel_fleet::{ack, claim_due, load_window, FleetError, Node};
 
 const TTL: Duration = Duration::from_secs(30);
 
@@ -116,4 +116,28 @@ fn bad_nodes_are_refused() {
         Node::join(connect(&server), "a", Duration::ZERO),
         Err(FleetError::Invalid(_))
     ));
+}
+
+#[test]
+fn the_near_window_holds_what_falls_due_within_it_and_only_for_the_owner() {
+    let server = fleet_server(4);
+    let mut a = Node::join(connect(&server), "a", TTL).unwrap();
+    a.tick().unwrap();
+    let now = now_ms();
+    let mut db = connect(&server);
+    for (key, due) in [(1, now + 1_000), (2, now + 30_000), (3, now + 120_000)] {
+        add_charge(&mut db, 4, key, due);
+    }
+    let shards = held(&a);
+    let window = load_window(a.client(), "a", &shards, now + 60_000, 100).unwrap();
+    let keys: Vec<u64> = window.iter().map(|t| t.key).collect();
+    assert_eq!(keys, vec![1, 2], "due within 60 s, earliest first");
+    let later = load_window(a.client(), "a", &shards, now + 180_000, 100).unwrap();
+    assert_eq!(later.len(), 3, "the rest pages in as time moves");
+
+    a.leave().unwrap();
+    let mut b = Node::join(connect(&server), "b", TTL).unwrap();
+    b.tick().unwrap();
+    let stale = load_window(b.client(), "a", &shards, now + 60_000, 100);
+    assert!(matches!(stale, Err(FleetError::Fenced { .. })), "{stale:?}");
 }
