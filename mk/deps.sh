@@ -21,6 +21,7 @@ NAMES=(
     go         # test-go, test-go-module, test-examples, bench-go
     venv       # every virtualenv (test-python, test-python-dist, bench-report)
     sqlite3    # demo-billing, test-demo: the billing demo's --restart-at saves to SQLite
+    postgresql # test-fleet, bench-fleet: a private PostgreSQL cluster (initdb, pg_ctl)
 )
 
 # The Debian package that provides NAME.
@@ -42,6 +43,7 @@ present() {
     go) command -v "${GO:-go}" ;;
     venv) "${PYTHON:-python3}" -c 'import ensurepip, venv' ;;
     sqlite3) pkg-config --exists sqlite3 && command -v sqlite3 ;;
+    postgresql) compgen -G '/usr/lib/postgresql/*/bin/initdb' ;;
     *) command -v "$1" ;;
     esac >/dev/null 2>&1
 }

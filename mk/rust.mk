@@ -14,10 +14,11 @@ lint-rust:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 # The docs without warnings, then the workspace's unit, integration, property and doc tests
-# (a few seconds once built; loom, fuzzing and the soak are in mk/reliability.mk).
+# (a few seconds once built; loom, fuzzing and the soak are in mk/reliability.mk; the fleet
+# crate's tests start PostgreSQL clusters and run in test-fleet, mk/fleet.mk).
 test-rust: check-fmt-rust lint-rust
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps -q
-	$(CARGO) test --workspace --release
+	$(CARGO) test --workspace --release --exclude timerwheel-fleet
 
 # Durable timers against SIGKILL at 100 random moments (cargo test runs 10 of them).
 TW_KILLS ?= 100

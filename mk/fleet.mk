@@ -1,0 +1,19 @@
+# The fleet store (timerwheel-fleet: durable timers on PostgreSQL, shards under leases).
+# Its tests start private PostgreSQL clusters on loopback ports (mk/deps.sh: postgresql).
+.PHONY: test-fleet bench-fleet
+
+# FLEET_TEST selects tests by name, e.g. make test-fleet FLEET_TEST=kill
+FLEET_TEST ?=
+
+test-fleet:
+	$(call need,postgresql)
+	$(CARGO) test --release -p timerwheel-fleet -- $(FLEET_TEST)
+
+TEST_TARGETS += test-fleet
+
+# Created + fired per second by three fleet-node processes against a plain SKIP LOCKED job
+# table on the same server, then the failover time after kill -9 (TTL 2 s). Outside make test.
+bench-fleet:
+	$(call need,postgresql)
+	$(CARGO) build --release -q -p timerwheel-fleet --bins --examples
+	$(CARGO) run --release -q -p timerwheel-fleet --example bench_fleet -- $(BENCH_ARGS)

@@ -1,0 +1,209 @@
+//! `make bench-fleet`: timers created and fired per second by three `fleet-node` processes
+//! and a private PostgreSQL together, against a baseline measured in the same run on the
+//! same server: a plain job table, the same inserts, claimed by three threads with
+//! `FOR UPDATE SKIP LOCKED` (no leases, no fences, no fire records); then the failover time
+//! after `kill -9` of one node (TTL 2 s). One JSON object per line. `--quick`: fewer timers.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use timerwheel_fleet::server::TestServer;
+use timerwheel_fleet::{add_timer, create_schema, ConnectOptions, NewTimer, DEFAULT_SHARDS};
+
+const WRITERS: u64 = 3;
+const PER_COMMIT: u64 = 100;
+const TTL: Duration = Duration::from_secs(2);
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let n: u64 = if quick { 15_000 } else { 90_000 };
+    let server = TestServer::start();
+    let mut db = connect(&server);
+    create_schema(&mut db, DEFAULT_SHARDS).expect("the schema");
+
+    let baseline = baseline(&server, n);
+    report("pg-skip-locked", true, n, baseline);
+    let mut nodes: Vec<Child> = ["a", "b", "c"].iter().map(|m| spawn(&server, m)).collect();
+    wait_until(&mut db, Duration::from_secs(60), |owners| owners == 3);
+    let fleet = fleet(&server, n);
+    report("timerwheel-fleet", false, n, fleet);
+    println!(
+        "{{\"impl\":\"timerwheel-fleet\",\"baseline\":false,\"workload\":\"fleet-mixed\",\
+         \"created_ratio\":{:.3},\"fired_ratio\":{:.3}}}",
+        fleet.0 / baseline.0,
+        fleet.1 / baseline.1
+    );
+
+    nodes[2].kill().expect("kill -9");
+    let start = Instant::now();
+    wait_until(&mut db, Duration::from_secs(60), |owners| owners == 2);
+    let failover = start.elapsed().as_secs_f64();
+    println!(
+        "{{\"impl\":\"timerwheel-fleet\",\"baseline\":false,\"workload\":\"fleet-failover\",\
+         \"n\":1,\"ttl_s\":{},\"failover_s\":{failover:.3},\"bound_ratio\":{:.3}}}",
+        TTL.as_secs_f64(),
+        failover / (TTL.as_secs_f64() + 1.0)
+    );
+    for node in &mut nodes {
+        let _ = node.kill();
+        let _ = node.wait();
+    }
+}
+
+fn report(name: &str, baseline: bool, n: u64, (created, fired): (f64, f64)) {
+    println!(
+        "{{\"impl\":\"{name}\",\"baseline\":{baseline},\"workload\":\"fleet-mixed\",\"n\":{n},\
+         \"created_per_s\":{created:.0},\"fired_per_s\":{fired:.0}}}"
+    );
+}
+
+/// Created per second and fired per second: writers add `n` timers due at once, the
+/// nodes fire them as they come; fired counts up to the last one acknowledged.
+fn fleet(server: &TestServer, n: u64) -> (f64, f64) {
+    let start = Instant::now();
+    let created = write_all(server, n, |tx, key| {
+        let timer = NewTimer {
+            key,
+            name: "charge",
+            payload: b"0123456789abcdef",
+            due_ms: now_ms(),
+            period_ms: 0,
+            replace: false,
+        };
+        add_timer(tx, DEFAULT_SHARDS, &timer).expect("add");
+    });
+    let mut db = connect(server);
+    wait_empty(
+        &mut db,
+        "SELECT (SELECT count(*) FROM tw_fleet_timers) + (SELECT count(*) FROM tw_fleet_fires)",
+    );
+    (n as f64 / created, n as f64 / start.elapsed().as_secs_f64())
+}
+
+/// The same load on a plain job table claimed by three threads.
+fn baseline(server: &TestServer, n: u64) -> (f64, f64) {
+    let mut db = connect(server);
+    db.batch_execute(
+        "CREATE TABLE jobs (id bigserial PRIMARY KEY, key bigint NOT NULL,
+                            due_ms bigint NOT NULL, payload bytea NOT NULL);
+         CREATE INDEX jobs_due ON jobs (due_ms);",
+    )
+    .expect("the job table");
+    let done = Arc::new(AtomicBool::new(false));
+    let claimers: Vec<_> = (0..WRITERS)
+        .map(|_| {
+            let (conninfo, done) = (server.conninfo(), Arc::clone(&done));
+            std::thread::spawn(move || claim_jobs(&conninfo, &done))
+        })
+        .collect();
+    let start = Instant::now();
+    let created = write_all(server, n, |tx, key| {
+        tx.execute(
+            "INSERT INTO jobs (key, due_ms, payload) VALUES ($1, $2, $3)",
+            &[&(key as i64), &now_ms(), &&b"0123456789abcdef"[..]],
+        )
+        .expect("insert");
+    });
+    wait_empty(&mut db, "SELECT count(*) FROM jobs");
+    let fired = n as f64 / start.elapsed().as_secs_f64();
+    done.store(true, Ordering::SeqCst);
+    claimers.into_iter().for_each(|c| c.join().unwrap());
+    (n as f64 / created, fired)
+}
+
+fn claim_jobs(conninfo: &str, done: &AtomicBool) {
+    let mut client = ConnectOptions::parse(conninfo).unwrap().connect().unwrap();
+    while !done.load(Ordering::SeqCst) {
+        let claimed = client
+            .execute(
+                "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE due_ms <= $1
+                 ORDER BY due_ms LIMIT 500 FOR UPDATE SKIP LOCKED)",
+                &[&now_ms()],
+            )
+            .expect("claim");
+        if claimed == 0 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// Runs `add` for keys 0..n from three writers, `PER_COMMIT` per transaction; returns the
+/// seconds it took.
+fn write_all(
+    server: &TestServer,
+    n: u64,
+    add: impl Fn(&mut postgres::Transaction<'_>, u64) + Sync,
+) -> f64 {
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        for writer in 0..WRITERS {
+            let add = &add;
+            let mut client = connect(server);
+            scope.spawn(move || {
+                let keys: Vec<u64> = (0..n).filter(|k| k % WRITERS == writer).collect();
+                for chunk in keys.chunks(PER_COMMIT as usize) {
+                    let mut tx = client.transaction().unwrap();
+                    chunk.iter().for_each(|key| add(&mut tx, *key));
+                    tx.commit().unwrap();
+                }
+            });
+        }
+    });
+    start.elapsed().as_secs_f64()
+}
+
+fn wait_empty(db: &mut postgres::Client, count: &str) {
+    while db.query_one(count, &[]).unwrap().get::<_, i64>(0) > 0 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits until `done(number of nodes with a live lease)` and every shard is held.
+fn wait_until(db: &mut postgres::Client, timeout: Duration, done: impl Fn(i64) -> bool) {
+    let start = Instant::now();
+    loop {
+        let row = db
+            .query_one(
+                "SELECT count(DISTINCT owner), count(*) FROM tw_fleet_shards
+                 WHERE owner IS NOT NULL AND lease_until > now()",
+                &[],
+            )
+            .unwrap();
+        if done(row.get(0)) && row.get::<_, i64>(1) == DEFAULT_SHARDS as i64 {
+            return;
+        }
+        assert!(start.elapsed() < timeout, "the fleet did not settle");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn spawn(server: &TestServer, name: &str) -> Child {
+    let bin = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .and_then(|examples| examples.parent())
+        .unwrap()
+        .join("fleet-node");
+    Command::new(bin)
+        .args([name, &TTL.as_millis().to_string()])
+        .env("TW_FLEET_CONNINFO", server.conninfo())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("fleet-node (cargo build --release -p timerwheel-fleet --bins)")
+}
+
+fn connect(server: &TestServer) -> postgres::Client {
+    ConnectOptions::parse(&server.conninfo())
+        .and_then(|o| o.connect())
+        .expect("the server")
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}

@@ -1,0 +1,74 @@
+//! The errors of the fleet store. None of them carries the connection string: a
+//! connection error keeps only PostgreSQL's message with any secret of the string removed.
+
+use std::fmt;
+
+/// What went wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FleetError {
+    /// The connection string could not be used, or the server could not be reached.
+    Connect(String),
+    /// The database has no fleet schema: create it with [`crate::create_schema`].
+    NoSchema,
+    /// The schema's version is not one this build can use.
+    SchemaVersion {
+        /// The version in the database.
+        found: i32,
+        /// The version of this build.
+        expected: i32,
+    },
+    /// A fenced write from a node whose lease on the shard moved on (another node took it,
+    /// or the lease expired): nothing was written.
+    Fenced {
+        /// The shard.
+        shard: i32,
+        /// The epoch the write carried.
+        epoch: i64,
+    },
+    /// A bad argument (a shard count out of range, an empty node name, ...).
+    Invalid(String),
+    /// The database refused a statement or the connection broke.
+    Database(String),
+}
+
+impl fmt::Display for FleetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Connect(why) => write!(f, "cannot connect to PostgreSQL: {why}"),
+            Self::NoSchema => write!(
+                f,
+                "the database has no timerwheel fleet schema (create it with create_schema)"
+            ),
+            Self::SchemaVersion { found, expected } => write!(
+                f,
+                "the fleet schema has version {found}, this build uses version {expected}"
+            ),
+            Self::Fenced { shard, epoch } => write!(
+                f,
+                "refused: the lease of shard {shard} moved past epoch {epoch}"
+            ),
+            Self::Invalid(why) => write!(f, "invalid argument: {why}"),
+            Self::Database(why) => write!(f, "database error: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for FleetError {}
+
+impl From<postgres::Error> for FleetError {
+    fn from(error: postgres::Error) -> Self {
+        Self::Database(describe(&error))
+    }
+}
+
+/// PostgreSQL's message for `error`: the server's own text when it sent one, else the
+/// client's.
+pub(crate) fn describe(error: &postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => error.to_string(),
+    }
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T> = std::result::Result<T, FleetError>;

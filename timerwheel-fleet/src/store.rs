@@ -1,0 +1,254 @@
+//! The timers in PostgreSQL: adds from any node, and the owner's fenced writes. Claiming
+//! due timers, acknowledging fires and taking over a shard's unacknowledged fires each run
+//! in one transaction that first [`fence`]s the shards they touch: a node whose lease moved
+//! on writes nothing.
+
+use std::collections::BTreeSet;
+
+use postgres::GenericClient;
+
+use crate::error::{FleetError, Result};
+use crate::lease::fence;
+use crate::shard::shard_of;
+use crate::Key;
+
+/// A durable timer to add: named by (key, name), the name being its handler's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewTimer<'a> {
+    /// The application's key (a session id); its hash picks the shard.
+    pub key: Key,
+    /// The handler's name.
+    pub name: &'a str,
+    /// The bytes the handler is given.
+    pub payload: &'a [u8],
+    /// The first deadline, ms since the Unix epoch (wall clock).
+    pub due_ms: i64,
+    /// The period in ms at a fixed rate; 0 for a one-shot.
+    pub period_ms: i64,
+    /// Replaces a timer of the same (key, name); without it such an add is refused.
+    pub replace: bool,
+}
+
+/// Names one fire: the timer's (key, name), the occurrence (its scheduled deadline), the
+/// timer's version (incarnation), and the shard with the epoch it was delivered under.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FleetToken {
+    /// The timer's key.
+    pub key: Key,
+    /// The timer's name.
+    pub name: String,
+    /// The scheduled deadline of this fire, ms since the Unix epoch.
+    pub occurrence_ms: i64,
+    /// The timer's incarnation.
+    pub version: i64,
+    /// The shard of the key.
+    pub shard: i32,
+    /// The shard's epoch when the fire was delivered: an ack under an older one is refused.
+    pub shard_epoch: i64,
+}
+
+/// A fire to deliver: its token and the timer's payload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fire {
+    /// Its token.
+    pub token: FleetToken,
+    /// The payload.
+    pub payload: Vec<u8>,
+}
+
+/// Adds a timer (from any node); returns its version. An existing (key, name) is an
+/// error unless `timer.replace`.
+pub fn add_timer(
+    client: &mut impl GenericClient,
+    shards: i32,
+    timer: &NewTimer<'_>,
+) -> Result<i64> {
+    if timer.period_ms < 0 || timer.name.is_empty() {
+        return Err(FleetError::Invalid(format!(
+            "timer ({}, {:?}) with period {}",
+            timer.key, timer.name, timer.period_ms
+        )));
+    }
+    let on_conflict = if timer.replace {
+        "ON CONFLICT (key, name) DO UPDATE SET due_ms = EXCLUDED.due_ms,
+             period_ms = EXCLUDED.period_ms, payload = EXCLUDED.payload,
+             version = EXCLUDED.version"
+    } else {
+        "ON CONFLICT (key, name) DO NOTHING"
+    };
+    let row = client.query_opt(
+        &format!(
+            "INSERT INTO tw_fleet_timers (shard, key, name, due_ms, period_ms, payload, version)
+             VALUES ($1, $2, $3, $4, $5, $6, nextval('tw_fleet_version')) {on_conflict}
+             RETURNING version"
+        ),
+        &[
+            &shard_of(timer.key, shards),
+            &(timer.key as i64),
+            &timer.name,
+            &timer.due_ms,
+            &timer.period_ms,
+            &timer.payload,
+        ],
+    )?;
+    row.map(|r| r.get(0)).ok_or_else(|| {
+        FleetError::Invalid(format!("timer ({}, {:?}) exists", timer.key, timer.name))
+    })
+}
+
+/// Claims up to `limit` timers of `held` shards due at `now_ms`, in one fenced
+/// transaction: each becomes an unacknowledged fire under its shard's epoch; a one-shot
+/// ends, a periodic one moves on by its period (a point still due is claimed again, so no
+/// point is skipped). Rows another transaction holds are skipped (`SKIP LOCKED`).
+pub fn claim_due(
+    client: &mut impl GenericClient,
+    owner: &str,
+    held: &[(i32, i64)],
+    now_ms: i64,
+    limit: i64,
+) -> Result<Vec<Fire>> {
+    let mut tx = client.transaction()?;
+    for (shard, epoch) in held {
+        fence(&mut tx, owner, *shard, *epoch)?;
+    }
+    let shards: Vec<i32> = held.iter().map(|(s, _)| *s).collect();
+    let epochs: Vec<i64> = held.iter().map(|(_, e)| *e).collect();
+    let rows = tx.query(
+        "WITH due AS (
+             SELECT t.shard, t.key, t.name, t.due_ms, t.period_ms, t.payload, t.version
+             FROM tw_fleet_timers t
+             WHERE t.shard = ANY($1) AND t.due_ms <= $3
+             ORDER BY t.due_ms LIMIT $4 FOR UPDATE SKIP LOCKED),
+         fired AS (
+             INSERT INTO tw_fleet_fires
+                 (shard, key, name, occurrence_ms, version, shard_epoch, payload)
+             SELECT d.shard, d.key, d.name, d.due_ms, d.version, h.epoch, d.payload
+             FROM due d JOIN unnest($1::int[], $2::bigint[]) AS h(shard, epoch)
+                  ON d.shard = h.shard
+             ON CONFLICT DO NOTHING),
+         ended AS (
+             DELETE FROM tw_fleet_timers t USING due d
+             WHERE d.period_ms = 0 AND t.key = d.key AND t.name = d.name),
+         moved AS (
+             UPDATE tw_fleet_timers t SET due_ms = t.due_ms + t.period_ms FROM due d
+             WHERE d.period_ms > 0 AND t.key = d.key AND t.name = d.name)
+         SELECT d.key, d.name, d.due_ms, d.version, d.shard, h.epoch, d.payload
+         FROM due d JOIN unnest($1::int[], $2::bigint[]) AS h(shard, epoch)
+              ON d.shard = h.shard
+         ORDER BY d.due_ms",
+        &[&shards, &epochs, &now_ms, &limit],
+    )?;
+    let fires = rows.iter().map(fire_of_row).collect();
+    tx.commit()?;
+    Ok(fires)
+}
+
+/// A stored timer as a node loads it into its wheel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WindowTimer {
+    /// The application's key.
+    pub key: Key,
+    /// The handler's name.
+    pub name: String,
+    /// The next deadline, ms since the Unix epoch.
+    pub due_ms: i64,
+    /// The period in ms; 0 for a one-shot.
+    pub period_ms: i64,
+    /// The incarnation.
+    pub version: i64,
+    /// The shard of the key.
+    pub shard: i32,
+}
+
+/// The near window: the timers of `held` shards due before `until_ms`, earliest first, at
+/// most `limit`, read under the fence (a node that lost a shard loads nothing of it).
+pub fn load_window(
+    client: &mut impl GenericClient,
+    owner: &str,
+    held: &[(i32, i64)],
+    until_ms: i64,
+    limit: i64,
+) -> Result<Vec<WindowTimer>> {
+    let mut tx = client.transaction()?;
+    for (shard, epoch) in held {
+        fence(&mut tx, owner, *shard, *epoch)?;
+    }
+    let shards: Vec<i32> = held.iter().map(|(s, _)| *s).collect();
+    let rows = tx.query(
+        "SELECT key, name, due_ms, period_ms, version, shard FROM tw_fleet_timers
+         WHERE shard = ANY($1) AND due_ms < $2 ORDER BY due_ms LIMIT $3",
+        &[&shards, &until_ms, &limit],
+    )?;
+    tx.commit()?;
+    Ok(rows
+        .iter()
+        .map(|r| WindowTimer {
+            key: r.get::<_, i64>(0) as Key,
+            name: r.get(1),
+            due_ms: r.get(2),
+            period_ms: r.get(3),
+            version: r.get(4),
+            shard: r.get(5),
+        })
+        .collect())
+}
+
+/// Acknowledges `tokens` (their effects are done): all of them, or none when the lease of
+/// one of their shards moved past the token's epoch ([`FleetError::Fenced`]).
+pub fn ack(client: &mut impl GenericClient, owner: &str, tokens: &[FleetToken]) -> Result<u64> {
+    let mut tx = client.transaction()?;
+    let fences: BTreeSet<(i32, i64)> = tokens.iter().map(|t| (t.shard, t.shard_epoch)).collect();
+    for (shard, epoch) in fences {
+        fence(&mut tx, owner, shard, epoch)?;
+    }
+    let keys: Vec<i64> = tokens.iter().map(|t| t.key as i64).collect();
+    let names: Vec<&str> = tokens.iter().map(|t| t.name.as_str()).collect();
+    let occurrences: Vec<i64> = tokens.iter().map(|t| t.occurrence_ms).collect();
+    let epochs: Vec<i64> = tokens.iter().map(|t| t.shard_epoch).collect();
+    let acked = tx.execute(
+        "DELETE FROM tw_fleet_fires f
+         USING unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[])
+               AS a(key, name, occurrence_ms, shard_epoch)
+         WHERE f.key = a.key AND f.name = a.name AND f.occurrence_ms = a.occurrence_ms
+           AND f.shard_epoch = a.shard_epoch",
+        &[&keys, &names, &occurrences, &epochs],
+    )?;
+    tx.commit()?;
+    Ok(acked)
+}
+
+/// Takes over the unacknowledged fires of a shard just acquired under `epoch`: they are
+/// delivered again with the same (key, name, occurrence, version) and the new epoch, and
+/// an ack under the old epoch is refused from then on.
+pub fn take_over_fires(
+    client: &mut impl GenericClient,
+    owner: &str,
+    shard: i32,
+    epoch: i64,
+) -> Result<Vec<Fire>> {
+    let mut tx = client.transaction()?;
+    fence(&mut tx, owner, shard, epoch)?;
+    let rows = tx.query(
+        "UPDATE tw_fleet_fires SET shard_epoch = $2
+         WHERE shard = $1 AND shard_epoch < $2
+         RETURNING key, name, occurrence_ms, version, shard, shard_epoch, payload",
+        &[&shard, &epoch],
+    )?;
+    let fires = rows.iter().map(fire_of_row).collect();
+    tx.commit()?;
+    Ok(fires)
+}
+
+fn fire_of_row(row: &postgres::Row) -> Fire {
+    Fire {
+        token: FleetToken {
+            key: row.get::<_, i64>(0) as Key,
+            name: row.get(1),
+            occurrence_ms: row.get(2),
+            version: row.get(3),
+            shard: row.get(4),
+            shard_epoch: row.get(5),
+        },
+        payload: row.get(6),
+    }
+}

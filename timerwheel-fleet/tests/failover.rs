@@ -1,0 +1,182 @@
+//! Failover with real processes: kill -9, SIGSTOP past the lease then SIGCONT, a node
+//! joining mid-run. Timing bounds follow the issue (TTL + 1 s); the TTLs are short.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use support::{connect, epochs, fleet_server, held_by, now_ms, wait_owners, NodeProcess};
+
+const SHARDS: i32 = 32;
+
+fn add(client: &mut postgres::Client, key: u64, due_ms: i64) {
+    support::add_charge(client, SHARDS, key, due_ms);
+}
+
+#[test]
+fn kill_9_of_a_node_and_the_others_take_its_shards_within_ttl_plus_1s() {
+    let server = fleet_server(SHARDS);
+    let mut db = connect(&server);
+    let ttl = Duration::from_secs(2);
+    let nodes: Vec<NodeProcess> = ["a", "b", "c"]
+        .iter()
+        .map(|n| NodeProcess::spawn(&server, n, ttl, false))
+        .collect();
+    wait_owners(&mut db, Duration::from_secs(60), |o| {
+        held_by(o, &["a", "b", "c"])
+            .iter()
+            .all(|n| (10..=11).contains(n))
+    });
+    let before = epochs(&mut db);
+    let victim: Vec<i32> = support::live_owners(&mut db)["c"].clone();
+
+    nodes[2].signal("-KILL");
+    let took = wait_owners(&mut db, Duration::from_secs(30), |o| {
+        held_by(o, &["a", "b"]).iter().sum::<usize>() == SHARDS as usize
+    });
+    assert!(took <= ttl + Duration::from_secs(1), "took {took:?}");
+    let after = epochs(&mut db);
+    for shard in victim {
+        assert!(
+            after[&shard] > before[&shard],
+            "shard {shard}'s epoch did not grow"
+        );
+    }
+}
+
+#[test]
+fn a_node_stopped_past_its_lease_has_its_late_ack_refused_by_epoch() {
+    let server = fleet_server(SHARDS);
+    let mut db = connect(&server);
+    let ttl = Duration::from_secs(1);
+    let mut a = NodeProcess::spawn(&server, "a", ttl, true);
+    wait_owners(&mut db, Duration::from_secs(60), |o| {
+        held_by(o, &["a"]) == [SHARDS as usize]
+    });
+    add(&mut db, 42, now_ms());
+    let fired = a.wait_line("fire 42 ", Duration::from_secs(30));
+    a.signal("-STOP");
+
+    let b = NodeProcess::spawn(&server, "b", ttl, false);
+    wait_owners(&mut db, Duration::from_secs(30), |o| {
+        held_by(o, &["b"]) == [SHARDS as usize]
+    });
+    let again = b.wait_line("fire 42 ", Duration::from_secs(30));
+    b.wait_line("ack ok 1", Duration::from_secs(30));
+    let (old, new) = (b_epoch(&fired), b_epoch(&again));
+    assert!(
+        new > old,
+        "redelivered under epoch {new}, fired under {old}"
+    );
+    assert_eq!(
+        token(&fired),
+        token(&again),
+        "the same token, delivered again"
+    );
+
+    a.signal("-CONT");
+    a.send_ack();
+    let refused = a.wait_line("ack refused", Duration::from_secs(30));
+    let shard = fired.split(' ').nth(5).unwrap();
+    assert_eq!(refused, format!("ack refused {shard} {old}"));
+    let unacked: i64 = db
+        .query_one("SELECT count(*) FROM tw_fleet_fires", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(unacked, 0, "b's ack stands");
+    assert!(
+        !a.lines().iter().any(|l| l.starts_with("ack ok")),
+        "a's late ack was taken: {:?}",
+        a.lines()
+    );
+}
+
+/// The epoch of a `fire` line.
+fn b_epoch(line: &str) -> i64 {
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// A `fire` line's token without the shard epoch: key, name, occurrence, version, shard.
+fn token(line: &str) -> String {
+    line.rsplit_once(' ').unwrap().0.to_owned()
+}
+
+#[test]
+fn a_node_joining_mid_run_gets_shards_without_waiting_for_expiry_and_nothing_fires_twice() {
+    let server = fleet_server(SHARDS);
+    let mut db = connect(&server);
+    let ttl = Duration::from_secs(10); // a renews every 2 s: b's shards come at a's ticks
+    let a = NodeProcess::spawn(&server, "a", ttl, false);
+    wait_owners(&mut db, Duration::from_secs(60), |o| {
+        held_by(o, &["a"]) == [SHARDS as usize]
+    });
+    let start = now_ms();
+    let timers = 600u64;
+    for key in 0..timers {
+        add(&mut db, key, start + 3_000 + (key as i64 % 100) * 100); // over 3 to 13 s
+    }
+    let b = NodeProcess::spawn(&server, "b", ttl, false);
+    let took = wait_owners(&mut db, Duration::from_secs(20), |o| {
+        held_by(o, &["a", "b"]) == [16, 16]
+    });
+    // a renews all along: its leases never expire, every shard b has was handed over.
+    assert!(took < ttl, "handover took {took:?}");
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut fired: BTreeMap<u64, usize> = BTreeMap::new();
+    while fired.len() < timers as usize && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        fired.clear();
+        for fire in a.fires().into_iter().chain(b.fires()) {
+            *fired.entry(fire.key).or_default() += 1;
+        }
+    }
+    assert_eq!(fired.len(), timers as usize, "timers lost");
+    let twice: Vec<_> = fired.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "fired twice: {twice:?}");
+    assert!(!b.fires().is_empty(), "b fired nothing after joining");
+    a.leave();
+    b.leave();
+}
+
+#[test]
+fn postgres_restarted_mid_run_the_node_reconnects_and_nothing_is_lost() {
+    let server = fleet_server(SHARDS);
+    let mut db = connect(&server);
+    let a = NodeProcess::spawn(&server, "a", Duration::from_secs(2), false);
+    wait_owners(&mut db, Duration::from_secs(60), |o| {
+        held_by(o, &["a"]) == [SHARDS as usize]
+    });
+    let start = now_ms();
+    let timers = 200u64;
+    for key in 0..timers {
+        add(&mut db, key, start + (key as i64 % 50) * 60); // over 3 s
+    }
+    std::thread::sleep(Duration::from_millis(1_000));
+    server.restart();
+    a.wait_line("reconnected", Duration::from_secs(60));
+
+    let mut db = connect(&server);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let left: i64 = db
+            .query_one(
+                "SELECT (SELECT count(*) FROM tw_fleet_timers)
+                      + (SELECT count(*) FROM tw_fleet_fires)",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if left == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{left} timers or fires left"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let fired: std::collections::BTreeSet<u64> = a.fires().iter().map(|f| f.key).collect();
+    assert_eq!(fired.len(), timers as usize, "timers lost");
+}
