@@ -1,5 +1,6 @@
 package timerwheel
 
+// #include <stdlib.h>
 // #include "timerwheel.h"
 import "C"
 
@@ -7,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unsafe"
 )
 
 // Config sets up a Wheel. The zero Config means every default; a field left zero takes its
@@ -39,6 +41,19 @@ type Config struct {
 	// on the callback's thread, after the panic has been counted in Stats.CallbackPanics.
 	// A panic in OnPanic itself is dropped.
 	OnPanic func(v any)
+
+	// Durable timers (docs/contract.md, "Durable timers"; Wheel.HandleDurable).
+	// StorePath is the store's file, opened by OpenDurable; empty: no store.
+	StorePath string
+	// Durability is when a change is committed: DurableAsync (the default) or DurableSync.
+	Durability Durability
+	// StoreBatch bounds the events per commit. Default 1000.
+	StoreBatch int
+	// StoreDelay is, in DurableAsync mode, the longest an event waits for its commit.
+	// Default 10ms.
+	StoreDelay time.Duration
+	// MissedPoints is what a periodic durable timer does with points missed while down.
+	MissedPoints MissedPoints
 }
 
 // toC fills the library's defaults and overrides the fields that are set. The error, which
@@ -55,6 +70,10 @@ func (c Config) toC() (C.tw_config, error) {
 		return cfg, negative("MaxTimers", c.MaxTimers)
 	case c.SlowCallback < 0:
 		return cfg, negative("SlowCallback", c.SlowCallback)
+	case c.StoreBatch < 0:
+		return cfg, negative("StoreBatch", c.StoreBatch)
+	case c.StoreDelay < 0:
+		return cfg, negative("StoreDelay", c.StoreDelay)
 	}
 	if c.Tick > 0 {
 		cfg.tick_us = C.uint64_t(ceilDiv(c.Tick, time.Microsecond))
@@ -74,6 +93,7 @@ func (c Config) toC() (C.tw_config, error) {
 		cfg.clock = C.TW_CLOCK_VIRTUAL
 		cfg.virtual_start_unix_ms = C.int64_t(c.VirtualStart.UnixMilli())
 	}
+	c.durableToC(&cfg)
 	if why := cConfigCheck(cfg); why != "" {
 		return cfg, fmt.Errorf("%w: %s", ErrInvalid, why)
 	}
@@ -96,4 +116,27 @@ func workerCount(n int) uint32 {
 	default:
 		return uint32(n)
 	}
+}
+
+// durableToC sets the store's fields; the path is C memory that freeC frees.
+func (c Config) durableToC(cfg *C.tw_config) {
+	if c.StorePath != "" {
+		cfg.store_path = C.CString(c.StorePath)
+		cfg.durability = C.TW_DURABLE_ASYNC
+	}
+	if c.Durability != 0 {
+		cfg.durability = C.uint32_t(c.Durability)
+	}
+	if c.StoreBatch != 0 {
+		cfg.store_batch = C.uint32_t(workerCount(c.StoreBatch))
+	}
+	if c.StoreDelay != 0 {
+		cfg.store_delay_us = C.uint64_t(ceilDiv(c.StoreDelay, time.Microsecond))
+	}
+	cfg.missed_points = C.uint32_t(c.MissedPoints)
+}
+
+// freeC frees what toC allocated.
+func freeC(cfg C.tw_config) {
+	C.free(unsafe.Pointer(cfg.store_path))
 }

@@ -30,6 +30,13 @@ var (
 	ErrForked = statusError(C.TW_ERR_FORKED)
 	// ErrGroupClosed reports an add to a Group that was stopped.
 	ErrGroupClosed = statusError(C.TW_ERR_GROUP_CLOSED)
+	// ErrExists reports an AddDurable of a (Key, Name) that has a timer, without Replace.
+	ErrExists = statusError(C.TW_ERR_EXISTS)
+	// ErrNoHandler reports a durable timer whose name has no handler (HandleDurable).
+	ErrNoHandler = statusError(C.TW_ERR_NO_HANDLER)
+	// ErrStore reports that the durable store refused or failed; the error is a
+	// *StoreError with the store's message.
+	ErrStore = statusError(C.TW_ERR_STORE)
 )
 
 // statusError is the package's error of a tw_status: the library's text of it.
@@ -59,6 +66,9 @@ var statusErrors = [...]error{
 	C.TW_ERR_FORKED:       ErrForked,
 	C.TW_ERR_TOO_SMALL:    errTooSmall,
 	C.TW_ERR_GROUP_CLOSED: ErrGroupClosed,
+	C.TW_ERR_EXISTS:       ErrExists,
+	C.TW_ERR_NO_HANDLER:   ErrNoHandler,
+	C.TW_ERR_STORE:        ErrStore,
 }
 
 // errFromCode returns the error of a tw_status code; unknown codes wrap ErrInternal.

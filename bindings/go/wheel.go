@@ -24,6 +24,8 @@ type Wheel struct {
 	unstarted unstarted
 	// onPanic is called with the value of each recovered callback panic.
 	onPanic func(v any)
+	// durable holds the handlers of HandleDurable.
+	durable durableHandlers
 
 	// virtual: on a virtual clock, whose callbacks run inside Advance. advanceMu lets one
 	// Advance run at a time; inCallback counts its callbacks running (0 or 1).
@@ -38,6 +40,7 @@ type Wheel struct {
 // New starts a wheel. The zero Config means every default.
 func New(cfg Config) (*Wheel, error) {
 	ccfg, err := cfg.toC()
+	defer freeC(ccfg)
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +178,8 @@ func (w *Wheel) Close() error {
 		// Inside one of our own callbacks, where tw_destroy would wait for itself: the
 		// wheel stops without waiting, and the library frees it when the callback returns.
 		_ = cDestroyNowait(w.c)
+	} else {
+		w.releaseDurable() // after the nowait path a handler may still run: kept
 	}
 	final := closedStats(last, timers.releaseWheel(w))
 	w.final.Store(&final)
