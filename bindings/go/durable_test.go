@@ -284,3 +284,40 @@ func durableChild(path string) {
 func formatToken(t Token) string {
 	return fmt.Sprintf("%d %s %d %d", t.Key, t.Name, t.Occurrence.UnixMilli(), t.Epoch)
 }
+
+func TestDurableMissedPoints(t *testing.T) {
+	start := time.UnixMilli(1_700_000_000_000)
+	for _, tc := range []struct {
+		missed MissedPoints
+		fires  int
+	}{{MissedEach, 10}, {MissedCoalesce, 1}} {
+		path := filepath.Join(t.TempDir(), "store.db")
+		count := func(Token, []byte) Ack { return AckNow }
+		w := newWheel(t, Config{VirtualStart: start, StorePath: path})
+		if err := w.HandleDurable("tick", count); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.OpenDurable(); err != nil {
+			t.Fatal(err)
+		}
+		mustAddDurable(t, w, DurableTimer{Key: 1, Name: "tick", First: start.Add(time.Second),
+			Period: time.Second})
+		_ = w.Close()
+
+		fires := 0
+		w = newWheel(t, Config{VirtualStart: start.Add(10500 * time.Millisecond),
+			StorePath: path, MissedPoints: tc.missed})
+		if err := w.HandleDurable("tick", func(Token, []byte) Ack { fires++; return AckNow }); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.OpenDurable(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Advance(0); err != nil {
+			t.Fatal(err)
+		}
+		if fires != tc.fires {
+			t.Fatalf("MissedPoints %d: %d fires of the missed points, want %d", tc.missed, fires, tc.fires)
+		}
+	}
+}
