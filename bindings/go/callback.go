@@ -28,10 +28,8 @@ func twgoFire(handle C.uintptr_t) {
 // run calls the timer's func (or sends on its channel, for the C timer numbered arm),
 // recovering and counting a panic so that the wheel goes on.
 func (t *Timer) run(arm uint32) {
-	if t.w.virtual {
-		t.w.inCallback.Add(1)
-		defer t.w.inCallback.Add(-1)
-	}
+	t.w.callbackStarted()
+	defer t.w.callbackEnded()
 	if t.C != nil {
 		t.x.ch.send(arm)
 		return

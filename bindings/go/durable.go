@@ -97,7 +97,8 @@ type durableHandler struct {
 
 // HandleDurable registers h for the durable timers named name, before OpenDurable; a name
 // at most once (ErrInvalid), ErrBusy after OpenDurable. A panic in h is recovered and
-// counted as a callback panic (Config.OnPanic); its fire stays unacknowledged.
+// counted as a callback panic (Config.OnPanic); its fire stays unacknowledged. A wheel
+// with handlers stays reachable until Close: close it.
 func (w *Wheel) HandleDurable(name string, h DurableHandler) error {
 	if h == nil {
 		return errNilFunc
@@ -208,6 +209,8 @@ func twgoDurable(handle C.uintptr_t, key C.uint64_t, name *C.char, occurrence C.
 	token := Token{Key: uint64(key), Name: C.GoString(name),
 		Occurrence: time.UnixMilli(int64(occurrence)), Epoch: uint64(epoch)}
 	bytes := C.GoBytes(payload, C.int(n))
+	d.w.callbackStarted()
+	defer d.w.callbackEnded()
 	defer func() {
 		if v := recover(); v != nil {
 			d.w.panicked(v)

@@ -55,7 +55,8 @@ func expectNoFire(t *testing.T, ch <-chan fired) {
 }
 
 func TestDurableTokenAndPayload(t *testing.T) {
-	w, ch := openDurable(t, filepath.Join(t.TempDir(), "store.db"), AckNow)
+	path := filepath.Join(t.TempDir(), "store.db")
+	w, ch := openDurable(t, path, AckNow)
 	first := time.Now().Add(20 * time.Millisecond)
 	payload := []byte("order 17\x00binary")
 	mustAddDurable(t, w, DurableTimer{Key: 17, Name: "charge", Payload: payload, First: first})
@@ -70,13 +71,14 @@ func TestDurableTokenAndPayload(t *testing.T) {
 	if string(f.payload) != "order 17\x00binary" {
 		t.Fatalf("payload %q", f.payload)
 	}
-	if n, err := w.Ack(f.token); n != 0 || err != nil {
-		t.Fatalf("Ack of a fire acknowledged by AckNow = %d, %v; want 0, nil", n, err)
-	}
+	_ = w.Close()
+	_, ch = openDurable(t, path, AckNow)
+	expectNoFire(t, ch) // AckNow acknowledged it
 }
 
 func TestDurableAckLaterOnce(t *testing.T) {
-	w, ch := openDurable(t, filepath.Join(t.TempDir(), "store.db"), AckLater)
+	path := filepath.Join(t.TempDir(), "store.db")
+	w, ch := openDurable(t, path, AckLater)
 	mustAddDurable(t, w, DurableTimer{Key: 1, Name: "charge", First: time.Now()})
 	f := receive(t, ch, "the fire")
 	stale := f.token
@@ -90,6 +92,9 @@ func TestDurableAckLaterOnce(t *testing.T) {
 	if _, err := w.Flush(); err != nil {
 		t.Fatalf("Flush: %v", err)
 	}
+	_ = w.Close()
+	_, ch = openDurable(t, path, AckLater)
+	expectNoFire(t, ch) // acknowledged by Ack
 }
 
 func TestDurableExistsReplaceResetDelete(t *testing.T) {
@@ -320,4 +325,36 @@ func TestDurableMissedPoints(t *testing.T) {
 			t.Fatalf("MissedPoints %d: %d fires of the missed points, want %d", tc.missed, fires, tc.fires)
 		}
 	}
+}
+
+// On a virtual clock a durable handler runs inside Advance, as a func does: Advance from
+// it is ErrBusy and Close from it returns (neither waits for itself).
+func TestDurableHandlerInsideAdvance(t *testing.T) {
+	start := time.UnixMilli(1_700_000_000_000)
+	w := newWheel(t, Config{VirtualStart: start, StorePath: filepath.Join(t.TempDir(), "s.db")})
+	inside := make(chan error, 2)
+	if err := w.HandleDurable("tick", func(Token, []byte) Ack {
+		_, err := w.Advance(time.Second)
+		inside <- err
+		inside <- w.Close()
+		return AckNow
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.OpenDurable(); err != nil {
+		t.Fatal(err)
+	}
+	mustAddDurable(t, w, DurableTimer{Key: 1, Name: "tick", First: start})
+	done := make(chan struct{})
+	go func() {
+		_, _ = w.Advance(time.Millisecond)
+		close(done)
+	}()
+	if err := receive(t, inside, "Advance from the handler"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Advance from a durable handler: %v, want ErrBusy", err)
+	}
+	if err := receive(t, inside, "Close from the handler"); err != nil {
+		t.Fatalf("Close from a durable handler: %v", err)
+	}
+	receive(t, done, "the Advance that ran the handler")
 }

@@ -204,6 +204,21 @@ func closedStats(s Stats, discarded int) Stats {
 	return s
 }
 
+// callbackStarted and callbackEnded bracket each run of a func or durable handler: on a
+// virtual clock it runs inside Advance, which must then neither wait for it (Close) nor
+// run again (Advance).
+func (w *Wheel) callbackStarted() {
+	if w.virtual {
+		w.inCallback.Add(1)
+	}
+}
+
+func (w *Wheel) callbackEnded() {
+	if w.virtual {
+		w.inCallback.Add(-1)
+	}
+}
+
 // panicked has the library count a recovered callback panic (in callback_panics, at once)
 // and then hands it to Config.OnPanic. A panic in OnPanic itself is dropped:
 // no panic may unwind into the C library.
