@@ -75,10 +75,10 @@ func TestCloseFromOwnCallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var ranPending atomic.Bool // added first: the Close below may run before a later add
+	mustAfterFunc(t, w, time.Hour, func() { ranPending.Store(true) })
 	closed := make(chan error, 1)
 	mustAfterFunc(t, w, 0, func() { closed <- w.Close() })
-	var ranPending atomic.Bool
-	mustAfterFunc(t, w, time.Hour, func() { ranPending.Store(true) })
 	if err := receive(t, closed, "Close from the callback"); err != nil {
 		t.Fatalf("Close from a callback = %v, want nil", err)
 	}
