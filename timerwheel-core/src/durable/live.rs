@@ -55,6 +55,8 @@ impl<T: Task + From<BoxTask>> Shared<T> {
     pub fn restore(self: &Arc<Self>, snapshot: Snapshot) -> Result<(), Error> {
         let now_ms = to_ms(self.runtime().now());
         let mut live = self.lock();
+        live.timers.reserve(snapshot.timers.len());
+        live.fires.reserve(snapshot.fires.len());
         for (id, mut stored) in snapshot.timers {
             stored.deadline_ms = self.first_due(&stored, now_ms);
             let timer = self.schedule(&stored)?;
