@@ -282,6 +282,36 @@ static void test_batches_during_destroy(void) {
     CHECK(d.calls_ok >= 2); /* the call itself succeeds: the statuses say what happened */
 }
 
+/* A drop run by the batch destroys the wheel without waiting: the batch goes on with the
+ * ids after it (each TW_ERR_SHUTDOWN), and the wheel is freed only once the batch returned
+ * (it was freed inside the drop, and the batch read it after: a use after free). */
+static tw_wheel *nowait_wheel;
+static tw_status nowait_status;
+
+static void destroying_drop(void *data) {
+    (void)data;
+    atomic_add(&drops, 1);
+    if (nowait_status == UNSET) nowait_status = tw_destroy_nowait(nowait_wheel);
+}
+
+static void test_drop_destroys_the_wheel_without_waiting(void) {
+    for (int round = 0; round < 200; round++) {
+        tw_timer_id ids[4];
+        tw_status statuses[4];
+        fill(statuses, 4);
+        nowait_status = UNSET;
+        CHECK_OK(tw_create(NULL, &nowait_wheel));
+        for (int i = 0; i < 4; i++)
+            CHECK_OK(tw_add(nowait_wheel, HOUR_MS, never_runs, NULL, destroying_drop, &ids[i]));
+        long before = atomic_get(&drops);
+        CHECK_OK(tw_delete_many(nowait_wheel, ids, 4, statuses));
+        CHECK_STATUS(nowait_status, TW_OK);
+        CHECK_STATUS(statuses[0], TW_OK);
+        for (int i = 1; i < 4; i++) CHECK_STATUS(statuses[i], TW_ERR_SHUTDOWN);
+        CHECK(atomic_get(&drops) == before + 4); /* the first by the delete, three by destroy */
+    }
+}
+
 int main(void) {
     RUN(test_null_arrays_change_nothing);
     RUN(test_delete_many_statuses);
@@ -290,5 +320,6 @@ int main(void) {
     RUN(test_drop_deletes_the_same_ids_threaded);
     RUN(test_drop_rewrites_the_ids_ahead);
     RUN(test_batches_during_destroy);
+    RUN(test_drop_destroys_the_wheel_without_waiting);
     return check_summary("test_batch");
 }

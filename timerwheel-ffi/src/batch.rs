@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use timerwheel_core::{Error, Runtime, TimerId};
+use timerwheel_core::{Error, Hold, TimerId};
 
 use crate::boundary::guard;
 use crate::handle::tw_wheel;
@@ -31,7 +31,7 @@ pub unsafe extern "C" fn tw_delete_many(
     statuses: *mut tw_status,
 ) -> tw_status {
     // SAFETY: the caller keeps tw_delete_many's contract, which is each_timer's.
-    unsafe { each_timer(w, ids, None, n, statuses, |rt, id, _| rt.cancel(id)) }
+    unsafe { each_timer(w, ids, None, n, statuses, |hold, id, _| hold.cancel(id)) }
 }
 
 /// Re-arms the timers `ids[0..n]` in order, `ids[i]` to fire `delays_ms[i]` from now, each
@@ -53,7 +53,7 @@ pub unsafe extern "C" fn tw_reset_many(
     n: usize,
     statuses: *mut tw_status,
 ) -> tw_status {
-    let reset = |rt: &Runtime<CTask>, id, delay_ms| rt.reset(id, Duration::from_millis(delay_ms));
+    let reset = |hold: &Hold<CTask>, id, delay_ms| hold.reset(id, Duration::from_millis(delay_ms));
     // SAFETY: the caller keeps tw_reset_many's contract, which is each_timer's.
     unsafe { each_timer(w, ids, Some(delays_ms), n, statuses, reset) }
 }
@@ -72,7 +72,7 @@ unsafe fn each_timer(
     values: Option<*const u64>,
     n: usize,
     statuses: *mut tw_status,
-    op: impl Fn(&Runtime<CTask>, TimerId, u64) -> Result<(), Error>,
+    op: impl Fn(&Hold<CTask>, TimerId, u64) -> Result<(), Error>,
 ) -> tw_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live wheel.
@@ -81,12 +81,15 @@ unsafe fn each_timer(
         if n > 0 && (ids.is_null() || statuses.is_null() || values_null) {
             return Err(tw_status::TW_ERR_INVALID);
         }
+        // A drop run by `op` may destroy the wheel without waiting (tw_destroy_nowait): the
+        // hold keeps the runtime for the ids still to come, and `w` is freed after it ends.
+        let hold = runtime.hold();
         for i in 0..n {
             // SAFETY: `ids` and `values` (if any) are non-NULL here and readable for `n`
             // elements.
             let (raw, value) =
                 unsafe { (ids.add(i).read(), values.map_or(0, |v| v.add(i).read())) };
-            let status = match timer_id(raw).and_then(|id| Ok(op(runtime, id, value)?)) {
+            let status = match timer_id(raw).and_then(|id| Ok(op(&hold, id, value)?)) {
                 Ok(()) => tw_status::TW_OK,
                 Err(status) => status,
             };

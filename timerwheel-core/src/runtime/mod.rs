@@ -315,16 +315,31 @@ impl<T: Task> Runtime<T> {
     /// [`cancel`](Self::cancel) of each timer of `ids`, in order: each one's result, in
     /// the same order. An id given twice is `NotFound` the second time.
     pub fn cancel_many(&self, ids: &[TimerId]) -> Vec<Result<(), Error>> {
-        ids.iter().map(|&id| self.cancel(id)).collect()
+        let hold = self.hold();
+        ids.iter().map(|&id| hold.cancel(id)).collect()
     }
 
     /// [`reset`](Self::reset) of each timer of `timers` to its delay, in order: each one's
     /// result, in the same order. An id given twice is re-armed twice: the later delay holds.
     pub fn reset_many(&self, timers: &[(TimerId, Duration)]) -> Vec<Result<(), Error>> {
+        let hold = self.hold();
         timers
             .iter()
-            .map(|&(id, delay)| self.reset(id, delay))
+            .map(|&(id, delay)| hold.reset(id, delay))
             .collect()
+    }
+
+    /// A hold for a run of calls on this thread (a batch): see [`Hold`].
+    pub fn hold(&self) -> Hold<T> {
+        let inner = Arc::clone(&self.inner);
+        let counted = inner.executor.begin_poll();
+        Hold { inner, counted }
+    }
+
+    /// Whether this process is a fork() child of the one that started the runtime (its
+    /// calls then give [`Error::Forked`]).
+    pub fn forked(&self) -> bool {
+        self.inner.forked()
     }
 
     /// Whether the timer is pending: it will run (again) unless cancelled.
@@ -489,6 +504,36 @@ fn periodic_schedule(period: Duration, mode: PeriodMode) -> Option<Schedule> {
 fn period_ns(period: Duration) -> Option<u64> {
     let period_ns = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
     (period_ns != 0).then_some(period_ns)
+}
+
+/// A runtime held for a run of calls made on one thread, as a poll holds it: a drop run by
+/// one of them may shut the runtime down without waiting and let its owner free the
+/// [`Runtime`] handle ([`Runtime::shutdown_nowait_then`]); the owner's release then waits
+/// for the hold to end, and the calls still to come answer `Shutdown` through the hold.
+pub struct Hold<T: Task> {
+    inner: Arc<Inner<T>>,
+    /// Whether the executor counts it (not when the runtime was closed already).
+    counted: bool,
+}
+
+impl<T: Task> Hold<T> {
+    /// [`Runtime::cancel`].
+    pub fn cancel(&self, id: TimerId) -> Result<(), Error> {
+        self.inner.cancel(id)
+    }
+
+    /// [`Runtime::reset`].
+    pub fn reset(&self, id: TimerId, delay: Duration) -> Result<(), Error> {
+        self.inner.reset(id, delay)
+    }
+}
+
+impl<T: Task> Drop for Hold<T> {
+    fn drop(&mut self) {
+        if self.counted {
+            self.inner.executor.end_poll();
+        }
+    }
 }
 
 impl<T: Task> Drop for Runtime<T> {
