@@ -5,6 +5,9 @@
  */
 #include "check.h"
 
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define START_MS INT64_C(1704067200000) /* 2024-01-01T00:00:00Z */
@@ -191,9 +194,72 @@ static void a_missing_handler_a_second_opener_and_a_bad_file_are_refused(void) {
     unlink(path);
 }
 
+/* A fork() child of a process whose store is committing: every durable call on the
+ * parent's wheel refuses with TW_ERR_FORKED at once and changes nothing, and destroying
+ * the wheel returns (the store's writer thread is the parent's: waiting for it hung). */
+typedef struct adding {
+    tw_wheel *w;
+    long stop;
+} adding;
+
+static void *add_until_stopped(void *data) {
+    adding *a = data;
+    for (uint64_t key = 1; !atomic_get(&a->stop); key++)
+        tw_durable_add(a->w, key, "charge", NULL, 0, START_MS + 3600000, 0, 0);
+    return NULL;
+}
+
+static int child_is_refused(tw_wheel *w) {
+    alarm(20); /* a hang ends the child with SIGALRM */
+    tw_token token = {1, "charge", START_MS, 1};
+    size_t acked = 0;
+    uint64_t seq = 0;
+    int refused = tw_durable_add(w, 1, "charge", NULL, 0, START_MS, 0, 0) == TW_ERR_FORKED &&
+                  tw_durable_reset(w, 1, "charge", START_MS) == TW_ERR_FORKED &&
+                  tw_durable_delete(w, 1, "charge") == TW_ERR_FORKED &&
+                  tw_durable_ack(w, &token, 1, &acked) == TW_ERR_FORKED &&
+                  tw_durable_flush(w, &seq) == TW_ERR_FORKED;
+    tw_destroy(w);
+    return refused ? 0 : 1;
+}
+
+static void a_fork_child_is_refused_and_never_hangs(void) {
+    char path[256];
+    store_path(path, sizeof path, "fork");
+    seen s = {.answer = TW_ACK_NOW};
+    adding a = {durable_wheel(path, START_MS, &s), 0};
+    CHECK_OK(tw_durable_open(a.w));
+    pthread_t adder;
+    CHECK(pthread_create(&adder, NULL, add_until_stopped, &a) == 0);
+    for (int i = 0; i < 10; i++) {
+        sleep_ms(20);
+        int verdict[2];
+        CHECK(pipe(verdict) == 0);
+        pid_t pid = fork();
+        if (pid == 0) {
+            /* The verdict goes through a pipe, not the exit status, which a memory checker
+             * around the child may change (test_fork.c says why). */
+            char refused = (char)child_is_refused(a.w);
+            if (write(verdict[1], &refused, 1) != 1) _exit(2);
+            _exit(0);
+        }
+        close(verdict[1]);
+        char got = 1;
+        CHECK(read(verdict[0], &got, 1) == 1); /* 0 bytes: the child hung and was killed */
+        CHECK(got == 0);
+        close(verdict[0]);
+        CHECK(waitpid(pid, NULL, 0) == pid);
+    }
+    atomic_set(&a.stop, 1);
+    pthread_join(adder, NULL);
+    CHECK_OK(tw_destroy(a.w));
+    store_path(path, sizeof path, "fork");
+}
+
 int main(void) {
     RUN(an_unacknowledged_fire_comes_back_with_its_token);
     RUN(bad_calls_are_refused_and_change_nothing);
     RUN(a_missing_handler_a_second_opener_and_a_bad_file_are_refused);
+    RUN(a_fork_child_is_refused_and_never_hangs);
     return check_summary("test_durable");
 }

@@ -184,7 +184,9 @@ impl CHandler {
     }
 }
 
-/// The wheel behind `w`; `TW_ERR_INVALID` for NULL and for the shared wheel (no store).
+/// The wheel behind `w`; `TW_ERR_INVALID` for NULL and for the shared wheel (no store),
+/// `TW_ERR_FORKED` in a fork() child for a wheel of the parent (its store's writer thread
+/// is the parent's).
 ///
 /// # Safety
 /// `w` is NULL, tw_default(), or a live wheel.
@@ -193,7 +195,11 @@ unsafe fn wheel<'a>(w: *const tw_wheel) -> Result<&'a tw_wheel, tw_status> {
         return Err(tw_status::TW_ERR_INVALID);
     }
     // SAFETY: by this function's contract.
-    unsafe { w.as_ref() }.ok_or(tw_status::TW_ERR_INVALID)
+    let wheel = unsafe { w.as_ref() }.ok_or(tw_status::TW_ERR_INVALID)?;
+    if wheel.runtime().forked() {
+        return Err(tw_status::TW_ERR_FORKED);
+    }
+    Ok(wheel)
 }
 
 /// A name from C: non-NULL, UTF-8, not empty.

@@ -193,27 +193,38 @@ impl<T: Task + From<BoxTask>> Durable<T> {
     /// Adds a durable timer. `NoHandler` for a name not registered, `Exists` for a (key,
     /// name) that has a timer unless `replace`; in sync mode returns once committed.
     pub fn add(&self, timer: &DurableTimer<'_>) -> Result<(), DurableError> {
-        self.shared.add(timer)
+        self.here()?.add(timer)
     }
 
     /// Moves the next deadline of the timer (key, name) to `when`. `NotFound` if none.
     pub fn reset(&self, key: Key, name: &str, when: SystemTime) -> Result<(), DurableError> {
-        self.shared.reset(key, name, clock::to_ms(when))
+        self.here()?.reset(key, name, clock::to_ms(when))
     }
 
     /// Removes the timer (key, name): no further fire. `NotFound` if none.
     pub fn delete(&self, key: Key, name: &str) -> Result<(), DurableError> {
-        self.shared.delete(key, name)
+        self.here()?.delete(key, name)
     }
 
     /// Acknowledges fires; returns how many tokens matched an unacknowledged fire.
     pub fn ack(&self, tokens: &[Token]) -> Result<usize, DurableError> {
-        self.shared.ack(tokens)
+        self.here()?.ack(tokens)
     }
 
     /// Commits everything queued; returns the durable sequence number.
     pub fn flush(&self) -> Result<u64, DurableError> {
-        self.shared.journal.flush().map_err(DurableError::Store)
+        let shared = self.here()?;
+        shared.journal.flush().map_err(DurableError::Store)
+    }
+
+    /// The store, unless this is a fork() child of the process that opened it: there the
+    /// writer thread is the parent's (and its locks may be held by it), so every call is
+    /// `Forked` and changes nothing.
+    fn here(&self) -> Result<&Arc<Shared<T>>, DurableError> {
+        if self.runtime().forked() {
+            return Err(DurableError::Runtime(crate::Error::Forked));
+        }
+        Ok(&self.shared)
     }
 
     /// Its counters.
@@ -228,7 +239,14 @@ impl<T: Task + From<BoxTask>> Durable<T> {
 }
 
 impl<T: Task + From<BoxTask>> Drop for Durable<T> {
+    /// Commits what is queued and closes the store; in a fork() child of the process that
+    /// opened it, leaves it alone (its writer thread and locks are the parent's): the
+    /// child's copy is never freed.
     fn drop(&mut self) {
+        if self.runtime().forked() {
+            std::mem::forget(Arc::clone(&self.shared));
+            return;
+        }
         self.shared.close();
     }
 }
