@@ -314,6 +314,34 @@ fn refused(path: &Path) -> String {
 }
 
 #[test]
+fn a_store_left_blank_by_a_crash_while_it_was_created_is_made_anew() {
+    // A crash (kill -9) while the first open created the store leaves no bytes, or a
+    // database in WAL mode with no table and no marks; either was refused for good before.
+    let dir = TempDir::new("blank");
+    let empty = dir.file("empty.db");
+    fs::write(&empty, b"").unwrap();
+    let switched = dir.file("switched.db");
+    {
+        let conn = rusqlite::Connection::open(&switched).unwrap();
+        let _: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .unwrap();
+    }
+    for path in [empty, switched] {
+        {
+            let (builder, _) = recording(Ack::Now);
+            let store = builder.open_sqlite(wheel_at(start()), &path).unwrap();
+            store.add(&timer(1, b"kept", start() + ms(60_000))).unwrap();
+            store.flush().unwrap();
+        }
+        let (builder, _) = recording(Ack::Now);
+        let store = builder.open_sqlite(wheel_at(start()), &path).unwrap();
+        let again = store.add(&timer(1, b"kept", start() + ms(60_000)));
+        assert!(matches!(again, Err(DurableError::Exists)), "{again:?}");
+    }
+}
+
+#[test]
 fn bad_files_are_refused_and_left_untouched() {
     let dir = TempDir::new("bad");
     let garbage = dir.file("garbage.db");

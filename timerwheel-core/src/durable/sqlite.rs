@@ -65,6 +65,8 @@ impl SqliteSink {
         let conn = &self.conn;
         conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
             .map_err(sql)?;
+        // A file left blank by a crash during its creation holds nothing: made anew.
+        let created = created || is_blank(conn)?;
         if !created {
             check_existing(conn)?;
         }
@@ -244,6 +246,22 @@ fn create_if_missing(path: &Path) -> std::io::Result<bool> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(e),
     }
+}
+
+/// Whether an existing file is blank: no bytes, or a database with no table and neither
+/// mark (what a crash while a store was being created leaves), so that making it a store
+/// loses nothing. Reads only; a file that is not a database is not blank.
+fn is_blank(conn: &Connection) -> Result<bool, String> {
+    let marks: (i32, i32, i64) = conn
+        .query_row(
+            "SELECT (SELECT application_id FROM pragma_application_id), \
+                    (SELECT user_version FROM pragma_user_version), \
+                    (SELECT count(*) FROM sqlite_master)",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .map_err(readable)?;
+    Ok(marks == (0, 0, 0))
 }
 
 /// Reads (never writes) an existing file: a timerwheel store, sound, of a version this
