@@ -13,10 +13,14 @@ var timers registry
 //export twgoFire
 func twgoFire(handle C.uintptr_t) {
 	h := uintptr(handle)
-	t := timers.fired(h)
-	if t == nil {
-		return
+	if t := timers.fired(h); t != nil {
+		fire(t, h)
 	}
+}
+
+// fire runs t's func for the firing C timer of handle h, unless that C timer no longer
+// stands for t (see begin).
+func fire(t *Timer, h uintptr) {
 	arm, ok := t.begin(h)
 	if !ok {
 		return

@@ -6,6 +6,7 @@ package timerwheel
 // library come from is set by the build_*.go files.
 
 /*
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,18 +32,104 @@ static uintptr_t twgo_current_handle(void) {
 	return twgo_current;
 }
 
+// The wheel (its Go serial number) of the run that this thread is running for the
+// deliverer (deliver.go); 0: none.
+static __thread uintptr_t twgo_current_wheel;
+
+static void twgo_enter_run(uintptr_t handle, uintptr_t wheel) {
+	twgo_current = handle;
+	twgo_current_wheel = wheel;
+}
+
+static void twgo_leave_run(void) {
+	twgo_current = 0;
+	twgo_current_wheel = 0;
+}
+
+static uintptr_t twgo_current_wheel_serial(void) {
+	return twgo_current_wheel;
+}
+
+// The queue of delivered fires: handles of one-shot Go timers whose callback ran, in the
+// order they ran, waiting for the deliverer. queued counts every handle ever queued.
+static pthread_mutex_t twgo_queue_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t twgo_queue_filled = PTHREAD_COND_INITIALIZER;
+static uintptr_t *twgo_queue;
+static size_t twgo_queue_len, twgo_queue_cap;
+static uint64_t twgo_queued;
+
+// Appends a handle to the queue; 0 when it could not grow (nothing changes then).
+static int twgo_queue_push(uintptr_t handle) {
+	if (twgo_queue_len == twgo_queue_cap) {
+		size_t cap = twgo_queue_cap == 0 ? 1024 : 2 * twgo_queue_cap;
+		uintptr_t *grown = realloc(twgo_queue, cap * sizeof *grown);
+		if (grown == NULL) {
+			return 0;
+		}
+		twgo_queue = grown;
+		twgo_queue_cap = cap;
+	}
+	twgo_queue[twgo_queue_len++] = handle;
+	twgo_queued++;
+	return 1;
+}
+
+// The tw_callback of a batched one-shot Go timer: queues its handle for the deliverer, or,
+// when the queue cannot grow, runs the timer's func here as twgo_fire does.
+static void twgo_fire_later(tw_timer_id id, void *user_data) {
+	pthread_mutex_lock(&twgo_queue_mu);
+	int queued = twgo_queue_push((uintptr_t)user_data);
+	if (queued && twgo_queue_len == 1) {
+		pthread_cond_signal(&twgo_queue_filled);
+	}
+	pthread_mutex_unlock(&twgo_queue_mu);
+	if (!queued) {
+		twgo_fire(id, user_data);
+	}
+}
+
+typedef struct twgo_taken {
+	size_t n;       // handles written to out
+	uint64_t taken; // handles taken from the queue so far, these included
+} twgo_taken;
+
+// Waits until the queue holds a handle, then moves up to cap of them, the oldest, to out.
+static twgo_taken twgo_take_fires(uintptr_t *out, size_t cap) {
+	pthread_mutex_lock(&twgo_queue_mu);
+	while (twgo_queue_len == 0) {
+		pthread_cond_wait(&twgo_queue_filled, &twgo_queue_mu);
+	}
+	twgo_taken r = {twgo_queue_len < cap ? twgo_queue_len : cap, 0};
+	memcpy(out, twgo_queue, r.n * sizeof *out);
+	twgo_queue_len -= r.n;
+	memmove(twgo_queue, twgo_queue + r.n, twgo_queue_len * sizeof *twgo_queue);
+	r.taken = twgo_queued - twgo_queue_len;
+	pthread_mutex_unlock(&twgo_queue_mu);
+	return r;
+}
+
+static uint64_t twgo_queued_fires(void) {
+	pthread_mutex_lock(&twgo_queue_mu);
+	uint64_t n = twgo_queued;
+	pthread_mutex_unlock(&twgo_queue_mu);
+	return n;
+}
+
 typedef struct twgo_added {
 	tw_status status;
 	tw_timer_id id;
 } twgo_added;
 
-// Adds a one-shot timer, into the group `group` unless it is 0. The id comes back by
-// value so that no Go pointer is handed to C on this hot path.
-static twgo_added twgo_add(tw_wheel *w, tw_group_id group, uint64_t delay_ms, uintptr_t handle) {
+// Adds a one-shot timer, into the group `group` unless it is 0, its fires queued for the
+// deliverer when batched. The id comes back by value so that no Go pointer is handed to C
+// on this hot path.
+static twgo_added twgo_add(tw_wheel *w, tw_group_id group, uint64_t delay_ms, uintptr_t handle,
+		int batched) {
 	twgo_added r = {TW_OK, 0};
+	tw_callback fire = batched ? twgo_fire_later : twgo_fire;
 	r.status = group == 0
-		? tw_add(w, delay_ms, twgo_fire, (void *)handle, NULL, &r.id)
-		: tw_group_add(w, group, delay_ms, twgo_fire, (void *)handle, NULL, &r.id);
+		? tw_add(w, delay_ms, fire, (void *)handle, NULL, &r.id)
+		: tw_group_add(w, group, delay_ms, fire, (void *)handle, NULL, &r.id);
 	return r;
 }
 
@@ -180,14 +267,15 @@ func cDefault() cWheel {
 
 // cAdd adds a timer that fires the registry entry of handle after delay, into the C group
 // `group` unless it is 0; period 0 makes it a one-shot (its delay rounded up to the
-// millisecond, see deadlines), anything else a periodic timer whose delay and period reach
-// the library to the nanosecond (rounded up to the millisecond in a group).
+// millisecond, see deadlines; its fires delivered in batches when batched, deliver.go),
+// anything else a periodic timer whose delay and period reach the library to the
+// nanosecond (rounded up to the millisecond in a group).
 func cAdd(w cWheel, group uint64, delay, period time.Duration, mode periodMode,
-	handle uintptr) (uint64, error) {
+	handle uintptr, batched bool) (uint64, error) {
 	var r C.twgo_added
 	g := C.tw_group_id(group)
 	if period == 0 {
-		r = C.twgo_add(w, g, C.uint64_t(millis(delay)), C.uintptr_t(handle))
+		r = C.twgo_add(w, g, C.uint64_t(millis(delay)), C.uintptr_t(handle), cBool(batched))
 	} else {
 		r = C.twgo_add_periodic(w, g, C.uint64_t(nanos(delay)), C.uint64_t(nanos(period)),
 			mode, C.uintptr_t(handle))
@@ -255,6 +343,41 @@ func cExport(w cWheel) ([]cPending, int, error) {
 // on a thread outside the library's callbacks.
 func cCurrentHandle() uintptr {
 	return uintptr(C.twgo_current_handle())
+}
+
+// cEnterRun marks the calling thread as running the delivered fire of handle, of the wheel
+// numbered serial; cLeaveRun ends that.
+func cEnterRun(handle, serial uintptr) {
+	C.twgo_enter_run(C.uintptr_t(handle), C.uintptr_t(serial))
+}
+
+func cLeaveRun() {
+	C.twgo_leave_run()
+}
+
+// cCurrentWheel is the serial number of the wheel whose delivered fire the calling thread
+// runs; 0 when none.
+func cCurrentWheel() uintptr {
+	return uintptr(C.twgo_current_wheel_serial())
+}
+
+// cTakeFires waits for queued fires and moves up to len(handles) of them into handles: how
+// many, and how many fires have been taken from the queue so far, these included.
+func cTakeFires(handles []uintptr) (int, uint64) {
+	r := C.twgo_take_fires((*C.uintptr_t)(unsafe.Pointer(&handles[0])), C.size_t(len(handles)))
+	return int(r.n), uint64(r.taken)
+}
+
+// cQueuedFires is how many fires have been queued for the deliverer so far.
+func cQueuedFires() uint64 {
+	return uint64(C.twgo_queued_fires())
+}
+
+func cBool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // cDelete stops a timer.
@@ -357,9 +480,9 @@ func cNowMs(w cWheel) int64 {
 }
 
 // cRecordCallbackFailure has the library count the callback running on this thread as
-// failed (in callback_panics).
-func cRecordCallbackFailure() {
-	C.tw_record_callback_failure()
+// failed (in callback_panics); ErrInvalid when the thread runs no callback of the library.
+func cRecordCallbackFailure() error {
+	return statusErr(C.tw_record_callback_failure())
 }
 
 // cVersion is the library's version string.

@@ -160,7 +160,7 @@ func (tk *Ticker) Reset(period time.Duration) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.armWith(func(h uintptr) (uint64, error) {
-		return cAdd(t.w.c, 0, period, period, fixedRate, h)
+		return cAdd(t.w.c, 0, period, period, fixedRate, h, false)
 	})
 }
 

@@ -6,9 +6,13 @@ import "sync/atomic"
 // their C callback, and so counted them as fired, but before their func started (the
 // callback waits for the Timer's lock in expire). The Go view, where a timer is active
 // until its func starts, counts such a timer as stopped, or as one timer moved.
+//
+// It also counts the panics of delivered fires (deliver.go), whose funcs run outside the
+// library's callbacks, where the library cannot count them.
 type unstarted struct {
 	stopped atomic.Uint64 // fired for the library; cancelled in the Go view
 	moved   atomic.Uint64 // fired and added anew for the library; one timer in the Go view
+	panics  atomic.Uint64 // panics of delivered fires
 }
 
 // adjust turns the library's counters into the Go view.
@@ -18,5 +22,6 @@ func (u *unstarted) adjust(s Stats) Stats {
 	s.Fired -= stopped + moved
 	s.FiredOneShot -= stopped + moved
 	s.Cancelled += stopped
+	s.CallbackPanics += u.panics.Load()
 	return s
 }

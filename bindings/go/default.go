@@ -14,7 +14,8 @@ var shared struct {
 // Config, started on first use). Its Close does nothing. The package-level functions use it.
 func Default() *Wheel {
 	shared.once.Do(func() {
-		w := &Wheel{c: cDefault(), shared: true, err: ErrClosed}
+		w := wrapWheel(cDefault(), true)
+		w.shared = true
 		if w.c == nil {
 			w.err = ErrInternal
 			w.gate.close()

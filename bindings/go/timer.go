@@ -152,7 +152,7 @@ func (t *Timer) startedInC(err error) bool {
 // and its group's mu if it is in one.
 func (t *Timer) arm(d time.Duration) error {
 	return t.armWith(func(h uintptr) (uint64, error) {
-		id, err := cAdd(t.w.c, t.group.cID(), d, t.period, t.mode, h)
+		id, err := cAdd(t.w.c, t.group.cID(), d, t.period, t.mode, h, t.w.batched)
 		if err == nil && t.group != nil {
 			t.group.join(t)
 		}

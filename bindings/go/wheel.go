@@ -33,8 +33,27 @@ type Wheel struct {
 	advanceMu  sync.Mutex
 	inCallback atomic.Int64
 
+	// batched: its one-shot fires are delivered in batches (deliver.go); runs counts their
+	// funcs that are running or about to; serial names w to the C side.
+	batched bool
+	runs    sync.WaitGroup
+	serial  uintptr
+
 	// final is what Stats returns once the wheel is closed (set by Close).
 	final atomic.Pointer[Stats]
+}
+
+// wheelSerials numbers the wheels, from 1.
+var wheelSerials atomic.Uintptr
+
+// wrapWheel is the Wheel of the C wheel c, its one-shot fires delivered in batches when
+// batched.
+func wrapWheel(c cWheel, batched bool) *Wheel {
+	w := &Wheel{c: c, err: ErrClosed, batched: batched, serial: wheelSerials.Add(1)}
+	if batched {
+		startDelivery()
+	}
+	return w
 }
 
 // New starts a wheel. The zero Config means every default.
@@ -49,7 +68,9 @@ func New(cfg Config) (*Wheel, error) {
 		return nil, err
 	}
 	openWheels.Add(1)
-	w := &Wheel{c: c, err: ErrClosed, onPanic: cfg.OnPanic, virtual: !cfg.VirtualStart.IsZero()}
+	virtual := !cfg.VirtualStart.IsZero()
+	w := wrapWheel(c, !virtual && cfg.SlowCallback == 0)
+	w.onPanic, w.virtual = cfg.OnPanic, virtual
 	runtime.SetFinalizer(w, (*Wheel).Close)
 	return w, nil
 }
@@ -181,6 +202,7 @@ func (w *Wheel) Close() error {
 	} else {
 		w.releaseDurable() // after the nowait path a handler may still run: kept
 	}
+	w.awaitDelivered()
 	final := closedStats(last, timers.releaseWheel(w))
 	w.final.Store(&final)
 	openWheels.Add(-1)
@@ -223,7 +245,9 @@ func (w *Wheel) callbackEnded() {
 // and then hands it to Config.OnPanic. A panic in OnPanic itself is dropped:
 // no panic may unwind into the C library.
 func (w *Wheel) panicked(v any) {
-	cRecordCallbackFailure()
+	if cRecordCallbackFailure() != nil { // a delivered fire, outside the library's callbacks
+		w.unstarted.panics.Add(1)
+	}
 	if w.onPanic != nil {
 		defer func() { _ = recover() }()
 		w.onPanic(v)
