@@ -89,23 +89,50 @@ static void twgo_fire_later(tw_timer_id id, void *user_data) {
 }
 
 typedef struct twgo_taken {
-	size_t n;       // handles written to out
-	uint64_t taken; // handles taken from the queue so far, these included
+	size_t n;        // handles written to out
+	int last_idle;   // no other deliverer waits for the queue
 } twgo_taken;
 
-// Waits until the queue holds a handle, then moves up to cap of them, the oldest, to out.
-static twgo_taken twgo_take_fires(uintptr_t *out, size_t cap) {
+// Deliverers waiting in twgo_take_fires, and deliverers between a take and its
+// twgo_accounted.
+static size_t twgo_waiting, twgo_accounting;
+static uint64_t twgo_taken_fires;
+
+// Moves up to cap handles, the oldest, from the queue to out; when wait is set, first
+// waits until the queue holds one. The caller calls twgo_accounted once it has counted
+// them in their wheels.
+static twgo_taken twgo_take_fires(uintptr_t *out, size_t cap, int wait) {
 	pthread_mutex_lock(&twgo_queue_mu);
-	while (twgo_queue_len == 0) {
+	twgo_waiting++;
+	while (wait && twgo_queue_len == 0) {
 		pthread_cond_wait(&twgo_queue_filled, &twgo_queue_mu);
 	}
-	twgo_taken r = {twgo_queue_len < cap ? twgo_queue_len : cap, 0};
+	twgo_waiting--;
+	twgo_taken r = {twgo_queue_len < cap ? twgo_queue_len : cap, twgo_waiting == 0};
 	memcpy(out, twgo_queue, r.n * sizeof *out);
 	twgo_queue_len -= r.n;
 	memmove(twgo_queue, twgo_queue + r.n, twgo_queue_len * sizeof *twgo_queue);
-	r.taken = twgo_queued - twgo_queue_len;
+	twgo_taken_fires += r.n;
+	twgo_accounting++;
+	if (twgo_queue_len > 0) {
+		pthread_cond_signal(&twgo_queue_filled); // another deliverer takes the rest
+	}
 	pthread_mutex_unlock(&twgo_queue_mu);
 	return r;
+}
+
+static void twgo_accounted(void) {
+	pthread_mutex_lock(&twgo_queue_mu);
+	twgo_accounting--;
+	pthread_mutex_unlock(&twgo_queue_mu);
+}
+
+// Whether every fire among the first `queued` has been taken and counted in its wheel.
+static int twgo_accounted_through(uint64_t queued) {
+	pthread_mutex_lock(&twgo_queue_mu);
+	int done = twgo_taken_fires >= queued && twgo_accounting == 0;
+	pthread_mutex_unlock(&twgo_queue_mu);
+	return done;
 }
 
 static uint64_t twgo_queued_fires(void) {
@@ -361,11 +388,23 @@ func cCurrentWheel() uintptr {
 	return uintptr(C.twgo_current_wheel_serial())
 }
 
-// cTakeFires waits for queued fires and moves up to len(handles) of them into handles: how
-// many, and how many fires have been taken from the queue so far, these included.
-func cTakeFires(handles []uintptr) (int, uint64) {
-	r := C.twgo_take_fires((*C.uintptr_t)(unsafe.Pointer(&handles[0])), C.size_t(len(handles)))
-	return int(r.n), uint64(r.taken)
+// cTakeFires moves up to len(handles) queued fires into handles, waiting for one first if
+// wait is set: how many, and whether no other deliverer is waiting for more. cAccounted
+// must follow once they are counted in their wheels.
+func cTakeFires(handles []uintptr, wait bool) (int, bool) {
+	r := C.twgo_take_fires((*C.uintptr_t)(unsafe.Pointer(&handles[0])), C.size_t(len(handles)),
+		cBool(wait))
+	return int(r.n), r.last_idle != 0
+}
+
+func cAccounted() {
+	C.twgo_accounted()
+}
+
+// cAccountedThrough reports whether each of the first queued fires ever queued has been
+// taken and counted in its wheel.
+func cAccountedThrough(queued uint64) bool {
+	return C.twgo_accounted_through(C.uint64_t(queued)) != 0
 }
 
 // cQueuedFires is how many fires have been queued for the deliverer so far.

@@ -1,0 +1,108 @@
+package timerwheel
+
+import (
+	"math/rand"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// addFromGoroutines adds n one-shot timers of f due within 3 ms to w from 8 goroutines and
+// returns them.
+func addFromGoroutines(t *testing.T, w *Wheel, n int, f func(i int)) []*Timer {
+	const goroutines = 8
+	timers := make([]*Timer, n)
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := g; i < n; i += goroutines {
+				i := i // go 1.21: one i for the whole loop
+				d := time.Duration(i%4) * time.Millisecond
+				tm, err := w.AfterFunc(d, func() { f(i) })
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				timers[i] = tm
+			}
+		}(g)
+	}
+	wg.Wait()
+	return timers
+}
+
+// Close while thousands of fires are queued for delivery or running: when it returns,
+// every func that started has returned, none starts afterwards, and the counters balance.
+func TestCloseRacingDeliveredFiresWaitsForEveryStartedFunc(t *testing.T) {
+	w, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started, finished atomic.Int64
+	addFromGoroutines(t, w, 20000, func(int) {
+		started.Add(1)
+		time.Sleep(200 * time.Microsecond)
+		finished.Add(1)
+	})
+	time.Sleep(2 * time.Millisecond)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	atClose := started.Load()
+	if f := finished.Load(); f != atClose {
+		t.Fatalf("Close returned with %d funcs started and %d returned", atClose, f)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if s := started.Load(); s != atClose {
+		t.Fatalf("%d funcs started after Close returned", s-atClose)
+	}
+	s := w.Stats()
+	checkInvariant(t, s)
+	if s.FiredOneShot != uint64(atClose) {
+		t.Fatalf("Stats after Close: FiredOneShot %d, %d funcs ran", s.FiredOneShot, atClose)
+	}
+	if n := timers.countWheel(w); n != 0 {
+		t.Fatalf("%d registry entries live after Close", n)
+	}
+}
+
+// Goroutines stop timers while their fires are queued for delivery: a timer's func runs
+// exactly when its Stop returned false, and then once.
+func TestStopRacingDeliveredFiresIsExact(t *testing.T) {
+	w := newWheel(t, Config{})
+	const n = 16000
+	var ran [n]atomic.Int32
+	timers := addFromGoroutines(t, w, n, func(i int) { ran[i].Add(1) })
+	var stopped [n]bool
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := g; i < n; i += 8 {
+				if rand.Intn(8) == 0 {
+					time.Sleep(50 * time.Microsecond) // let some come due first
+				}
+				stopped[i] = timers[i].Stop()
+			}
+		}(g)
+	}
+	wg.Wait()
+	eventually(t, "every timer to be stopped or fired", func() bool {
+		return w.Stats().Pending == 0
+	})
+	time.Sleep(20 * time.Millisecond) // lets the delivered runs finish
+	for i := range timers {
+		want := int32(1)
+		if stopped[i] {
+			want = 0
+		}
+		if got := ran[i].Load(); got != want {
+			t.Fatalf("timer %d: Stop = %v, its func ran %d times", i, stopped[i], got)
+		}
+	}
+	checkInvariant(t, w.Stats())
+}
