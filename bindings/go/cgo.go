@@ -32,24 +32,6 @@ static uintptr_t twgo_current_handle(void) {
 	return twgo_current;
 }
 
-// The wheel (its Go serial number) of the run that this thread is running for the
-// deliverer (deliver.go); 0: none.
-static __thread uintptr_t twgo_current_wheel;
-
-static void twgo_enter_run(uintptr_t handle, uintptr_t wheel) {
-	twgo_current = handle;
-	twgo_current_wheel = wheel;
-}
-
-static void twgo_leave_run(void) {
-	twgo_current = 0;
-	twgo_current_wheel = 0;
-}
-
-static uintptr_t twgo_current_wheel_serial(void) {
-	return twgo_current_wheel;
-}
-
 // The queue of delivered fires: handles of one-shot Go timers whose callback ran, in the
 // order they ran, waiting for the deliverer. queued counts every handle ever queued.
 static pthread_mutex_t twgo_queue_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -370,22 +352,6 @@ func cExport(w cWheel) ([]cPending, int, error) {
 // on a thread outside the library's callbacks.
 func cCurrentHandle() uintptr {
 	return uintptr(C.twgo_current_handle())
-}
-
-// cEnterRun marks the calling thread as running the delivered fire of handle, of the wheel
-// numbered serial; cLeaveRun ends that.
-func cEnterRun(handle, serial uintptr) {
-	C.twgo_enter_run(C.uintptr_t(handle), C.uintptr_t(serial))
-}
-
-func cLeaveRun() {
-	C.twgo_leave_run()
-}
-
-// cCurrentWheel is the serial number of the wheel whose delivered fire the calling thread
-// runs; 0 when none.
-func cCurrentWheel() uintptr {
-	return uintptr(C.twgo_current_wheel_serial())
 }
 
 // cTakeFires moves up to len(handles) queued fires into handles, waiting for one first if

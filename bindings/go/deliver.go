@@ -1,6 +1,7 @@
 package timerwheel
 
 import (
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -9,15 +10,15 @@ import (
 
 // Batched delivery of one-shot fires. On a wheel on the real clock, the C callback of a
 // one-shot timer does not call into Go: it queues the timer's handle (cgo.go) and returns.
-// Deliverers, goroutines each locked to a thread of its own, take the queue in batches,
+// Deliverers, goroutines that live as long as the process, take the queue in batches,
 // each in one call into C, and run the funcs. A deliverer that finds no other waiting for
 // the queue starts one more (up to maxDeliverers), so that a func that blocks holds up at
 // most the rest of its own batch, and the queue is always being taken.
 //
 // The C timer has ended when its handle is queued, so Stop and Reset meet it as a
 // one-shot whose callback started and whose func has not: Stop wins and begin skips the
-// run, exactly as when the callback waits for the Timer's lock. The thread of a run is
-// marked (cEnterRun) so that StopWait and Close from the func know it.
+// run, exactly as when the callback waits for the Timer's lock. StopWait and Close from a
+// delivered func know it by the deliverer they run on (currentDeliverer).
 //
 // Periodic timers, wheels on a virtual clock (whose funcs run inside Advance) and wheels
 // that count slow callbacks (the library times the callback) keep the direct callback.
@@ -29,8 +30,17 @@ const (
 	maxDeliverers = 256
 )
 
-// deliverers counts the deliverers started.
-var deliverers atomic.Int32
+// deliverers counts the deliverers started; deliverer k (from 1) is deliverersByDepth[k-1].
+var (
+	deliverers        atomic.Int32
+	deliverersByDepth [maxDeliverers]atomic.Pointer[deliverer]
+)
+
+// deliverer is the state of one deliverer goroutine, read and written by it alone.
+type deliverer struct {
+	t *Timer  // whose delivered func it runs; nil between runs
+	h uintptr // the handle of that run
+}
 
 var startFirstDeliverer sync.Once
 
@@ -42,18 +52,71 @@ func startDelivery() {
 
 // startDeliverer starts one more deliverer, unless there are maxDeliverers.
 func startDeliverer() {
-	if deliverers.Add(1) > maxDeliverers {
+	k := deliverers.Add(1)
+	if k > maxDeliverers {
 		deliverers.Add(-1)
 		return
 	}
-	go deliver()
+	go descend(int(k), int(k))
 }
 
-// deliver takes queued fires in batches for ever and runs each. It waits inside C only
-// after yielding once: a goroutine inside a call into C keeps its processor, and the
-// goroutines that the funcs made ready wait on it until the runtime takes it back.
-func deliver() {
-	runtime.LockOSThread() // for ever: the thread marks the run under way
+// descend calls deliver k frames deep: a goroutine knows which deliverer it is by how many
+// descend frames its stack holds (currentDeliverer), as Go gives goroutines no identity.
+//
+//go:noinline
+func descend(k, frames int) {
+	if frames > 1 {
+		descend(k, frames-1)
+		return
+	}
+	deliver(k)
+}
+
+// currentDeliverer is the deliverer the calling goroutine is, or nil. It walks the stack:
+// for the rare calls that need it (StopWait, Close).
+func currentDeliverer() *deliverer {
+	pcs := make([]uintptr, 2*maxDeliverers)
+	n := runtime.Callers(1, pcs)
+	for n == len(pcs) { // the stack may be deeper: the descend frames are its outermost
+		pcs = make([]uintptr, 2*len(pcs))
+		n = runtime.Callers(1, pcs)
+	}
+	frames := runtime.CallersFrames(pcs[:n])
+	depth := 0
+	for {
+		f, more := frames.Next()
+		if f.Function == descendName {
+			depth++
+		}
+		if !more {
+			break
+		}
+	}
+	if depth == 0 {
+		return nil
+	}
+	return deliverersByDepth[depth-1].Load()
+}
+
+// descendName is descend's name in a stack frame.
+var descendName = runtime.FuncForPC(reflect.ValueOf(descend).Pointer()).Name()
+
+// deliveredHandle is the handle of the delivered fire whose func the calling goroutine
+// runs; 0 when none.
+func deliveredHandle() uintptr {
+	if d := currentDeliverer(); d != nil {
+		return d.h
+	}
+	return 0
+}
+
+// deliver is deliverer k: it takes queued fires in batches for ever and runs each. It
+// waits inside C only after yielding once: a goroutine inside a call into C keeps its
+// processor, and the goroutines that the funcs made ready wait on it until the runtime
+// takes it back.
+func deliver(k int) {
+	d := &deliverer{}
+	deliverersByDepth[k-1].Store(d)
 	handles := make([]uintptr, deliverBatch)
 	wait := true
 	for {
@@ -68,13 +131,13 @@ func deliver() {
 		if lastIdle {
 			startDeliverer()
 		}
-		deliverBatchOf(handles[:n])
+		d.deliver(handles[:n])
 	}
 }
 
-// deliverBatchOf counts the fires of handles in their wheels' runs, tells C so, and runs
-// them in order.
-func deliverBatchOf(handles []uintptr) {
+// deliver counts the fires of handles in their wheels' runs, tells C so, and runs them in
+// order.
+func (d *deliverer) deliver(handles []uintptr) {
 	var batch [deliverBatch]*Timer
 	for i, h := range handles {
 		if t := timers.fired(h); t != nil {
@@ -85,16 +148,16 @@ func deliverBatchOf(handles []uintptr) {
 	cAccounted()
 	for i, t := range batch[:len(handles)] {
 		if t != nil {
-			runDelivered(t, handles[i])
+			d.run(t, handles[i])
 		}
 	}
 }
 
-// runDelivered runs the func of a delivered fire, its thread marked as running it.
-func runDelivered(t *Timer, h uintptr) {
+// run runs the func of a delivered fire, noting that d runs it.
+func (d *deliverer) run(t *Timer, h uintptr) {
 	defer t.w.runs.Done()
-	cEnterRun(h, t.w.serial)
-	defer cLeaveRun()
+	d.t, d.h = t, h
+	defer func() { d.t, d.h = nil, 0 }()
 	fire(t, h)
 }
 
@@ -109,7 +172,7 @@ func (w *Wheel) awaitDelivered() {
 	for !cAccountedThrough(queued) {
 		time.Sleep(20 * time.Microsecond)
 	}
-	if cCurrentWheel() != w.serial {
+	if d := currentDeliverer(); d == nil || d.t == nil || d.t.w != w {
 		w.runs.Wait()
 	}
 }

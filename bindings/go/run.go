@@ -76,9 +76,13 @@ func (t *Timer) StopWait() (bool, error) {
 }
 
 // inOwnFunc reports whether the calling goroutine is running a func of t: the library
-// thread it runs on is inside the C callback of one of t's runs.
+// thread it runs on is inside the C callback of one of t's runs, or it is the deliverer
+// running one of them.
 func (t *Timer) inOwnFunc() bool {
 	h := cCurrentHandle()
+	if h == 0 {
+		h = deliveredHandle()
+	}
 	if h == 0 {
 		return false
 	}

@@ -34,22 +34,18 @@ type Wheel struct {
 	inCallback atomic.Int64
 
 	// batched: its one-shot fires are delivered in batches (deliver.go); runs counts their
-	// funcs that are running or about to; serial names w to the C side.
+	// funcs that are running or about to.
 	batched bool
 	runs    sync.WaitGroup
-	serial  uintptr
 
 	// final is what Stats returns once the wheel is closed (set by Close).
 	final atomic.Pointer[Stats]
 }
 
-// wheelSerials numbers the wheels, from 1.
-var wheelSerials atomic.Uintptr
-
 // wrapWheel is the Wheel of the C wheel c, its one-shot fires delivered in batches when
 // batched.
 func wrapWheel(c cWheel, batched bool) *Wheel {
-	w := &Wheel{c: c, err: ErrClosed, batched: batched, serial: wheelSerials.Add(1)}
+	w := &Wheel{c: c, err: ErrClosed, batched: batched}
 	if batched {
 		startDelivery()
 	}
