@@ -1,6 +1,7 @@
 package timerwheel
 
 import (
+	"errors"
 	"math/rand"
 	"sync"
 	"sync/atomic"
@@ -105,4 +106,51 @@ func TestStopRacingDeliveredFiresIsExact(t *testing.T) {
 		}
 	}
 	checkInvariant(t, w.Stats())
+}
+
+// StopWait from a delivered one-shot's own func returns ErrBusy at once; from the func of
+// another timer, run while the first is under way, it waits for the first to return.
+func TestStopWaitFromDeliveredFuncs(t *testing.T) {
+	w := newWheel(t, Config{})
+	type result struct {
+		stopped bool
+		err     error
+	}
+	own := make(chan result, 1)
+	timerA := make(chan *Timer, 1) // a's func may start before AfterFunc returns
+	aRunning, aRelease := make(chan struct{}), make(chan struct{})
+	var aReturned atomic.Bool
+	a, err := w.AfterFunc(0, func() {
+		a := <-timerA
+		timerA <- a
+		stopped, err := a.StopWait()
+		own <- result{stopped, err}
+		close(aRunning)
+		<-aRelease
+		aReturned.Store(true)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	timerA <- a
+	if r := receive(t, own, "StopWait from its own func"); r.stopped || !errors.Is(r.err, ErrBusy) {
+		t.Fatalf("StopWait from its own delivered func = %v, %v; want false, ErrBusy",
+			r.stopped, r.err)
+	}
+	receive(t, aRunning, "a's func to go on")
+	other := make(chan bool, 1)
+	mustAfterFunc(t, w, 0, func() {
+		_, err := a.StopWait()
+		other <- err == nil && aReturned.Load()
+	})
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case <-other:
+		t.Fatal("StopWait from another func returned while a's func ran")
+	default:
+	}
+	close(aRelease)
+	if !receive(t, other, "StopWait from another func") {
+		t.Fatal("StopWait from another func: an error, or it returned before a's func did")
+	}
 }
