@@ -161,7 +161,7 @@ func (d *deliverer) run(t *Timer, h uintptr) {
 	fire(t, h)
 }
 
-// awaitDelivered waits, once the C wheel is destroyed (no fire of w is queued after), until
+// awaitDelivered waits, once tw_destroy has returned (no fire of w is queued after), until
 // the fires of w that were queued have run, but for the run of w that calls it, if any
 // (Close from a func of w), which cannot wait for itself.
 func (w *Wheel) awaitDelivered() {

@@ -197,8 +197,8 @@ func (w *Wheel) Close() error {
 		_ = cDestroyNowait(w.c)
 	} else {
 		w.releaseDurable() // after the nowait path a handler may still run: kept
+		w.awaitDelivered() // the nowait path waits for no func, these included
 	}
-	w.awaitDelivered()
 	final := closedStats(last, timers.releaseWheel(w))
 	w.final.Store(&final)
 	openWheels.Add(-1)
