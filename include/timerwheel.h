@@ -520,8 +520,10 @@ enum tw_status tw_durable_open(struct tw_wheel *w);
  * first due at `first_unix_ms` on the wheel's wall clock, then every `period_ms` (0 = once).
  * `flags`: TW_DURABLE_REPLACE replaces a timer of the same (key, name). Returns TW_OK
  * (in sync mode once committed), or TW_ERR_INVALID (NULL arguments, unknown flags, the
- * store not open), TW_ERR_NO_HANDLER, TW_ERR_EXISTS, TW_ERR_STORE (a commit failed: this
- * change was not made; tw_durable_error says why), or the wheel's own errors.
+ * store not open), TW_ERR_NO_HANDLER, TW_ERR_EXISTS, TW_ERR_STORE (tw_durable_error says
+ * why: an earlier commit failed, and this change was not made; or, in sync mode, the
+ * commit holding this change failed: the change is made and kept for the next commit, and
+ * is durable once tw_durable_flush returns TW_OK), or the wheel's own errors.
  *
  * # Safety
  * `w` is NULL or a live wheel; `name` NULL or NUL-terminated; `payload` valid for `len`
@@ -550,7 +552,9 @@ enum tw_status tw_durable_delete(struct tw_wheel *w, uint64_t key, const char *n
 /**
  * Acknowledges `n` tokens (one journal entry each, committed together); `*acked` (unless
  * NULL) counts those that matched an unacknowledged fire. Returns TW_OK, or TW_ERR_INVALID
- * (`tokens` NULL with `n` > 0, a token's name NULL), TW_ERR_STORE.
+ * (`tokens` NULL with `n` > 0, a token's name NULL, empty or not UTF-8), TW_ERR_STORE (as
+ * for tw_durable_add). In sync mode TW_OK means every acknowledgement made so far is
+ * committed, even when none of these tokens matched.
  *
  * # Safety
  * `w` is NULL or a live wheel; `tokens` valid for `n` tokens whose names are

@@ -451,3 +451,172 @@ fn fires_of_two_incarnations_at_the_same_instant_are_both_kept() {
     expected.sort();
     assert_eq!(again, expected, "neither fire overwrote the other");
 }
+
+/// A store whose every commit takes `pause`, and which records when each commit ended and
+/// the last sequence it held.
+#[derive(Clone)]
+struct SlowSink {
+    inner: MemorySink,
+    pause: Duration,
+    commits: Arc<Mutex<Vec<(u64, std::time::Instant, Duration)>>>,
+}
+
+impl timerwheel_core::durable::Sink for SlowSink {
+    fn load(&mut self) -> Result<Snapshot, String> {
+        self.inner.load()
+    }
+
+    fn commit(&mut self, events: &[Event]) -> Result<(), String> {
+        let began = std::time::Instant::now();
+        std::thread::sleep(self.pause);
+        self.inner.commit(events)?;
+        let last = events.last().map_or(0, |e| e.seq);
+        let ended = std::time::Instant::now();
+        self.commits
+            .lock()
+            .unwrap()
+            .push((last, ended, ended - began));
+        Ok(())
+    }
+}
+
+#[test]
+fn async_changes_wait_for_a_slow_store_instead_of_piling_up() {
+    let delay = ms(10);
+    let sink = SlowSink {
+        inner: MemorySink::new(),
+        pause: ms(50),
+        commits: Arc::default(),
+    };
+    let (builder, _) = recording(Ack::Now);
+    let store = builder
+        .mode(Mode::Async { batch: 100, delay })
+        .open(wheel_at(start()), sink.clone())
+        .unwrap();
+    // Each add journals one event: the add of key k has sequence k + 1.
+    let returned: Vec<std::time::Instant> = (0..3000)
+        .map(|key| {
+            store.add(&timer(key, b"", start() + ms(60_000))).unwrap();
+            std::time::Instant::now()
+        })
+        .collect();
+    store.flush().unwrap();
+    let commits = sink.commits.lock().unwrap().clone();
+    let longest = commits.iter().map(|c| c.2).max().unwrap();
+    let bound = delay + 2 * longest + ms(250);
+    for (key, at) in returned.iter().enumerate() {
+        let seq = key as u64 + 1;
+        let (_, durable_at, _) = commits.iter().find(|c| c.0 >= seq).unwrap();
+        let lag = durable_at.saturating_duration_since(*at);
+        assert!(
+            lag <= bound,
+            "the add of key {key} returned {lag:?} before it was committed (bound {bound:?}): \
+             a crash then loses more than the last `delay` and the commit under way"
+        );
+    }
+}
+
+/// A store whose commits wait while its gate is closed.
+#[derive(Clone, Default)]
+struct GatedSink {
+    inner: MemorySink,
+    closed: Arc<(Mutex<bool>, std::sync::Condvar)>,
+}
+
+impl GatedSink {
+    fn set_closed(&self, closed: bool) {
+        *self.closed.0.lock().unwrap() = closed;
+        self.closed.1.notify_all();
+    }
+}
+
+impl timerwheel_core::durable::Sink for GatedSink {
+    fn load(&mut self) -> Result<Snapshot, String> {
+        self.inner.load()
+    }
+
+    fn commit(&mut self, events: &[Event]) -> Result<(), String> {
+        let (closed, opened) = &*self.closed;
+        let mut closed = closed.lock().unwrap();
+        while *closed {
+            closed = opened.wait(closed).unwrap();
+        }
+        self.inner.commit(events)
+    }
+}
+
+#[test]
+fn a_sync_ack_returns_only_once_every_earlier_ack_is_committed() {
+    let sink = GatedSink::default();
+    let wheel = wheel_at(start());
+    let (builder, seen) = recording(Ack::Later);
+    let store = Arc::new(
+        builder
+            .mode(Mode::Sync { batch: 100 })
+            .open(Arc::clone(&wheel), sink.clone())
+            .unwrap(),
+    );
+    store.add(&timer(1, b"", start())).unwrap();
+    wheel.advance(ms(0)).unwrap();
+    store.flush().unwrap();
+    let fired = tokens(&seen);
+    assert_eq!(fired.len(), 1);
+    sink.set_closed(true);
+    let ack = |store: &Arc<Durable<timerwheel_core::BoxTask>>| {
+        let (store, fired) = (Arc::clone(store), fired.clone());
+        std::thread::spawn(move || store.ack(&fired).unwrap())
+    };
+    let first = ack(&store);
+    while store.stats().unacked_fires != 0 {
+        std::thread::sleep(ms(1));
+    }
+    // The token is acknowledged in memory, not yet in the store.
+    let second = ack(&store);
+    std::thread::sleep(ms(200));
+    assert!(
+        !second.is_finished(),
+        "an ack returned while the acknowledgement it found was not committed"
+    );
+    assert_eq!(sink.inner.snapshot().fires.len(), 1);
+    sink.set_closed(false);
+    assert_eq!(first.join().unwrap(), 1);
+    assert_eq!(second.join().unwrap(), 0);
+    assert!(sink.inner.snapshot().fires.is_empty());
+}
+
+#[test]
+fn every_call_after_the_runtime_shut_down_is_shutdown_and_changes_nothing() {
+    let sink = MemorySink::new();
+    let wheel = wheel_at(start());
+    let (builder, seen) = recording(Ack::Later);
+    let store = builder
+        .mode(Mode::Sync { batch: 100 })
+        .open(Arc::clone(&wheel), sink.clone())
+        .unwrap();
+    store.add(&timer(1, b"", start())).unwrap();
+    store.add(&timer(2, b"", start() + ms(60_000))).unwrap();
+    wheel.advance(ms(0)).unwrap();
+    let fired = tokens(&seen);
+    store.flush().unwrap();
+    let before = sink.snapshot();
+    assert_eq!((before.timers.len(), before.fires.len()), (1, 1));
+    wheel.shutdown_nowait().unwrap();
+    let shut = |r: Result<(), DurableError>| {
+        assert!(
+            matches!(
+                r,
+                Err(DurableError::Runtime(timerwheel_core::Error::Shutdown))
+            ),
+            "{r:?}"
+        )
+    };
+    shut(store.delete(2, "charge"));
+    shut(store.ack(&fired).map(drop));
+    shut(store.add(&timer(2, b"", start())).map(drop));
+    shut(store.reset(2, "charge", start()));
+    shut(store.flush().map(drop));
+    drop(store);
+    let after = sink.snapshot();
+    assert_eq!(after.timers.len(), before.timers.len());
+    assert_eq!(after.fires.len(), before.fires.len());
+}

@@ -1,8 +1,11 @@
 //! The journal: changes queued in sequence order and committed to the sink by a writer
 //! thread in batches (group commit). Async mode commits a batch when it is full or its
 //! first event has waited `delay`; sync mode commits at once, and what queues during a
-//! commit goes into the next one.
+//! commit goes into the next one. While commits succeed, async mode keeps at most a batch
+//! queued beside the commit under way, none of it waiting much longer than `delay`: a
+//! change made when the queue is behind waits for the writer (backpressure).
 
+use std::collections::VecDeque;
 use std::mem;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
@@ -16,7 +19,8 @@ use super::sink::Sink;
 pub enum Mode {
     /// The call returns once the change is queued; a batch is committed when it holds
     /// `batch` events or its first event has waited `delay`. A crash loses at most the
-    /// changes of the last `delay` (and the commit under way).
+    /// changes of the last `delay` (and the commit under way): when changes come faster
+    /// than the store commits them, calls wait for the writer.
     Async {
         /// Most events per commit.
         batch: usize,
@@ -50,11 +54,15 @@ impl Mode {
 #[derive(Default)]
 struct Queue {
     events: Vec<Event>,
-    first_queued: Option<Instant>,
+    /// When each event in `events` was queued.
+    queued_at: VecDeque<Instant>,
     last_seq: u64,
     durable_seq: u64,
     flush_to: u64,
     failures: u64,
+    /// The last commit failed (and is being retried): no backpressure then, since the
+    /// writer cannot make room.
+    failing: bool,
     unreported: Option<String>,
     closing: bool,
 }
@@ -110,13 +118,11 @@ impl Journal {
     /// Queues `change` with the next sequence number and returns it. Callers queue under
     /// their own lock, so the sequence follows the order of their changes.
     pub fn push(&self, change: Change) -> u64 {
-        let mut queue = self.lock();
+        let mut queue = self.wait_for_room(self.lock());
         queue.last_seq += 1;
         let seq = queue.last_seq;
         queue.events.push(Event { seq, change });
-        if queue.first_queued.is_none() {
-            queue.first_queued = Some(Instant::now());
-        }
+        queue.queued_at.push_back(Instant::now());
         let full = queue.events.len() >= self.shared.mode.batch();
         if full || matches!(self.shared.mode, Mode::Sync { .. }) || queue.events.len() == 1 {
             self.shared.wake_writer.notify_one();
@@ -165,6 +171,28 @@ impl Journal {
         }
     }
 
+    /// In async mode, while commits succeed, waits while a full batch is queued or the
+    /// oldest queued change has waited longer than `delay`: so every change is in the
+    /// commit under way or the next one, and a crash loses at most the last `delay` of
+    /// changes and the commit under way.
+    fn wait_for_room<'a>(&self, mut queue: MutexGuard<'a, Queue>) -> MutexGuard<'a, Queue> {
+        let Mode::Async { delay, batch } = self.shared.mode else {
+            return queue;
+        };
+        let behind =
+            |queue: &Queue| queue.events.len() >= batch.max(1) || queue.oldest_waited() > delay;
+        while !queue.closing && !queue.failing && behind(&queue) {
+            self.shared.wake_writer.notify_one();
+            queue = self
+                .shared
+                .committed
+                .wait_timeout(queue, delay)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        queue
+    }
+
     fn wait_durable(&self, seq: u64) -> Result<(), String> {
         let mut queue = self.lock();
         let failures = queue.failures;
@@ -187,6 +215,26 @@ impl Journal {
     }
 }
 
+impl Queue {
+    /// How long the oldest queued event has waited.
+    fn oldest_waited(&self) -> Duration {
+        self.queued_at
+            .front()
+            .map_or(Duration::ZERO, Instant::elapsed)
+    }
+
+    /// Takes up to `most` events from the front, oldest first.
+    fn take(&mut self, most: usize) -> Vec<Event> {
+        let most = most.min(self.events.len());
+        self.queued_at.drain(..most);
+        if most == self.events.len() {
+            mem::take(&mut self.events)
+        } else {
+            self.events.drain(..most).collect()
+        }
+    }
+}
+
 impl Drop for Journal {
     fn drop(&mut self) {
         self.close();
@@ -205,13 +253,9 @@ fn write_loop(shared: &Shared, mut sink: Box<dyn Sink>) {
             let closing = queue.closing;
             let take = shared.mode.batch().saturating_sub(retry.len()).max(1);
             let mut batch = mem::take(&mut retry);
-            if queue.events.len() <= take {
-                batch.append(&mut queue.events);
-                queue.first_queued = None;
-            } else {
-                batch.extend(queue.events.drain(..take));
-                queue.first_queued = Some(Instant::now());
-            }
+            batch.append(&mut queue.take(take));
+            // Calls waiting for room may go on.
+            shared.committed.notify_all();
             (batch, closing)
         };
         let result = sink.commit(&batch);
@@ -219,9 +263,11 @@ fn write_loop(shared: &Shared, mut sink: Box<dyn Sink>) {
         match result {
             Ok(()) => {
                 queue.durable_seq = batch.last().map_or(queue.durable_seq, |e| e.seq);
+                queue.failing = false;
             }
             Err(message) => {
                 queue.failures += 1;
+                queue.failing = true;
                 queue.unreported = Some(message);
                 if closing {
                     shared.committed.notify_all();
@@ -252,7 +298,10 @@ fn next_batch(shared: &Shared, retrying: bool) -> Option<MutexGuard<'_, Queue>> 
     }
     if let Mode::Async { batch, delay } = shared.mode {
         loop {
-            let due = queue.first_queued.map_or(Instant::now(), |t| t + delay);
+            let due = queue
+                .queued_at
+                .front()
+                .map_or(Instant::now(), |&t| t + delay);
             let now = Instant::now();
             let flushing = queue.flush_to > queue.durable_seq;
             if queue.events.len() >= batch || queue.closing || flushing || now >= due {

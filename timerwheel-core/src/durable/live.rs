@@ -145,10 +145,9 @@ impl<T: Task + From<BoxTask>> Shared<T> {
     pub fn ack(&self, tokens: &[Token]) -> Result<usize, DurableError> {
         self.report_failure()?;
         let (acked, seq) = self.ack_locked(tokens);
-        match seq {
-            Some(seq) => self.settle(seq).map(|()| acked),
-            None => Ok(acked),
-        }
+        // Tokens acknowledged already: their acknowledgement may still wait for a commit.
+        let seq = seq.unwrap_or_else(|| self.journal.next_seq() - 1);
+        self.settle(seq).map(|()| acked)
     }
 
     fn ack_locked(&self, tokens: &[Token]) -> (usize, Option<u64>) {

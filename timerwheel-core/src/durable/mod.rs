@@ -217,13 +217,12 @@ impl<T: Task + From<BoxTask>> Durable<T> {
         shared.journal.flush().map_err(DurableError::Store)
     }
 
-    /// The store, unless this is a fork() child of the process that opened it: there the
-    /// writer thread is the parent's (and its locks may be held by it), so every call is
-    /// `Forked` and changes nothing.
+    /// The store while its runtime takes calls: in a fork() child of the process that
+    /// opened it every call is `Forked` (the writer thread is the parent's, and its locks
+    /// may be held by it), once the runtime shuts down every call is `Shutdown`; either
+    /// way the call changes nothing.
     fn here(&self) -> Result<&Arc<Shared<T>>, DurableError> {
-        if self.runtime().forked() {
-            return Err(DurableError::Runtime(crate::Error::Forked));
-        }
+        self.runtime().check_open().map_err(DurableError::Runtime)?;
         Ok(&self.shared)
     }
 

@@ -342,6 +342,12 @@ impl<T: Task> Runtime<T> {
         self.inner.forked()
     }
 
+    /// `Ok` while the runtime takes calls: `Forked` in a fork() child, `Shutdown` once it
+    /// shuts down, `Busy` on a thread that is exporting it.
+    pub(crate) fn check_open(&self) -> Result<(), Error> {
+        self.inner.check_open()
+    }
+
     /// Whether the timer is pending: it will run (again) unless cancelled.
     pub fn is_pending(&self, id: TimerId) -> bool {
         self.inner.is_pending(id)
