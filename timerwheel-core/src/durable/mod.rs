@@ -153,8 +153,21 @@ impl DurableBuilder {
     fn open_boxed<T: Task + From<BoxTask>>(
         self,
         runtime: Box<dyn RuntimeRef<T>>,
-        mut sink: Box<dyn Sink>,
+        sink: Box<dyn Sink>,
     ) -> Result<Durable<T>, DurableError> {
+        let (durable, restoring) = self.open_unrestored(runtime, sink)?;
+        restoring.finish()?;
+        Ok(durable)
+    }
+
+    /// [`open`](Self::open) in two steps, for a caller that must publish the store before
+    /// its handlers run (they may call it): the store, journalling, with nothing scheduled
+    /// yet; then [`Restoring::finish`] schedules its timers and redelivers its fires.
+    pub fn open_unrestored<T: Task + From<BoxTask>>(
+        self,
+        runtime: Box<dyn RuntimeRef<T>>,
+        mut sink: Box<dyn Sink>,
+    ) -> Result<(Durable<T>, Restoring<T>), DurableError> {
         if let Some(name) = self.duplicate {
             return Err(DurableError::Invalid(format!(
                 "the handler {name:?} is registered twice"
@@ -171,8 +184,27 @@ impl DurableBuilder {
         }
         let journal = Journal::start(sink, snapshot.seq, self.mode);
         let shared = Shared::new(runtime, self.registry, journal, self.missed);
-        shared.restore(snapshot).map_err(DurableError::Runtime)?;
-        Ok(Durable { shared })
+        let restoring = Restoring {
+            shared: Arc::clone(&shared),
+            snapshot,
+        };
+        Ok((Durable { shared }, restoring))
+    }
+}
+
+/// The second step of [`DurableBuilder::open_unrestored`]: the stored timers and fires,
+/// not scheduled yet.
+pub struct Restoring<T: Task + From<BoxTask>> {
+    shared: Arc<Shared<T>>,
+    snapshot: Snapshot,
+}
+
+impl<T: Task + From<BoxTask>> Restoring<T> {
+    /// Schedules every stored timer and delivers every unacknowledged fire again.
+    pub fn finish(self) -> Result<(), DurableError> {
+        self.shared
+            .restore(self.snapshot)
+            .map_err(DurableError::Runtime)
     }
 }
 
