@@ -504,11 +504,13 @@ enum tw_status tw_handler_register(struct tw_wheel *w, const char *name, tw_hand
 
 /**
  * Opens the store named by tw_config.store_path: restores every stored timer and delivers
- * every unacknowledged fire again, then journals. Returns TW_OK, or TW_ERR_INVALID (`w`
- * NULL, no store_path), TW_ERR_BUSY (opened already), TW_ERR_NO_HANDLER (a stored timer's
- * handler is not registered; the store is untouched), TW_ERR_STORE (tw_durable_error says
- * why: locked by another opener, not a store, damaged, another schema version, cannot
- * write). After a refusal it can be called again.
+ * every unacknowledged fire again, then journals. Handlers and callbacks may run before it
+ * returns. Returns TW_OK, or TW_ERR_INVALID (`w` NULL, no store_path), TW_ERR_BUSY (opened
+ * already), TW_ERR_NO_HANDLER (a stored timer's handler is not registered; the store is
+ * untouched), TW_ERR_STORE (tw_durable_error says why: locked by another opener, not a
+ * store, damaged, another schema version, cannot write), TW_ERR_SHUTDOWN (a callback or
+ * handler destroyed the wheel while it opened: `w` is freed once this returns; the store
+ * keeps every timer). After a refusal other than TW_ERR_SHUTDOWN it can be called again.
  *
  * # Safety
  * `w` is NULL or a live wheel.

@@ -253,11 +253,13 @@ pub unsafe extern "C" fn tw_handler_register(
 }
 
 /// Opens the store named by tw_config.store_path: restores every stored timer and delivers
-/// every unacknowledged fire again, then journals. Returns TW_OK, or TW_ERR_INVALID (`w`
-/// NULL, no store_path), TW_ERR_BUSY (opened already), TW_ERR_NO_HANDLER (a stored timer's
-/// handler is not registered; the store is untouched), TW_ERR_STORE (tw_durable_error says
-/// why: locked by another opener, not a store, damaged, another schema version, cannot
-/// write). After a refusal it can be called again.
+/// every unacknowledged fire again, then journals. Handlers and callbacks may run before it
+/// returns. Returns TW_OK, or TW_ERR_INVALID (`w` NULL, no store_path), TW_ERR_BUSY (opened
+/// already), TW_ERR_NO_HANDLER (a stored timer's handler is not registered; the store is
+/// untouched), TW_ERR_STORE (tw_durable_error says why: locked by another opener, not a
+/// store, damaged, another schema version, cannot write), TW_ERR_SHUTDOWN (a callback or
+/// handler destroyed the wheel while it opened: `w` is freed once this returns; the store
+/// keeps every timer). After a refusal other than TW_ERR_SHUTDOWN it can be called again.
 ///
 /// # Safety
 /// `w` is NULL or a live wheel.
@@ -266,23 +268,33 @@ pub unsafe extern "C" fn tw_durable_open(w: *mut tw_wheel) -> tw_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live wheel.
         let wheel = unsafe { self::wheel(w) }?;
-        let slot = wheel.durable();
-        let mut registering = slot.registering.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.open.get().is_some() {
-            return Err(tw_status::TW_ERR_BUSY);
-        }
-        let (builder, settings) = registering.as_ref().ok_or(tw_status::TW_ERR_INVALID)?;
-        let runtime = WheelRuntime(NonNull::from(wheel.runtime()));
-        let opened = builder
-            .clone()
-            .mode(settings.mode)
-            .missed(settings.missed)
-            .open_sqlite(runtime, &settings.path);
-        let store = slot.result(opened)?;
-        let _ = slot.open.set(store);
-        *registering = None;
-        Ok(())
+        // A callback run meanwhile may destroy the wheel without waiting: the hold keeps it
+        // until the open is done with it, and `w` is freed when the hold ends.
+        let hold = wheel.runtime().hold();
+        let opened = open_store(wheel).and_then(|()| Ok(hold.check_open()?));
+        drop(hold);
+        opened
     })
+}
+
+/// tw_durable_open's work, on a wheel held.
+fn open_store(wheel: &tw_wheel) -> Result<(), tw_status> {
+    let slot = wheel.durable();
+    let mut registering = slot.registering.lock().unwrap_or_else(|p| p.into_inner());
+    if slot.open.get().is_some() {
+        return Err(tw_status::TW_ERR_BUSY);
+    }
+    let (builder, settings) = registering.as_ref().ok_or(tw_status::TW_ERR_INVALID)?;
+    let runtime = WheelRuntime(NonNull::from(wheel.runtime()));
+    let opened = builder
+        .clone()
+        .mode(settings.mode)
+        .missed(settings.missed)
+        .open_sqlite(runtime, &settings.path);
+    let store = slot.result(opened)?;
+    let _ = slot.open.set(store);
+    *registering = None;
+    Ok(())
 }
 
 /// Adds the durable timer (key, name) with a copy of `payload` (`len` bytes; NULL with 0),
