@@ -406,18 +406,66 @@ fn a_stored_timer_without_its_handler_fails_the_open_and_stays() {
     assert_eq!(tokens(&seen)[0].key, 9, "the timer stayed in the store");
 }
 
+/// `refused(path)`, checked to come at once: SQLite's busy wait (5 s) made it slow.
+fn refused_at_once(path: &Path) -> String {
+    let began = std::time::Instant::now();
+    let message = refused(path);
+    let took = began.elapsed();
+    assert!(took < Duration::from_secs(2), "refused after {took:?}");
+    message
+}
+
 #[test]
-fn a_second_opener_is_refused_and_the_file_is_private() {
+fn a_second_opener_is_refused_at_once_and_the_file_is_private() {
     let dir = TempDir::new("lock");
     let path = dir.file("t.db");
     let (builder, _) = recording(Ack::Now);
     let store = builder.open_sqlite(wheel_at(start()), &path).unwrap();
-    assert!(refused(&path).contains("locked by another opener"));
+    assert!(refused_at_once(&path).contains("locked by another opener"));
     let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     drop(store);
     let (builder, _) = recording(Ack::Now);
     builder.open_sqlite(wheel_at(start()), &path).unwrap();
+}
+
+const HOLDER_ENV: &str = "TW_DURABLE_HOLDER_STORE";
+
+/// The other process of the test below: opens the store, says so, and holds it until killed.
+#[test]
+fn holder_child_entry() {
+    if let Ok(path) = std::env::var(HOLDER_ENV) {
+        let (builder, _) = recording(Ack::Now);
+        let _store = builder.open_sqlite(wheel_at(start()), &path).unwrap();
+        println!("open");
+        std::thread::sleep(Duration::from_secs(60));
+    }
+}
+
+#[test]
+fn a_store_another_process_holds_is_refused_at_once() {
+    use std::io::{BufRead, BufReader};
+    let dir = TempDir::new("lock-process");
+    let path = dir.file("t.db");
+    let mut holder = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "holder_child_entry",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(HOLDER_ENV, &path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
+    assert!(lines.any(|line| line.is_ok_and(|l| l.contains("open"))));
+    let message = refused_at_once(&path);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert!(message.contains("locked by another opener"), "{message}");
+    let (builder, _) = recording(Ack::Now);
+    builder.open_sqlite(wheel_at(start()), &path).unwrap(); // the lock died with it
 }
 
 #[test]
