@@ -55,6 +55,7 @@ struct Queue {
     durable_seq: u64,
     flush_to: u64,
     failures: u64,
+    commits: u64,
     unreported: Option<String>,
     closing: bool,
 }
@@ -64,6 +65,14 @@ struct Shared {
     wake_writer: Condvar,
     committed: Condvar,
     mode: Mode,
+}
+
+/// How far the journal got ([`Journal::progress`]).
+pub struct Progress {
+    pub last_seq: u64,
+    pub durable_seq: u64,
+    pub commits: u64,
+    pub failures: u64,
 }
 
 /// The queue and its writer thread.
@@ -149,10 +158,15 @@ impl Journal {
         Ok(self.lock().durable_seq)
     }
 
-    /// The last sequence queued, the durable one, and how many commits failed.
-    pub fn progress(&self) -> (u64, u64, u64) {
+    /// The last sequence queued, the durable one, and how many commits succeeded and failed.
+    pub fn progress(&self) -> Progress {
         let queue = self.lock();
-        (queue.last_seq, queue.durable_seq, queue.failures)
+        Progress {
+            last_seq: queue.last_seq,
+            durable_seq: queue.durable_seq,
+            commits: queue.commits,
+            failures: queue.failures,
+        }
     }
 
     /// Commits what is queued (one attempt) and stops the writer.
@@ -219,6 +233,7 @@ fn write_loop(shared: &Shared, mut sink: Box<dyn Sink>) {
         match result {
             Ok(()) => {
                 queue.durable_seq = batch.last().map_or(queue.durable_seq, |e| e.seq);
+                queue.commits += 1;
             }
             Err(message) => {
                 queue.failures += 1;
