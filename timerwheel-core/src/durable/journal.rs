@@ -134,11 +134,30 @@ impl Journal {
     }
 
     /// In sync mode, waits until `seq` is durable; `Err` with the message of a commit that
-    /// failed meanwhile. Async mode returns at once.
+    /// failed meanwhile. Async mode returns at once unless the writer is behind.
     pub fn settle(&self, seq: u64) -> Result<(), String> {
         match self.shared.mode {
             Mode::Sync { .. } => self.wait_durable(seq),
-            Mode::Async { .. } => Ok(()),
+            Mode::Async { batch, .. } => {
+                self.wait_backlog(batch.max(1));
+                Ok(())
+            }
+        }
+    }
+
+    /// Async mode's back-pressure: waits while a full batch waits behind the commit under
+    /// way, so that what a crash loses stays within the delay and about two commits (a
+    /// queue that grew without bound lost changes far older than the delay). While commits
+    /// fail it waits for one attempt at most (the failure is reported by the next call).
+    fn wait_backlog(&self, batch: usize) {
+        let mut queue = self.lock();
+        let failures = queue.failures;
+        while queue.events.len() >= batch && queue.failures == failures && !queue.closing {
+            queue = self
+                .shared
+                .committed
+                .wait(queue)
+                .unwrap_or_else(|p| p.into_inner());
         }
     }
 
