@@ -410,6 +410,14 @@ public:
         return seq;
     }
 
+    /* The counters of the durable store (tw_durable_get_stats). */
+    tw_durable_stats durable_stats() const {
+        tw_durable_stats stats{};
+        stats.size = sizeof stats;
+        durable_check(tw_durable_get_stats(wheel_, &stats), "tw_durable_get_stats");
+        return stats;
+    }
+
     /* Runs `f` once, `delay` from now. */
     template <class Rep, class Period, class F>
     Timer after(std::chrono::duration<Rep, Period> delay, F &&f) {

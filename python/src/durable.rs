@@ -266,6 +266,9 @@ pub fn stats<'py>(py: Python<'py>, slot: &Mutex<DurableSlot>) -> PyResult<Bound<
     dict.set_item("timers", s.timers)?;
     dict.set_item("unacked_fires", s.unacked_fires)?;
     dict.set_item("redelivered", s.redelivered)?;
+    dict.set_item("commits", s.commits)?;
+    dict.set_item("acks", s.acks)?;
+    dict.set_item("pending_events", s.pending_events())?;
     Ok(dict)
 }
 

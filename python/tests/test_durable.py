@@ -52,6 +52,10 @@ def test_fires_carry_their_token_and_payload(tmp_path):
         assert w.durable_ack(tokens) == 2
         assert w.durable_ack(tokens) == 0  # acknowledged already: changes nothing
         assert w.durable_stats()["unacked_fires"] == 0
+        w.durable_flush()
+        stats = w.durable_stats()
+        assert stats["acks"] == 2 and stats["commits"] >= 1 and stats["pending_events"] == 0
+        assert stats["durable_seq"] == stats["last_seq"] == 5  # add, 2 fires, 2 acks
 
 
 def test_a_handler_returning_true_acknowledges_at_once(tmp_path):

@@ -47,18 +47,25 @@ static void store_path(char *buf, size_t len, const char *tag) {
     unlink(side);
 }
 
-/* A virtual wheel at `at` over the store `path`, its handler "charge" registered. */
-static tw_wheel *durable_wheel(const char *path, int64_t at, seen *s) {
+/* A virtual wheel at `at` over the store `path` in `durability` mode, `handler` registered
+ * as "charge" with `ctx`. */
+static tw_wheel *store_wheel(const char *path, int64_t at, uint32_t durability,
+                             tw_handler handler, void *ctx) {
     tw_config cfg;
     tw_config_init(&cfg);
     cfg.clock = TW_CLOCK_VIRTUAL;
     cfg.virtual_start_unix_ms = at;
     cfg.store_path = path;
-    cfg.durability = TW_DURABLE_SYNC;
+    cfg.durability = durability;
     tw_wheel *w = NULL;
     CHECK_OK(tw_create(&cfg, &w));
-    CHECK_OK(tw_handler_register(w, "charge", record, s));
+    CHECK_OK(tw_handler_register(w, "charge", handler, ctx));
     return w;
+}
+
+/* A virtual wheel at `at` over the store `path`, in sync mode, recording in `s`. */
+static tw_wheel *durable_wheel(const char *path, int64_t at, seen *s) {
+    return store_wheel(path, at, TW_DURABLE_SYNC, record, s);
 }
 
 static void an_unacknowledged_fire_comes_back_with_its_token(void) {
@@ -256,10 +263,121 @@ static void a_fork_child_is_refused_and_never_hangs(void) {
     store_path(path, sizeof path, "fork");
 }
 
+/* A callback that destroys its wheel (tw_destroy_nowait) while tw_durable_open is still
+ * restoring: the open holds the wheel, which is freed once the open returned
+ * TW_ERR_SHUTDOWN (it was freed under the open: a use after free under ASan). A handler
+ * (a redelivered fire) runs where a callback runs, so it is the same case. The store
+ * stays consistent and keeps every timer. */
+static long many_timers(void) { /* fewer under valgrind (the harness sets TW_STRESS_OPS) */
+    return env_long("TW_STRESS_OPS", 0) ? 5000 : 50000;
+}
+
+static void destroy_wheel(tw_timer_id id, void *ctx) {
+    (void)id;
+    CHECK_OK(tw_destroy_nowait(ctx));
+}
+
+static int count_fire(const tw_token *token, const void *payload, size_t len, void *ctx) {
+    (void)token, (void)payload, (void)len;
+    __atomic_add_fetch((long *)ctx, 1, __ATOMIC_SEQ_CST);
+    return TW_ACK_NOW;
+}
+
+/* A virtual wheel at START_MS over the store `path` in async mode, opened. */
+static tw_wheel *virtual_store(const char *path, tw_handler handler, void *ctx) {
+    tw_wheel *w = store_wheel(path, START_MS, TW_DURABLE_ASYNC, handler, ctx);
+    CHECK_OK(tw_durable_open(w));
+    return w;
+}
+
+static void a_callback_that_destroys_the_wheel_while_it_opens_is_safe(void) {
+    char path[256];
+    store_path(path, sizeof path, "destroy-in-open");
+    long fires = 0, many = many_timers();
+    tw_wheel *w = virtual_store(path, count_fire, &fires);
+    for (uint64_t key = 1; key <= (uint64_t)many; key++) /* due an hour after START_MS: long past */
+        CHECK_OK(tw_durable_add(w, key, "charge", NULL, 0, START_MS + 3600000, 0, 0));
+    CHECK_OK(tw_destroy(w));
+
+    tw_config cfg;
+    tw_config_init(&cfg);
+    cfg.store_path = path;
+    cfg.durability = TW_DURABLE_ASYNC;
+    long ignored = 0;
+    CHECK_OK(tw_create(&cfg, &w));
+    CHECK_OK(tw_handler_register(w, "charge", count_fire, &ignored));
+    tw_timer_id id;
+    CHECK_OK(tw_add(w, 2, destroy_wheel, w, NULL, &id)); /* runs while the store loads */
+    CHECK_STATUS(tw_durable_open(w), TW_ERR_SHUTDOWN);    /* w is freed now */
+
+    w = virtual_store(path, count_fire, &fires); /* the store is sound and whole */
+    CHECK_OK(advance(w, 7200000));
+    CHECK(atomic_get(&fires) == many);
+    CHECK_OK(tw_destroy(w));
+    store_path(path, sizeof path, "destroy-in-open");
+}
+
+/* tw_durable_get_stats: the store's counters, as a sized struct like tw_stats. */
+static void the_store_counts_its_commits_acks_and_errors(void) {
+    char path[256];
+    store_path(path, sizeof path, "stats");
+    seen s = {.answer = TW_ACK_LATER};
+    tw_wheel *w = durable_wheel(path, START_MS, &s);
+    tw_durable_stats st = {.size = sizeof st};
+    CHECK_STATUS(tw_durable_get_stats(w, &st), TW_ERR_INVALID); /* not open */
+    CHECK_OK(tw_durable_open(w));
+    CHECK_OK(tw_durable_get_stats(w, &st));
+    CHECK(st.size == sizeof st && st.last_seq == 0 && st.commits == 0 && st.last_error == TW_OK);
+    CHECK_OK(tw_durable_add(w, 1, "charge", "", 0, START_MS + 10, 0, 0));
+    CHECK_OK(tw_durable_add(w, 2, "charge", "", 0, START_MS + 20, 0, 0));
+    CHECK_STATUS(tw_durable_add(w, 2, "charge", "", 0, START_MS, 0, 0), TW_ERR_EXISTS);
+    CHECK_OK(advance(w, 10)); /* key 1 fires, unacknowledged */
+    CHECK_OK(tw_durable_flush(w, NULL));
+    CHECK_OK(tw_durable_get_stats(w, &st));
+    CHECK(st.last_seq == 3 && st.durable_seq == 3 && st.pending_events == 0);
+    CHECK(st.commits >= 2 && st.failed_commits == 0 && st.acks == 0);
+    CHECK(st.timers == 1 && st.unacked_fires == 1 && st.redelivered == 0);
+    CHECK(st.last_error == TW_ERR_EXISTS);
+    tw_token token = {1, "charge", s.occurrence[0], s.epoch[0]};
+    CHECK_OK(tw_durable_ack(w, &token, 1, NULL));
+    CHECK_OK(tw_durable_get_stats(w, &st));
+    CHECK(st.acks == 1 && st.unacked_fires == 0 && st.last_seq == 4);
+
+    /* An older, smaller struct: only the whole fields it holds are written. */
+    tw_durable_stats small;
+    memset(&small, 0xee, sizeof small);
+    small.size = offsetof(tw_durable_stats, durable_seq) + 4; /* inside durable_seq */
+    CHECK_OK(tw_durable_get_stats(w, &small));
+    CHECK(small.size == offsetof(tw_durable_stats, durable_seq) && small.last_seq == 4);
+    CHECK(small.durable_seq == UINT64_C(0xeeeeeeeeeeeeeeee));
+    small.size = 3;
+    CHECK_STATUS(tw_durable_get_stats(w, &small), TW_ERR_INVALID);
+    st.size = 0; /* 0: the first layout, the whole struct */
+    CHECK_OK(tw_durable_get_stats(w, &st));
+    CHECK(st.size == sizeof st);
+    CHECK_STATUS(tw_durable_get_stats(w, NULL), TW_ERR_INVALID);
+    CHECK_STATUS(tw_durable_get_stats(NULL, &st), TW_ERR_INVALID);
+    CHECK_OK(advance(w, 10)); /* key 2 fires, unacknowledged: delivered again below */
+    CHECK_OK(tw_destroy(w));
+
+    seen again = {.answer = TW_ACK_NOW};
+    w = durable_wheel(path, START_MS + 1000, &again);
+    CHECK_OK(tw_durable_open(w));
+    CHECK_OK(advance(w, 0));
+    CHECK_OK(tw_durable_flush(w, NULL));
+    CHECK_OK(tw_durable_get_stats(w, &st));
+    CHECK(again.count == 1 && st.redelivered == 1 && st.acks == 1 && st.unacked_fires == 0);
+    CHECK(st.last_error == TW_OK && st.last_seq == 6);
+    CHECK_OK(tw_destroy(w));
+    store_path(path, sizeof path, "stats");
+}
+
 int main(void) {
     RUN(an_unacknowledged_fire_comes_back_with_its_token);
     RUN(bad_calls_are_refused_and_change_nothing);
     RUN(a_missing_handler_a_second_opener_and_a_bad_file_are_refused);
     RUN(a_fork_child_is_refused_and_never_hangs);
+    RUN(a_callback_that_destroys_the_wheel_while_it_opens_is_safe);
+    RUN(the_store_counts_its_commits_acks_and_errors);
     return check_summary("test_durable");
 }

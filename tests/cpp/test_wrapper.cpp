@@ -494,6 +494,9 @@ void test_durable_timers() {
         CHECK(wheel.durable_ack({first}) == 0);
         wheel.durable_delete(42, "charge");
         CHECK(wheel.durable_flush() > 0);
+        tw_durable_stats stats = wheel.durable_stats();
+        CHECK(stats.acks == 1 && stats.pending_events == 0 && stats.durable_seq == stats.last_seq);
+        CHECK(stats.last_error == TW_ERR_NOT_FOUND);
     }
     // The next wheel on the store: the fire acknowledged stays done; the second fire and
     // the one whose handler threw come back with their tokens.

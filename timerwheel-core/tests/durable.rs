@@ -406,18 +406,66 @@ fn a_stored_timer_without_its_handler_fails_the_open_and_stays() {
     assert_eq!(tokens(&seen)[0].key, 9, "the timer stayed in the store");
 }
 
+/// `refused(path)`, checked to come at once: SQLite's busy wait (5 s) made it slow.
+fn refused_at_once(path: &Path) -> String {
+    let began = std::time::Instant::now();
+    let message = refused(path);
+    let took = began.elapsed();
+    assert!(took < Duration::from_secs(2), "refused after {took:?}");
+    message
+}
+
 #[test]
-fn a_second_opener_is_refused_and_the_file_is_private() {
+fn a_second_opener_is_refused_at_once_and_the_file_is_private() {
     let dir = TempDir::new("lock");
     let path = dir.file("t.db");
     let (builder, _) = recording(Ack::Now);
     let store = builder.open_sqlite(wheel_at(start()), &path).unwrap();
-    assert!(refused(&path).contains("locked by another opener"));
+    assert!(refused_at_once(&path).contains("locked by another opener"));
     let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     drop(store);
     let (builder, _) = recording(Ack::Now);
     builder.open_sqlite(wheel_at(start()), &path).unwrap();
+}
+
+const HOLDER_ENV: &str = "TW_DURABLE_HOLDER_STORE";
+
+/// The other process of the test below: opens the store, says so, and holds it until killed.
+#[test]
+fn holder_child_entry() {
+    if let Ok(path) = std::env::var(HOLDER_ENV) {
+        let (builder, _) = recording(Ack::Now);
+        let _store = builder.open_sqlite(wheel_at(start()), &path).unwrap();
+        println!("open");
+        std::thread::sleep(Duration::from_secs(60));
+    }
+}
+
+#[test]
+fn a_store_another_process_holds_is_refused_at_once() {
+    use std::io::{BufRead, BufReader};
+    let dir = TempDir::new("lock-process");
+    let path = dir.file("t.db");
+    let mut holder = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "holder_child_entry",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(HOLDER_ENV, &path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
+    assert!(lines.any(|line| line.is_ok_and(|l| l.contains("open"))));
+    let message = refused_at_once(&path);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert!(message.contains("locked by another opener"), "{message}");
+    let (builder, _) = recording(Ack::Now);
+    builder.open_sqlite(wheel_at(start()), &path).unwrap(); // the lock died with it
 }
 
 #[test]
@@ -619,4 +667,147 @@ fn every_call_after_the_runtime_shut_down_is_shutdown_and_changes_nothing() {
     let after = sink.snapshot();
     assert_eq!(after.timers.len(), before.timers.len());
     assert_eq!(after.fires.len(), before.fires.len());
+}
+
+/// A full disk, as `RLIMIT_FSIZE` makes one for this process alone (a read-only directory
+/// made by chmod after the open would not do: the store writes through files it opened,
+/// and the tests run as root on CI, whom permissions do not stop).
+mod full_disk {
+    use super::*;
+    use std::io::{BufRead, BufReader};
+    use std::process::{Child, Command, Stdio};
+    use std::time::Instant;
+
+    const STORE_ENV: &str = "TW_DURABLE_FULL_DISK_STORE";
+    const CRASH_ENV: &str = "TW_DURABLE_FULL_DISK_CRASH";
+    /// The timers made durable before the disk fills.
+    const BEFORE: u64 = 10;
+
+    extern "C" {
+        fn setrlimit(resource: i32, limits: *const [u64; 2]) -> i32;
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    const RLIMIT_FSIZE: i32 = 1;
+    const SIGXFSZ: i32 = 25;
+    const SIG_IGN: usize = 1;
+
+    /// Limits the files this process writes to `bytes` (`u64::MAX`: no limit).
+    fn limit_file_size(bytes: u64) {
+        // SAFETY: setrlimit reads two limits (soft, hard; u64::MAX is RLIM_INFINITY).
+        assert_eq!(unsafe { setrlimit(RLIMIT_FSIZE, &[bytes, u64::MAX]) }, 0);
+    }
+
+    fn far_timer(key: u64, payload: &[u8]) -> DurableTimer<'_> {
+        timer(key, payload, SystemTime::now() + Duration::from_secs(3600))
+    }
+
+    fn open(path: &Path) -> Durable<timerwheel_core::BoxTask> {
+        let runtime = Arc::new(Runtime::builder().build().unwrap());
+        let mode = Mode::Async {
+            batch: 100,
+            delay: ms(5),
+        };
+        let (builder, _) = recording(Ack::Now);
+        builder.mode(mode).open_sqlite(runtime, path).unwrap()
+    }
+
+    /// The child: fills the disk under the store, checks the failure is reported, then
+    /// (unless told to wait for its kill there) gives the space back and checks that the
+    /// commits resume.
+    #[test]
+    fn full_disk_child_entry() {
+        let Ok(path) = std::env::var(STORE_ENV) else {
+            return;
+        };
+        let path = Path::new(&path);
+        // SAFETY: with SIGXFSZ ignored, a write past the limit fails with EFBIG instead.
+        unsafe { signal(SIGXFSZ, SIG_IGN) };
+        let store = open(path);
+        let payload = vec![7u8; 4096];
+        for key in 0..BEFORE {
+            store.add(&far_timer(key, &payload)).unwrap();
+        }
+        let durable = store.flush().unwrap();
+        let wal = path.with_extension("db-wal");
+        let used = [path, &wal].map(|p| fs::metadata(p).map_or(0, |m| m.len()));
+        limit_file_size(used[0].max(used[1]));
+        let mut reported = None;
+        for key in BEFORE..5000 {
+            match store.add(&far_timer(key, &payload)) {
+                Ok(()) => {}
+                Err(DurableError::Store(message)) => {
+                    reported = Some(message);
+                    break;
+                }
+                Err(other) => panic!("{other:?}"),
+            }
+        }
+        let reported = reported.or_else(|| store.flush().err().map(|e| e.to_string()));
+        assert!(reported.is_some(), "the full disk was not reported");
+        let stats = store.stats();
+        assert!(stats.sink_failures > 0 && stats.durable_seq >= durable);
+        println!("failing: {}", reported.unwrap());
+        if std::env::var(CRASH_ENV).is_ok() {
+            std::thread::sleep(Duration::from_secs(60));
+        }
+        limit_file_size(u64::MAX);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while store.flush().ok() != Some(store.stats().last_seq) {
+            assert!(Instant::now() < deadline, "the commits did not resume");
+            std::thread::sleep(ms(10));
+        }
+        println!("resumed: {} timers", store.stats().timers);
+    }
+
+    /// Runs the child on `path` and waits for its line saying the failure was reported.
+    fn fill(path: &Path, crash: bool) -> (Child, impl Iterator<Item = String>) {
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command
+            .args(["--exact", "full_disk::full_disk_child_entry", "--nocapture"])
+            .env(STORE_ENV, path)
+            .stdout(Stdio::piped());
+        if crash {
+            command.env(CRASH_ENV, "1");
+        }
+        let mut child = command.spawn().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap())
+            .lines()
+            .map_while(Result::ok);
+        let failing = lines.by_ref().find(|l| l.starts_with("failing"));
+        assert!(failing.is_some(), "the child did not see the failure");
+        (child, lines)
+    }
+
+    /// How many timers the store at `path` holds: all it journalled (an add each).
+    fn stored_timers(path: &Path) -> u64 {
+        let stats = open(path).stats();
+        assert_eq!(stats.timers, stats.last_seq, "one add per timer, all there");
+        stats.timers
+    }
+
+    #[test]
+    fn a_full_disk_is_reported_and_the_commits_resume_when_space_returns() {
+        let dir = TempDir::new("full-disk");
+        let path = dir.file("t.db");
+        let (mut child, mut lines) = fill(&path, false);
+        let resumed = lines.find(|l| l.starts_with("resumed"));
+        assert!(child.wait().unwrap().success(), "{resumed:?}");
+        let count: u64 = resumed.unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+        assert!(count > BEFORE);
+        assert_eq!(stored_timers(&path), count, "every change made is there");
+    }
+
+    #[test]
+    fn a_crash_while_the_disk_is_full_loses_nothing_durable() {
+        let dir = TempDir::new("full-disk-crash");
+        let path = dir.file("t.db");
+        let (mut child, _) = fill(&path, true);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        use timerwheel_core::durable::{Sink, SqliteSink};
+        let snapshot = SqliteSink::open(&path).unwrap().load().unwrap();
+        for key in 0..BEFORE {
+            assert!(snapshot.timers.contains_key(&(key, "charge".to_owned())));
+        }
+    }
 }

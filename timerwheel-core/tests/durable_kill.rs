@@ -1,10 +1,13 @@
 //! Durable timers against SIGKILL: a child process adds, resets and deletes durable timers
-//! from 4 threads in sync mode while they fire, writing a record of every call before and
+//! from 4 threads, in sync mode or in async mode with a delay of [`ASYNC_DELAY_MS`], while
+//! they fire, writing a record of every call before and
 //! after it (and of every fire and acknowledgement) to a file; the parent kills it at a
 //! random moment, reads the store, checks it against the record, and starts the next child
 //! on the same store. `TW_KILLS` kills (10 by default; `make test-durable-kill` runs 100).
 //!
-//! Checked after each kill:
+//! Checked after each kill, where in async mode a change or acknowledgement whose call
+//! returned less than the delay plus [`MARGIN_MS`] before the kill (the record says when)
+//! counts as never returned, since async mode may lose it:
 //! - a change whose call returned is in the store (a deleted timer is absent, a periodic
 //!   one present, a one-shot present at its deadline or its fire recorded in the store);
 //! - no occurrence lost: every fire the child saw and did not begin to acknowledge is in the
@@ -27,6 +30,11 @@ use timerwheel_core::Runtime;
 const THREADS: u64 = 4;
 const KEYS_PER_THREAD: u64 = 40;
 const CHILD_ENV: &str = "TW_DURABLE_KILL_CHILD";
+const MODE_ENV: &str = "TW_DURABLE_KILL_MODE";
+/// Async mode's delay: the longest an event waits for its commit.
+const ASYNC_DELAY_MS: u64 = 20;
+/// What a commit may take beyond the delay on a loaded machine.
+const MARGIN_MS: i64 = 400;
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -56,8 +64,27 @@ fn note(record: &Mutex<File>, line: String) {
     let _ = record.lock().unwrap().write_all(line.as_bytes());
 }
 
+/// The journal's mode for `name` ("sync" or "async").
+fn mode(name: &str) -> Mode {
+    match name {
+        "async" => Mode::Async {
+            batch: 1000,
+            delay: Duration::from_millis(ASYNC_DELAY_MS),
+        },
+        _ => Mode::Sync { batch: 1000 },
+    }
+}
+
+/// How long before a kill a change may have returned and still be lost in `mode`.
+fn window_ms(mode: Mode) -> i64 {
+    match mode {
+        Mode::Async { delay, .. } => delay.as_millis() as i64 + MARGIN_MS,
+        Mode::Sync { .. } => 0,
+    }
+}
+
 /// The child: runs until killed.
-fn child(store: &Path, record: &Path) {
+fn child(store: &Path, record: &Path, mode: Mode) {
     let record = Arc::new(Mutex::new(
         OpenOptions::new()
             .create(true)
@@ -78,7 +105,7 @@ fn child(store: &Path, record: &Path) {
             queue.lock().unwrap().push(t.clone());
             Ack::Later
         })
-        .mode(Mode::Sync { batch: 1000 })
+        .mode(mode)
         .open_sqlite(runtime, store)
         .unwrap();
     let durable = Arc::new(durable);
@@ -97,7 +124,7 @@ fn child(store: &Path, record: &Path) {
                 for t in tokens {
                     note(
                         &record,
-                        format!("A {} {} {}\n", t.key, t.occurrence_ms, t.epoch),
+                        format!("A {} {} {} {}\n", t.key, t.occurrence_ms, t.epoch, now_ms()),
                     );
                 }
             }
@@ -145,7 +172,11 @@ fn change_loop(
             _ => durable.delete(key, "charge"),
         };
         let ok = u8::from(result.is_ok());
-        note(record, format!("D {op} {key} {deadline} {period} {ok}\n"));
+        let done = now_ms();
+        note(
+            record,
+            format!("D {op} {key} {deadline} {period} {ok} {done}\n"),
+        );
     }
 }
 
@@ -173,8 +204,17 @@ struct Record {
     after_ack: Vec<(u64, i64, u64)>,
 }
 
-fn read_record(path: &Path) -> Record {
+/// The record at `path`; a change or acknowledgement that returned within `window_ms` of
+/// the kill that followed it counts as never returned.
+fn read_record(path: &Path, window_ms: i64) -> Record {
     let text = fs::read_to_string(path).unwrap_or_default();
+    let kills: Vec<i64> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("K ")?.parse().ok())
+        .collect();
+    let mut lives = kills.iter().map(|&kill| kill - window_ms);
+    let mut at_risk_after = lives.next().unwrap_or(i64::MAX);
+    let at_risk = |done: &str, after: i64| done.parse::<i64>().is_ok_and(|t| t > after);
     let mut record = Record::default();
     let mut under_way: HashMap<u64, Vec<(u64, i64, u64)>> = HashMap::new();
     // Fires not yet taken for acknowledgement when the child was killed, by key.
@@ -196,7 +236,8 @@ fn read_record(path: &Path) -> Record {
                     .extend(at_kill.remove(&key).unwrap_or_default());
                 under_way.insert(key, Vec::new());
             }
-            ["D", op, key, deadline, period, ok] => {
+            ["D", .., done] if at_risk(done, at_risk_after) => {}
+            ["D", op, key, deadline, period, ok, _] => {
                 let key: u64 = key.parse().unwrap();
                 under_way.remove(&key);
                 let op = match *op {
@@ -244,12 +285,14 @@ fn read_record(path: &Path) -> Record {
                 this_life.remove(&token);
                 record.acking.insert(token);
             }
-            ["K"] => {
+            ["K", _] => {
+                at_risk_after = lives.next().unwrap_or(i64::MAX);
                 for token in this_life.drain() {
                     at_kill.entry(token.0).or_default().push(token);
                 }
             }
-            ["A", key, occ, epoch] => {
+            ["A", .., done] if at_risk(done, at_risk_after) => {}
+            ["A", key, occ, epoch, _] => {
                 record.acked.insert((
                     key.parse().unwrap(),
                     occ.parse().unwrap(),
@@ -352,17 +395,32 @@ fn kill_child_entry() {
         std::env::var(CHILD_ENV),
         std::env::var("TW_DURABLE_KILL_RECORD"),
     ) {
-        child(Path::new(&store), Path::new(&record));
+        let mode = mode(&std::env::var(MODE_ENV).unwrap_or_default());
+        child(Path::new(&store), Path::new(&record), mode);
     }
 }
 
 #[test]
 fn sync_changes_and_fires_survive_sigkill() {
+    survive_sigkills("sync");
+}
+
+#[test]
+fn async_changes_older_than_the_window_and_fires_survive_sigkill() {
+    survive_sigkills("async");
+}
+
+/// `TW_KILLS` children in `mode_name` mode, each killed at a random moment and checked.
+fn survive_sigkills(mode_name: &str) {
     let kills: u32 = std::env::var("TW_KILLS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10);
-    let dir = std::env::temp_dir().join(format!("tw-durable-kill-{}", std::process::id()));
+    let window = window_ms(mode(mode_name));
+    let dir = std::env::temp_dir().join(format!(
+        "tw-durable-kill-{mode_name}-{}",
+        std::process::id()
+    ));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
     let (store, record): (PathBuf, PathBuf) = (dir.join("t.db"), dir.join("record"));
@@ -377,10 +435,13 @@ fn sync_changes_and_fires_survive_sigkill() {
             ])
             .env(CHILD_ENV, &store)
             .env("TW_DURABLE_KILL_RECORD", &record)
+            .env(MODE_ENV, mode_name)
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
-        thread::sleep(Duration::from_millis(150 + rng.next(400)));
+        // Long enough in async mode for changes older than the window.
+        thread::sleep(Duration::from_millis(150 + window as u64 + rng.next(400)));
+        let killed_at = now_ms();
         child.kill().unwrap(); // SIGKILL
         let status = child.wait().unwrap();
         assert!(
@@ -391,17 +452,17 @@ fn sync_changes_and_fires_survive_sigkill() {
             .append(true)
             .open(&record)
             .unwrap()
-            .write_all(b"\nK\n")
+            .write_all(format!("\nK {killed_at}\n").as_bytes())
             .unwrap();
-        let record_now = read_record(&record);
+        let record_now = read_record(&record, window);
         let errors = check(&store, &record_now);
         assert!(
             errors.is_empty(),
-            "after kill {kill} (kept in {}): {errors:#?}",
+            "{mode_name}: after kill {kill} (kept in {}): {errors:#?}",
             dir.display()
         );
     }
-    let record = read_record(&record);
+    let record = read_record(&record, window);
     assert!(
         !record.fired.is_empty() && !record.acked.is_empty(),
         "nothing fired"

@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::ptr::NonNull;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use timerwheel_core::durable::{
@@ -21,7 +21,8 @@ use crate::ptr::Out;
 use crate::task::CTask;
 use crate::time::unix_time;
 use crate::types::{
-    tw_config, tw_durability, tw_handler, tw_missed_points, tw_status, tw_timer_id, tw_token,
+    tw_config, tw_durability, tw_durable_stats, tw_handler, tw_missed_points, tw_status,
+    tw_timer_id, tw_token,
 };
 
 /// A handler's answer: acknowledge the fire now.
@@ -76,7 +77,22 @@ pub unsafe fn settings(cfg: &tw_config) -> Result<Option<Settings>, tw_status> {
 pub struct DurableSlot {
     registering: Mutex<Option<(DurableBuilder, Settings)>>,
     open: OnceLock<Durable<CTask>>,
-    last_error: Mutex<String>,
+    last_error: Mutex<LastError>,
+}
+
+/// The last durable call that failed on a wheel: its status and message.
+struct LastError {
+    status: tw_status,
+    message: String,
+}
+
+impl Default for LastError {
+    fn default() -> Self {
+        LastError {
+            status: tw_status::TW_OK,
+            message: String::new(),
+        }
+    }
 }
 
 impl DurableSlot {
@@ -95,15 +111,21 @@ impl DurableSlot {
 
     /// Keeps `error`'s message for tw_durable_error and gives its status.
     fn fail(&self, error: DurableError) -> tw_status {
-        *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = error.to_string();
-        match error {
+        let message = error.to_string();
+        let status = match error {
             DurableError::Exists => tw_status::TW_ERR_EXISTS,
             DurableError::NotFound => tw_status::TW_ERR_NOT_FOUND,
             DurableError::NoHandler(_) => tw_status::TW_ERR_NO_HANDLER,
             DurableError::Store(_) => tw_status::TW_ERR_STORE,
             DurableError::Invalid(_) => tw_status::TW_ERR_INVALID,
             DurableError::Runtime(error) => error.into(),
-        }
+        };
+        *self.last_error() = LastError { status, message };
+        status
+    }
+
+    fn last_error(&self) -> MutexGuard<'_, LastError> {
+        self.last_error.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn result<R>(&self, result: Result<R, DurableError>) -> Result<R, tw_status> {
@@ -253,11 +275,13 @@ pub unsafe extern "C" fn tw_handler_register(
 }
 
 /// Opens the store named by tw_config.store_path: restores every stored timer and delivers
-/// every unacknowledged fire again, then journals. Returns TW_OK, or TW_ERR_INVALID (`w`
-/// NULL, no store_path), TW_ERR_BUSY (opened already), TW_ERR_NO_HANDLER (a stored timer's
-/// handler is not registered; the store is untouched), TW_ERR_STORE (tw_durable_error says
-/// why: locked by another opener, not a store, damaged, another schema version, cannot
-/// write). After a refusal it can be called again.
+/// every unacknowledged fire again, then journals. Handlers and callbacks may run before it
+/// returns. Returns TW_OK, or TW_ERR_INVALID (`w` NULL, no store_path), TW_ERR_BUSY (opened
+/// already), TW_ERR_NO_HANDLER (a stored timer's handler is not registered; the store is
+/// untouched), TW_ERR_STORE (tw_durable_error says why: locked by another opener, not a
+/// store, damaged, another schema version, cannot write), TW_ERR_SHUTDOWN (a callback or
+/// handler destroyed the wheel while it opened: `w` is freed once this returns; the store
+/// keeps every timer). After a refusal other than TW_ERR_SHUTDOWN it can be called again.
 ///
 /// # Safety
 /// `w` is NULL or a live wheel.
@@ -266,23 +290,33 @@ pub unsafe extern "C" fn tw_durable_open(w: *mut tw_wheel) -> tw_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live wheel.
         let wheel = unsafe { self::wheel(w) }?;
-        let slot = wheel.durable();
-        let mut registering = slot.registering.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.open.get().is_some() {
-            return Err(tw_status::TW_ERR_BUSY);
-        }
-        let (builder, settings) = registering.as_ref().ok_or(tw_status::TW_ERR_INVALID)?;
-        let runtime = WheelRuntime(NonNull::from(wheel.runtime()));
-        let opened = builder
-            .clone()
-            .mode(settings.mode)
-            .missed(settings.missed)
-            .open_sqlite(runtime, &settings.path);
-        let store = slot.result(opened)?;
-        let _ = slot.open.set(store);
-        *registering = None;
-        Ok(())
+        // A callback run meanwhile may destroy the wheel without waiting: the hold keeps it
+        // until the open is done with it, and `w` is freed when the hold ends.
+        let hold = wheel.runtime().hold();
+        let opened = open_store(wheel).and_then(|()| Ok(hold.check_open()?));
+        drop(hold);
+        opened
     })
+}
+
+/// tw_durable_open's work, on a wheel held.
+fn open_store(wheel: &tw_wheel) -> Result<(), tw_status> {
+    let slot = wheel.durable();
+    let mut registering = slot.registering.lock().unwrap_or_else(|p| p.into_inner());
+    if slot.open.get().is_some() {
+        return Err(tw_status::TW_ERR_BUSY);
+    }
+    let (builder, settings) = registering.as_ref().ok_or(tw_status::TW_ERR_INVALID)?;
+    let runtime = WheelRuntime(NonNull::from(wheel.runtime()));
+    let opened = builder
+        .clone()
+        .mode(settings.mode)
+        .missed(settings.missed)
+        .open_sqlite(runtime, &settings.path);
+    let store = slot.result(opened)?;
+    let _ = slot.open.set(store);
+    *registering = None;
+    Ok(())
 }
 
 /// Adds the durable timer (key, name) with a copy of `payload` (`len` bytes; NULL with 0),
@@ -465,12 +499,45 @@ pub unsafe extern "C" fn tw_durable_error(
     guard(|| {
         // SAFETY: the caller passes NULL or a live wheel.
         let slot = unsafe { wheel(w) }?.durable();
-        let message = slot
-            .last_error
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let message = slot.last_error().message.clone();
         // SAFETY: this function's contract on `buf`, `len` and `needed`.
         unsafe { write_text(&message, buf, len, needed) }
+    })
+}
+
+/// Copies the counters of the wheel's durable store into `*out`, no more than `out->size`
+/// bytes (0: the layout of 0.2.0), and stores in `out->size` how many bytes it wrote, as
+/// tw_get_stats does. Set the size first: `tw_durable_stats s = {.size = sizeof s};`.
+///
+/// Returns TW_OK, or TW_ERR_INVALID (`w` or `out` NULL, `out->size` from 1 to
+/// sizeof(size_t) - 1, the store not open), TW_ERR_FORKED.
+///
+/// # Safety
+/// `w` is NULL or a live wheel; `out` is NULL or points to a `tw_durable_stats` whose size
+/// field is readable and which is writable for as many bytes as it says.
+#[no_mangle]
+pub unsafe extern "C" fn tw_durable_get_stats(
+    w: *const tw_wheel,
+    out: *mut tw_durable_stats,
+) -> tw_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a writable tw_durable_stats.
+        let out = unsafe { Out::new(out) }?;
+        // SAFETY: the caller passes NULL or a live wheel.
+        let slot = unsafe { wheel(w) }?.durable();
+        let stats = slot.store()?.stats();
+        out.put_sized(tw_durable_stats {
+            size: size_of::<tw_durable_stats>(),
+            last_seq: stats.last_seq,
+            durable_seq: stats.durable_seq,
+            pending_events: stats.pending_events(),
+            commits: stats.commits,
+            failed_commits: stats.sink_failures,
+            acks: stats.acks,
+            redelivered: stats.redelivered,
+            timers: stats.timers,
+            unacked_fires: stats.unacked_fires,
+            last_error: slot.last_error().status as i64,
+        })
     })
 }

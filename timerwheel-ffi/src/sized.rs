@@ -8,7 +8,7 @@
 use std::mem::offset_of;
 use std::ptr::{self, NonNull};
 
-use crate::types::{tw_config, tw_stats, tw_status};
+use crate::types::{tw_config, tw_durable_stats, tw_stats, tw_status};
 
 /// A C struct whose first field is its size in bytes.
 ///
@@ -55,19 +55,40 @@ unsafe impl SizedStruct for tw_config {
     }
 }
 
+/// Where each field of `T` ends, for a struct whose fields after the size are 8 bytes each.
+const fn eight_byte_field_ends<T, const N: usize>() -> [usize; N] {
+    assert!(N == size_of::<T>() / size_of::<u64>());
+    let mut ends = [0; N];
+    let mut i = 0;
+    while i < N {
+        ends[i] = size_of::<usize>() + i * size_of::<u64>();
+        i += 1;
+    }
+    ends
+}
+
 // SAFETY: tw_stats is repr(C), starts with `size: usize`, and has only integer fields.
 unsafe impl SizedStruct for tw_stats {
     const FIRST_SIZE: usize = offset_of!(tw_stats, callback_panics) + size_of::<u64>();
     // After the size, every field is a u64.
-    const FIELD_ENDS: &'static [usize] = &{
-        let mut ends = [0; size_of::<tw_stats>() / size_of::<u64>()];
-        let mut i = 0;
-        while i < ends.len() {
-            ends[i] = size_of::<usize>() + i * size_of::<u64>();
-            i += 1;
-        }
-        ends
-    };
+    const FIELD_ENDS: &'static [usize] =
+        &eight_byte_field_ends::<tw_stats, { size_of::<tw_stats>() / size_of::<u64>() }>();
+
+    fn set_size(&mut self, size: usize) {
+        self.size = size;
+    }
+}
+
+// SAFETY: tw_durable_stats is repr(C), starts with `size: usize`, and has only integer
+// fields.
+unsafe impl SizedStruct for tw_durable_stats {
+    /// Its first layout, 0.2.0's, is the whole struct as it is now.
+    const FIRST_SIZE: usize = offset_of!(tw_durable_stats, last_error) + size_of::<i64>();
+    // After the size, every field is a u64 or an i64.
+    const FIELD_ENDS: &'static [usize] = &eight_byte_field_ends::<
+        tw_durable_stats,
+        { size_of::<tw_durable_stats>() / size_of::<u64>() },
+    >();
 
     fn set_size(&mut self, size: usize) {
         self.size = size;
@@ -174,6 +195,9 @@ mod tests {
         assert_eq!(offset_of!(tw_stats, pending), 8);
         assert_eq!(offset_of!(tw_stats, late_max_us), 112);
         assert_eq!(tw_stats::FIRST_SIZE, 128);
+        assert_eq!(offset_of!(tw_durable_stats, last_seq), 8);
+        assert_eq!(offset_of!(tw_durable_stats, last_error), 80);
+        assert_eq!(tw_durable_stats::FIRST_SIZE, size_of::<tw_durable_stats>());
     }
 
     #[test]

@@ -275,6 +275,39 @@ pub type tw_handler = Option<
     ) -> i32,
 >;
 
+/// The counters of a wheel's durable store (tw_durable_get_stats). It can gain fields at its
+/// end in later versions (docs/c.md, "ABI policy").
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct tw_durable_stats {
+    /// Set it to sizeof(tw_durable_stats) before tw_durable_get_stats (`tw_durable_stats s =
+    /// {.size = sizeof s};`), or to 0 for the layout of 0.2.0: the library writes no more
+    /// bytes than that, only whole fields, and stores here how many it wrote.
+    pub size: usize,
+    /// The last sequence number journalled (queued).
+    pub last_seq: u64,
+    /// The last sequence number committed: durable.
+    pub durable_seq: u64,
+    /// Events journalled and not committed yet (last_seq - durable_seq): what a crash now
+    /// would lose.
+    pub pending_events: u64,
+    /// Commits that succeeded (a batch each).
+    pub commits: u64,
+    /// Commits that failed (each batch is retried with the next).
+    pub failed_commits: u64,
+    /// Fires acknowledged (by tw_durable_ack or a handler's TW_ACK_NOW).
+    pub acks: u64,
+    /// Fires delivered again after the open (unacknowledged before it).
+    pub redelivered: u64,
+    /// Durable timers now.
+    pub timers: u64,
+    /// Fires not acknowledged yet.
+    pub unacked_fires: u64,
+    /// The tw_status of the last durable call that failed on this wheel (TW_OK if none);
+    /// tw_durable_error gives its message.
+    pub last_error: i64,
+}
+
 impl From<&Config> for tw_config {
     fn from(config: &Config) -> Self {
         tw_config {

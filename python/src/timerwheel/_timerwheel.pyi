@@ -99,8 +99,8 @@ class _Wheel:
     def durable_flush(self) -> int:
         """Commits everything queued; returns the sequence number that is durable."""
     def durable_stats(self) -> Dict[str, int]:
-        """The store's counters: last_seq, durable_seq, sink_failures, timers,
-        unacked_fires, redelivered."""
+        """The store's counters: last_seq, durable_seq, pending_events, commits,
+        sink_failures, acks, timers, unacked_fires, redelivered."""
     def group(self, on_end: Optional[Callable[[], object]] = None) -> Group:
         """A new group of timers (docs/contract.md, "Timer groups"); ``on_end()`` is
         called once when the group has ended: cancelled or closed, and every timer in it

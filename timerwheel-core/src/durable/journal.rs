@@ -1,11 +1,8 @@
 //! The journal: changes queued in sequence order and committed to the sink by a writer
 //! thread in batches (group commit). Async mode commits a batch when it is full or its
 //! first event has waited `delay`; sync mode commits at once, and what queues during a
-//! commit goes into the next one. While commits succeed, async mode keeps at most a batch
-//! queued beside the commit under way, none of it waiting much longer than `delay`: a
-//! change made when the queue is behind waits for the writer (backpressure).
+//! commit goes into the next one.
 
-use std::collections::VecDeque;
 use std::mem;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
@@ -19,8 +16,7 @@ use super::sink::Sink;
 pub enum Mode {
     /// The call returns once the change is queued; a batch is committed when it holds
     /// `batch` events or its first event has waited `delay`. A crash loses at most the
-    /// changes of the last `delay` (and the commit under way): when changes come faster
-    /// than the store commits them, calls wait for the writer.
+    /// changes of the last `delay` (and the commit under way).
     Async {
         /// Most events per commit.
         batch: usize,
@@ -54,15 +50,12 @@ impl Mode {
 #[derive(Default)]
 struct Queue {
     events: Vec<Event>,
-    /// When each event in `events` was queued.
-    queued_at: VecDeque<Instant>,
+    first_queued: Option<Instant>,
     last_seq: u64,
     durable_seq: u64,
     flush_to: u64,
     failures: u64,
-    /// The last commit failed (and is being retried): no backpressure then, since the
-    /// writer cannot make room.
-    failing: bool,
+    commits: u64,
     unreported: Option<String>,
     closing: bool,
 }
@@ -72,6 +65,14 @@ struct Shared {
     wake_writer: Condvar,
     committed: Condvar,
     mode: Mode,
+}
+
+/// How far the journal got ([`Journal::progress`]).
+pub struct Progress {
+    pub last_seq: u64,
+    pub durable_seq: u64,
+    pub commits: u64,
+    pub failures: u64,
 }
 
 /// The queue and its writer thread.
@@ -118,11 +119,13 @@ impl Journal {
     /// Queues `change` with the next sequence number and returns it. Callers queue under
     /// their own lock, so the sequence follows the order of their changes.
     pub fn push(&self, change: Change) -> u64 {
-        let mut queue = self.wait_for_room(self.lock());
+        let mut queue = self.lock();
         queue.last_seq += 1;
         let seq = queue.last_seq;
         queue.events.push(Event { seq, change });
-        queue.queued_at.push_back(Instant::now());
+        if queue.first_queued.is_none() {
+            queue.first_queued = Some(Instant::now());
+        }
         let full = queue.events.len() >= self.shared.mode.batch();
         if full || matches!(self.shared.mode, Mode::Sync { .. }) || queue.events.len() == 1 {
             self.shared.wake_writer.notify_one();
@@ -131,11 +134,30 @@ impl Journal {
     }
 
     /// In sync mode, waits until `seq` is durable; `Err` with the message of a commit that
-    /// failed meanwhile. Async mode returns at once.
+    /// failed meanwhile. Async mode returns at once unless the writer is behind.
     pub fn settle(&self, seq: u64) -> Result<(), String> {
         match self.shared.mode {
             Mode::Sync { .. } => self.wait_durable(seq),
-            Mode::Async { .. } => Ok(()),
+            Mode::Async { batch, .. } => {
+                self.wait_backlog(batch.max(1));
+                Ok(())
+            }
+        }
+    }
+
+    /// Async mode's back-pressure: waits while a full batch waits behind the commit under
+    /// way, so that what a crash loses stays within the delay and about two commits (a
+    /// queue that grew without bound lost changes far older than the delay). While commits
+    /// fail it waits for one attempt at most (the failure is reported by the next call).
+    fn wait_backlog(&self, batch: usize) {
+        let mut queue = self.lock();
+        let failures = queue.failures;
+        while queue.events.len() >= batch && queue.failures == failures && !queue.closing {
+            queue = self
+                .shared
+                .committed
+                .wait(queue)
+                .unwrap_or_else(|p| p.into_inner());
         }
     }
 
@@ -155,10 +177,15 @@ impl Journal {
         Ok(self.lock().durable_seq)
     }
 
-    /// The last sequence queued, the durable one, and how many commits failed.
-    pub fn progress(&self) -> (u64, u64, u64) {
+    /// The last sequence queued, the durable one, and how many commits succeeded and failed.
+    pub fn progress(&self) -> Progress {
         let queue = self.lock();
-        (queue.last_seq, queue.durable_seq, queue.failures)
+        Progress {
+            last_seq: queue.last_seq,
+            durable_seq: queue.durable_seq,
+            commits: queue.commits,
+            failures: queue.failures,
+        }
     }
 
     /// Commits what is queued (one attempt) and stops the writer.
@@ -169,28 +196,6 @@ impl Journal {
         if let Some(writer) = writer {
             let _ = writer.join();
         }
-    }
-
-    /// In async mode, while commits succeed, waits while a full batch is queued or the
-    /// oldest queued change has waited longer than `delay`: so every change is in the
-    /// commit under way or the next one, and a crash loses at most the last `delay` of
-    /// changes and the commit under way.
-    fn wait_for_room<'a>(&self, mut queue: MutexGuard<'a, Queue>) -> MutexGuard<'a, Queue> {
-        let Mode::Async { delay, batch } = self.shared.mode else {
-            return queue;
-        };
-        let behind =
-            |queue: &Queue| queue.events.len() >= batch.max(1) || queue.oldest_waited() > delay;
-        while !queue.closing && !queue.failing && behind(&queue) {
-            self.shared.wake_writer.notify_one();
-            queue = self
-                .shared
-                .committed
-                .wait_timeout(queue, delay)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
-        queue
     }
 
     fn wait_durable(&self, seq: u64) -> Result<(), String> {
@@ -215,26 +220,6 @@ impl Journal {
     }
 }
 
-impl Queue {
-    /// How long the oldest queued event has waited.
-    fn oldest_waited(&self) -> Duration {
-        self.queued_at
-            .front()
-            .map_or(Duration::ZERO, Instant::elapsed)
-    }
-
-    /// Takes up to `most` events from the front, oldest first.
-    fn take(&mut self, most: usize) -> Vec<Event> {
-        let most = most.min(self.events.len());
-        self.queued_at.drain(..most);
-        if most == self.events.len() {
-            mem::take(&mut self.events)
-        } else {
-            self.events.drain(..most).collect()
-        }
-    }
-}
-
 impl Drop for Journal {
     fn drop(&mut self) {
         self.close();
@@ -253,9 +238,13 @@ fn write_loop(shared: &Shared, mut sink: Box<dyn Sink>) {
             let closing = queue.closing;
             let take = shared.mode.batch().saturating_sub(retry.len()).max(1);
             let mut batch = mem::take(&mut retry);
-            batch.append(&mut queue.take(take));
-            // Calls waiting for room may go on.
-            shared.committed.notify_all();
+            if queue.events.len() <= take {
+                batch.append(&mut queue.events);
+                queue.first_queued = None;
+            } else {
+                batch.extend(queue.events.drain(..take));
+                queue.first_queued = Some(Instant::now());
+            }
             (batch, closing)
         };
         let result = sink.commit(&batch);
@@ -263,11 +252,10 @@ fn write_loop(shared: &Shared, mut sink: Box<dyn Sink>) {
         match result {
             Ok(()) => {
                 queue.durable_seq = batch.last().map_or(queue.durable_seq, |e| e.seq);
-                queue.failing = false;
+                queue.commits += 1;
             }
             Err(message) => {
                 queue.failures += 1;
-                queue.failing = true;
                 queue.unreported = Some(message);
                 if closing {
                     shared.committed.notify_all();
@@ -298,10 +286,7 @@ fn next_batch(shared: &Shared, retrying: bool) -> Option<MutexGuard<'_, Queue>> 
     }
     if let Mode::Async { batch, delay } = shared.mode {
         loop {
-            let due = queue
-                .queued_at
-                .front()
-                .map_or(Instant::now(), |&t| t + delay);
+            let due = queue.first_queued.map_or(Instant::now(), |t| t + delay);
             let now = Instant::now();
             let flushing = queue.flush_to > queue.durable_seq;
             if queue.events.len() >= batch || queue.closing || flushing || now >= due {

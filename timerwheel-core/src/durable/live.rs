@@ -32,6 +32,7 @@ pub struct Shared<T: Task + From<BoxTask>> {
     missed: MissedPoints,
     live: Mutex<Live>,
     redelivered: AtomicU64,
+    acks: AtomicU64,
 }
 
 impl<T: Task + From<BoxTask>> Shared<T> {
@@ -48,6 +49,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
             missed,
             live: Mutex::new(Live::default()),
             redelivered: AtomicU64::new(0),
+            acks: AtomicU64::new(0),
         })
     }
 
@@ -160,19 +162,22 @@ impl<T: Task + From<BoxTask>> Shared<T> {
                 acked += 1;
             }
         }
+        self.acks.fetch_add(acked as u64, Ordering::Relaxed);
         (acked, last)
     }
 
     pub fn stats(&self) -> DurableStats {
-        let (last_seq, durable_seq, sink_failures) = self.journal.progress();
+        let progress = self.journal.progress();
         let live = self.lock();
         DurableStats {
-            last_seq,
-            durable_seq,
-            sink_failures,
+            last_seq: progress.last_seq,
+            durable_seq: progress.durable_seq,
+            sink_failures: progress.failures,
             timers: live.timers.len() as u64,
             unacked_fires: live.fires.len() as u64,
             redelivered: self.redelivered.load(Ordering::Relaxed),
+            commits: progress.commits,
+            acks: self.acks.load(Ordering::Relaxed),
         }
     }
 

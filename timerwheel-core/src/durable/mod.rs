@@ -76,6 +76,17 @@ pub struct DurableStats {
     pub unacked_fires: u64,
     /// Fires delivered again after a restore.
     pub redelivered: u64,
+    /// Commits that succeeded (a batch each).
+    pub commits: u64,
+    /// Fires acknowledged (by `ack` or a handler's [`Ack::Now`]).
+    pub acks: u64,
+}
+
+impl DurableStats {
+    /// Events journalled and not committed yet: what a crash now would lose.
+    pub fn pending_events(&self) -> u64 {
+        self.last_seq - self.durable_seq
+    }
 }
 
 /// How a store reaches the runtime it schedules on: an `Arc<Runtime<T>>`, or a handle that

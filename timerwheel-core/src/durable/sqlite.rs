@@ -8,6 +8,7 @@
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, Transaction};
 
@@ -48,6 +49,10 @@ impl SqliteSink {
         let shown = path.display();
         let created = create_if_missing(path).map_err(|e| format!("{shown}: {e}"))?;
         let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+            .map_err(|e| format!("{shown}: cannot open: {e}"))?;
+        // A store held by another opener is refused at once, not after a busy wait: the
+        // holder keeps it until it closes (a caller that wants to wait tries again).
+        conn.busy_timeout(Duration::ZERO)
             .map_err(|e| format!("{shown}: cannot open: {e}"))?;
         let mut sink = SqliteSink { conn };
         if let Err(e) = sink.prepare(created) {

@@ -532,6 +532,12 @@ impl<T: Task> Hold<T> {
     pub fn reset(&self, id: TimerId, delay: Duration) -> Result<(), Error> {
         self.inner.reset(id, delay)
     }
+
+    /// Whether the runtime still takes calls: `Shutdown` once it was shut down (by a drop
+    /// or a callback during the hold too), `Forked` in a fork() child.
+    pub fn check_open(&self) -> Result<(), Error> {
+        self.inner.check_open()
+    }
 }
 
 impl<T: Task> Drop for Hold<T> {
