@@ -317,6 +317,50 @@ static void a_callback_that_destroys_the_wheel_while_it_opens_is_safe(void) {
     store_path(path, sizeof path, "destroy-in-open");
 }
 
+static tw_wheel *reopened;
+static long adds_ok, adds_refused;
+
+static int add_another(const tw_token *token, const void *payload, size_t len, void *ctx) {
+    (void)payload, (void)len, (void)ctx;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t in_a_minute = (int64_t)now.tv_sec * 1000 + 60000;
+    tw_status st = tw_durable_add(reopened, token->key + 1000000, "charge", NULL, 0, in_a_minute,
+                                  0, 0);
+    __atomic_add_fetch(st == TW_OK ? &adds_ok : &adds_refused, 1, __ATOMIC_SEQ_CST);
+    return TW_ACK_NOW;
+}
+
+/* Redelivered fires run on the wheel's workers while tw_durable_open restores: their
+ * handlers may call the store at once (they were refused as "not open"). */
+static void handlers_of_redelivered_fires_may_call_the_store_during_the_open(void) {
+    char path[256];
+    store_path(path, sizeof path, "handler-in-open");
+    long many = many_timers() / 10;
+    seen s = {.answer = TW_ACK_LATER};
+    tw_wheel *w = store_wheel(path, START_MS, TW_DURABLE_ASYNC, record, &s);
+    CHECK_OK(tw_durable_open(w));
+    for (uint64_t key = 1; key <= (uint64_t)many; key++)
+        CHECK_OK(tw_durable_add(w, key, "charge", NULL, 0, START_MS, 0, 0));
+    CHECK_OK(advance(w, 0)); /* every fire delivered, none acknowledged */
+    CHECK(s.count == many);
+    CHECK_OK(tw_destroy(w));
+
+    tw_config cfg;
+    tw_config_init(&cfg); /* the real clock: the fires are long due */
+    cfg.store_path = path;
+    cfg.durability = TW_DURABLE_ASYNC;
+    CHECK_OK(tw_create(&cfg, &reopened));
+    CHECK_OK(tw_handler_register(reopened, "charge", add_another, NULL));
+    CHECK_OK(tw_durable_open(reopened));
+    for (int i = 0; i < 3000 && atomic_get(&adds_ok) + atomic_get(&adds_refused) < many; i++)
+        sleep_ms(10);
+    CHECK(atomic_get(&adds_refused) == 0);
+    CHECK(atomic_get(&adds_ok) == many);
+    CHECK_OK(tw_destroy(reopened));
+    store_path(path, sizeof path, "handler-in-open");
+}
+
 /* tw_durable_get_stats: the store's counters, as a sized struct like tw_stats. */
 static void the_store_counts_its_commits_acks_and_errors(void) {
     char path[256];
@@ -378,6 +422,7 @@ int main(void) {
     RUN(a_missing_handler_a_second_opener_and_a_bad_file_are_refused);
     RUN(a_fork_child_is_refused_and_never_hangs);
     RUN(a_callback_that_destroys_the_wheel_while_it_opens_is_safe);
+    RUN(handlers_of_redelivered_fires_may_call_the_store_during_the_open);
     RUN(the_store_counts_its_commits_acks_and_errors);
     return check_summary("test_durable");
 }

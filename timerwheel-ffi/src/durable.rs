@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use timerwheel_core::durable::{
     Ack, Durable, DurableBuilder, DurableError, DurableTimer, Fired, MissedPoints, Mode,
-    RuntimeRef, Token,
+    RuntimeRef, SqliteSink, Token,
 };
 use timerwheel_core::{BoxTask, Runtime, TimerId};
 
@@ -308,15 +308,19 @@ fn open_store(wheel: &tw_wheel) -> Result<(), tw_status> {
     }
     let (builder, settings) = registering.as_ref().ok_or(tw_status::TW_ERR_INVALID)?;
     let runtime = WheelRuntime(NonNull::from(wheel.runtime()));
+    let sink = slot.result(SqliteSink::open(&settings.path).map_err(DurableError::Store))?;
     let opened = builder
         .clone()
         .mode(settings.mode)
         .missed(settings.missed)
-        .open_sqlite(runtime, &settings.path);
-    let store = slot.result(opened)?;
+        .open_unrestored(Box::new(runtime), Box::new(sink));
+    let (store, restoring) = slot.result(opened)?;
+    // Published before anything is scheduled: handlers of restored timers and redelivered
+    // fires may call the store as soon as they run.
     let _ = slot.open.set(store);
     *registering = None;
-    Ok(())
+    drop(registering);
+    slot.result(restoring.finish())
 }
 
 /// Adds the durable timer (key, name) with a copy of `payload` (`len` bytes; NULL with 0),

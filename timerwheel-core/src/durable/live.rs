@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
 use super::clock::{from_ms, to_ms};
 use super::event::{Change, Key, Snapshot, StoredFire, StoredTimer, Token};
@@ -22,6 +22,8 @@ struct Live {
     timers: HashMap<(Key, String), LiveTimer>,
     fires: HashMap<Token, StoredFire>,
     closed: bool,
+    /// Set until the stored timers are scheduled: changes wait for it.
+    restoring: bool,
 }
 
 /// What the store's handle and its timers' tasks share.
@@ -31,6 +33,7 @@ pub struct Shared<T: Task + From<BoxTask>> {
     registry: Registry,
     missed: MissedPoints,
     live: Mutex<Live>,
+    restored: Condvar,
     redelivered: AtomicU64,
     acks: AtomicU64,
 }
@@ -47,16 +50,28 @@ impl<T: Task + From<BoxTask>> Shared<T> {
             journal,
             registry,
             missed,
-            live: Mutex::new(Live::default()),
+            live: Mutex::new(Live {
+                restoring: true,
+                ..Live::default()
+            }),
+            restored: Condvar::new(),
             redelivered: AtomicU64::new(0),
             acks: AtomicU64::new(0),
         })
     }
 
-    /// Schedules every stored timer and delivers every unacknowledged fire again.
+    /// Schedules every stored timer and delivers every unacknowledged fire again; the
+    /// changes waiting for it go on once it is done.
     pub fn restore(self: &Arc<Self>, snapshot: Snapshot) -> Result<(), Error> {
-        let now_ms = to_ms(self.runtime().now());
         let mut live = self.lock();
+        let restored = self.schedule_stored(&mut live, snapshot);
+        live.restoring = false;
+        self.restored.notify_all();
+        restored
+    }
+
+    fn schedule_stored(self: &Arc<Self>, live: &mut Live, snapshot: Snapshot) -> Result<(), Error> {
+        let now_ms = to_ms(self.runtime().now());
         live.timers.reserve(snapshot.timers.len());
         live.fires.reserve(snapshot.fires.len());
         for (id, mut stored) in snapshot.timers {
@@ -80,7 +95,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
             u64::try_from(p.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
         });
         let seq = {
-            let mut live = self.lock();
+            let mut live = self.ready();
             let id = (timer.key, timer.name.to_owned());
             let old = live.timers.get(&id).map(|t| t.id);
             if old.is_some() && !timer.replace {
@@ -108,7 +123,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
     pub fn reset(self: &Arc<Self>, key: Key, name: &str, when_ms: i64) -> Result<(), DurableError> {
         self.report_failure()?;
         let seq = {
-            let mut live = self.lock();
+            let mut live = self.ready();
             let timer = live
                 .timers
                 .get_mut(&(key, name.to_owned()))
@@ -130,7 +145,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
     pub fn delete(&self, key: Key, name: &str) -> Result<(), DurableError> {
         self.report_failure()?;
         let seq = {
-            let mut live = self.lock();
+            let mut live = self.ready();
             let timer = live
                 .timers
                 .remove(&(key, name.to_owned()))
@@ -153,7 +168,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
     }
 
     fn ack_locked(&self, tokens: &[Token]) -> (usize, Option<u64>) {
-        let mut live = self.lock();
+        let mut live = self.ready();
         let mut acked = 0;
         let mut last = None;
         for token in tokens {
@@ -339,6 +354,16 @@ impl<T: Task + From<BoxTask>> Shared<T> {
 
     fn lock(&self) -> MutexGuard<'_, Live> {
         self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The lock, once the stored timers are scheduled (a change made before would be
+    /// overwritten by the restore).
+    fn ready(&self) -> MutexGuard<'_, Live> {
+        let mut live = self.lock();
+        while live.restoring {
+            live = self.restored.wait(live).unwrap_or_else(|p| p.into_inner());
+        }
+        live
     }
 }
 
