@@ -110,18 +110,34 @@ impl Journal {
     /// Queues `change` with the next sequence number and returns it. Callers queue under
     /// their own lock, so the sequence follows the order of their changes.
     pub fn push(&self, change: Change) -> u64 {
+        self.push_all(std::iter::once(change))
+            .expect("one change queued")
+    }
+
+    /// Queues `changes` together (one commit takes them all unless they overflow a
+    /// batch) and returns the last sequence, `None` if there were none. An acknowledgement
+    /// of many tokens is one group: queued one by one, a sync writer woken by the first
+    /// would commit it in pieces, one fsync each.
+    pub fn push_all(&self, changes: impl IntoIterator<Item = Change>) -> Option<u64> {
         let mut queue = self.lock();
-        queue.last_seq += 1;
-        let seq = queue.last_seq;
-        queue.events.push(Event { seq, change });
+        let before = queue.events.len();
+        for change in changes {
+            queue.last_seq += 1;
+            let seq = queue.last_seq;
+            queue.events.push(Event { seq, change });
+        }
+        let queued = queue.events.len();
+        if queued == before {
+            return None;
+        }
         if queue.first_queued.is_none() {
             queue.first_queued = Some(Instant::now());
         }
-        let full = queue.events.len() >= self.shared.mode.batch();
-        if full || matches!(self.shared.mode, Mode::Sync { .. }) || queue.events.len() == 1 {
+        let full = queued >= self.shared.mode.batch();
+        if full || matches!(self.shared.mode, Mode::Sync { .. }) || before == 0 {
             self.shared.wake_writer.notify_one();
         }
-        seq
+        Some(queue.last_seq)
     }
 
     /// In sync mode, waits until `seq` is durable; `Err` with the message of a commit that

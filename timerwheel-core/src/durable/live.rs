@@ -153,15 +153,12 @@ impl<T: Task + From<BoxTask>> Shared<T> {
 
     fn ack_locked(&self, tokens: &[Token]) -> (usize, Option<u64>) {
         let mut live = self.lock();
-        let mut acked = 0;
-        let mut last = None;
-        for token in tokens {
-            if live.fires.remove(token).is_some() {
-                last = Some(self.journal.push(Change::Ack(token.clone())));
-                acked += 1;
-            }
-        }
-        (acked, last)
+        let matched: Vec<Change> = tokens
+            .iter()
+            .filter(|token| live.fires.remove(*token).is_some())
+            .map(|token| Change::Ack(token.clone()))
+            .collect();
+        (matched.len(), self.journal.push_all(matched))
     }
 
     pub fn stats(&self) -> DurableStats {
