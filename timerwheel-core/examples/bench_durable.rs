@@ -11,7 +11,7 @@
 //!   timers in memory.
 //!
 //! Durability off adds nothing to the runtime (the layer is not in its paths), so W1 of
-//! bench_runtime is its measure. `--quick` shrinks the sizes.
+//! bench_runtime is its measure. `--quick` shrinks the sizes; `--only D4` runs one row.
 
 mod support;
 
@@ -275,9 +275,24 @@ fn d4_restore(n: u64) {
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let scale = if quick { 10 } else { 1 };
-    d1_async_changes(400_000 / scale);
-    d2_sync_latency(4_000 / scale);
-    d3_acked_fires(100_000 / scale);
-    d4_restore(1_000_000 / scale);
+    // `--only D3` runs one row.
+    let args: Vec<String> = std::env::args().collect();
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1));
+    let runs = |row: &str| only.is_none_or(|o| o == row);
+    if runs("D1") {
+        d1_async_changes(400_000 / scale);
+    }
+    if runs("D2") {
+        d2_sync_latency(4_000 / scale);
+    }
+    if runs("D3") {
+        d3_acked_fires(100_000 / scale);
+    }
+    if runs("D4") {
+        d4_restore(1_000_000 / scale);
+    }
     let _ = std::fs::remove_dir_all(store("none").parent().unwrap());
 }
