@@ -3,6 +3,7 @@
 //! first event has waited `delay`; sync mode commits at once, and what queues during a
 //! commit goes into the next one.
 
+use std::collections::VecDeque;
 use std::mem;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
@@ -49,7 +50,9 @@ impl Mode {
 
 #[derive(Default)]
 struct Queue {
-    events: Vec<Event>,
+    /// Queued, oldest first; a deque, so that taking a batch from the front of a long queue
+    /// moves nothing else (a vector moved every event behind it, under the lock).
+    events: VecDeque<Event>,
     first_queued: Option<Instant>,
     last_seq: u64,
     durable_seq: u64,
@@ -124,7 +127,7 @@ impl Journal {
         for change in changes {
             queue.last_seq += 1;
             let seq = queue.last_seq;
-            queue.events.push(Event { seq, change });
+            queue.events.push_back(Event { seq, change });
         }
         let queued = queue.events.len();
         if queued == before {
@@ -222,7 +225,7 @@ fn write_loop(shared: &Shared, mut sink: Box<dyn Sink>) {
             let take = shared.mode.batch().saturating_sub(retry.len()).max(1);
             let mut batch = mem::take(&mut retry);
             if queue.events.len() <= take {
-                batch.append(&mut queue.events);
+                batch.extend(queue.events.drain(..));
                 queue.first_queued = None;
             } else {
                 batch.extend(queue.events.drain(..take));
