@@ -13,7 +13,9 @@
 //! - no occurrence lost: every fire the child saw and did not begin to acknowledge is in the
 //!   store as an unacknowledged fire, or its timer is still at or before that occurrence
 //!   (its points from there on are delivered again);
-//! - an acknowledged fire is never in the store again, and never delivered again.
+//! - an acknowledged fire is never in the store again, and never delivered again;
+//! - an unacknowledged fire in the store at a kill is delivered again by the next child with
+//!   its token, or is still in the store at the next kill (that child died before it ran).
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
@@ -202,6 +204,8 @@ struct Record {
     acking: HashSet<(u64, i64, u64)>,
     /// Fires delivered after their acknowledgement: must stay empty.
     after_ack: Vec<(u64, i64, u64)>,
+    /// The fires each child saw, one set per child, in order.
+    lives: Vec<HashSet<(u64, i64, u64)>>,
 }
 
 /// The record at `path`; a change or acknowledgement that returned within `window_ms` of
@@ -215,7 +219,10 @@ fn read_record(path: &Path, window_ms: i64) -> Record {
     let mut lives = kills.iter().map(|&kill| kill - window_ms);
     let mut at_risk_after = lives.next().unwrap_or(i64::MAX);
     let at_risk = |done: &str, after: i64| done.parse::<i64>().is_ok_and(|t| t > after);
-    let mut record = Record::default();
+    let mut record = Record {
+        lives: vec![HashSet::new()],
+        ..Record::default()
+    };
     let mut under_way: HashMap<u64, Vec<(u64, i64, u64)>> = HashMap::new();
     // Fires not yet taken for acknowledgement when the child was killed, by key.
     let mut at_kill: HashMap<u64, Vec<(u64, i64, u64)>> = HashMap::new();
@@ -274,6 +281,7 @@ fn read_record(path: &Path, window_ms: i64) -> Record {
                     fires.push(token);
                 }
                 this_life.insert(token);
+                record.lives.last_mut().unwrap().insert(token);
                 record.fired.push(token);
             }
             ["P", key, occ, epoch] => {
@@ -287,6 +295,7 @@ fn read_record(path: &Path, window_ms: i64) -> Record {
             }
             ["K", _] => {
                 at_risk_after = lives.next().unwrap_or(i64::MAX);
+                record.lives.push(HashSet::new());
                 for token in this_life.drain() {
                     at_kill.entry(token.0).or_default().push(token);
                 }
@@ -389,6 +398,32 @@ fn check(store: &Path, record: &Record) -> Vec<String> {
     errors
 }
 
+/// Checks that every fire in `pending` (unacknowledged in the store at the kill before)
+/// was delivered again, with its token, by the child of `kill`, or is still in the store;
+/// returns how many were, and the unacknowledged fires in the store now.
+fn check_redelivery(
+    store: &Path,
+    record: &Record,
+    kill: u32,
+    pending: &[Token],
+    errors: &mut Vec<String>,
+) -> (usize, Vec<Token>) {
+    let fires = SqliteSink::open(store).unwrap().load().unwrap().fires;
+    let life = &record.lives[kill as usize];
+    let mut back = 0;
+    for t in pending {
+        if life.contains(&(t.key, t.occurrence_ms, t.epoch)) {
+            back += 1;
+        } else if !fires.contains_key(t) {
+            errors.push(format!(
+                "fire {}@{}#{} unacknowledged at the kill before, neither delivered again nor in the store",
+                t.key, t.occurrence_ms, t.epoch
+            ));
+        }
+    }
+    (back, fires.into_keys().collect())
+}
+
 #[test]
 fn kill_child_entry() {
     if let (Ok(store), Ok(record)) = (
@@ -425,6 +460,9 @@ fn survive_sigkills(mode_name: &str) {
     fs::create_dir_all(&dir).unwrap();
     let (store, record): (PathBuf, PathBuf) = (dir.join("t.db"), dir.join("record"));
     let mut rng = Rng(u64::from(std::process::id()) | 1);
+    // Unacknowledged fires in the store at the last kill, and how many came back.
+    let mut pending: Vec<Token> = Vec::new();
+    let mut redelivered = 0;
     for kill in 0..kills {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
@@ -455,7 +493,10 @@ fn survive_sigkills(mode_name: &str) {
             .write_all(format!("\nK {killed_at}\n").as_bytes())
             .unwrap();
         let record_now = read_record(&record, window);
-        let errors = check(&store, &record_now);
+        let mut errors = check(&store, &record_now);
+        let (back, unacked) = check_redelivery(&store, &record_now, kill, &pending, &mut errors);
+        redelivered += back;
+        pending = unacked;
         assert!(
             errors.is_empty(),
             "{mode_name}: after kill {kill} (kept in {}): {errors:#?}",
@@ -467,5 +508,6 @@ fn survive_sigkills(mode_name: &str) {
         !record.fired.is_empty() && !record.acked.is_empty(),
         "nothing fired"
     );
+    assert!(kills < 3 || redelivered > 0, "no fire was delivered again");
     let _ = fs::remove_dir_all(&dir);
 }

@@ -3,6 +3,7 @@
 //! first event has waited `delay`; sync mode commits at once, and what queues during a
 //! commit goes into the next one.
 
+use std::collections::VecDeque;
 use std::mem;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
@@ -49,7 +50,9 @@ impl Mode {
 
 #[derive(Default)]
 struct Queue {
-    events: Vec<Event>,
+    /// Queued, oldest first; a deque, so that taking a batch from the front of a long queue
+    /// moves nothing else (a vector moved every event behind it, under the lock).
+    events: VecDeque<Event>,
     first_queued: Option<Instant>,
     last_seq: u64,
     durable_seq: u64,
@@ -119,18 +122,34 @@ impl Journal {
     /// Queues `change` with the next sequence number and returns it. Callers queue under
     /// their own lock, so the sequence follows the order of their changes.
     pub fn push(&self, change: Change) -> u64 {
+        self.push_all(std::iter::once(change))
+            .expect("one change queued")
+    }
+
+    /// Queues `changes` together (one commit takes them all unless they overflow a
+    /// batch) and returns the last sequence, `None` if there were none. An acknowledgement
+    /// of many tokens is one group: queued one by one, a sync writer woken by the first
+    /// would commit it in pieces, one fsync each.
+    pub fn push_all(&self, changes: impl IntoIterator<Item = Change>) -> Option<u64> {
         let mut queue = self.lock();
-        queue.last_seq += 1;
-        let seq = queue.last_seq;
-        queue.events.push(Event { seq, change });
+        let before = queue.events.len();
+        for change in changes {
+            queue.last_seq += 1;
+            let seq = queue.last_seq;
+            queue.events.push_back(Event { seq, change });
+        }
+        let queued = queue.events.len();
+        if queued == before {
+            return None;
+        }
         if queue.first_queued.is_none() {
             queue.first_queued = Some(Instant::now());
         }
-        let full = queue.events.len() >= self.shared.mode.batch();
-        if full || matches!(self.shared.mode, Mode::Sync { .. }) || queue.events.len() == 1 {
+        let full = queued >= self.shared.mode.batch();
+        if full || matches!(self.shared.mode, Mode::Sync { .. }) || before == 0 {
             self.shared.wake_writer.notify_one();
         }
-        seq
+        Some(queue.last_seq)
     }
 
     /// In sync mode, waits until `seq` is durable; `Err` with the message of a commit that
@@ -239,7 +258,7 @@ fn write_loop(shared: &Shared, mut sink: Box<dyn Sink>) {
             let take = shared.mode.batch().saturating_sub(retry.len()).max(1);
             let mut batch = mem::take(&mut retry);
             if queue.events.len() <= take {
-                batch.append(&mut queue.events);
+                batch.extend(queue.events.drain(..));
                 queue.first_queued = None;
             } else {
                 batch.extend(queue.events.drain(..take));

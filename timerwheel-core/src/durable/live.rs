@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::time::SystemTime;
 
 use super::clock::{from_ms, to_ms};
 use super::event::{Change, Key, Snapshot, StoredFire, StoredTimer, Token};
@@ -72,17 +73,19 @@ impl<T: Task + From<BoxTask>> Shared<T> {
 
     fn schedule_stored(self: &Arc<Self>, live: &mut Live, snapshot: Snapshot) -> Result<(), Error> {
         let now_ms = to_ms(self.runtime().now());
-        live.timers.reserve(snapshot.timers.len());
-        live.fires.reserve(snapshot.fires.len());
-        for (id, mut stored) in snapshot.timers {
-            stored.deadline_ms = self.first_due(&stored, now_ms);
-            let timer = self.schedule(&stored)?;
-            live.timers.insert(id, LiveTimer { stored, id: timer });
+        let mut timers = snapshot.timers;
+        for stored in timers.values_mut() {
+            stored.deadline_ms = self.first_due(stored, now_ms);
         }
-        for (id, fire) in snapshot.fires {
-            self.schedule_redelivery(&fire.token)?;
-            live.fires.insert(id, fire);
-        }
+        let tasks = timers.values().map(|stored| self.task_of(stored));
+        let ids = self.runtime().add_many_at(tasks)?;
+        live.timers.reserve(timers.len());
+        let restored = timers.into_iter().zip(ids);
+        live.timers
+            .extend(restored.map(|((id, stored), timer)| (id, LiveTimer { stored, id: timer })));
+        let redeliveries = snapshot.fires.keys().map(|token| self.redelivery_of(token));
+        self.runtime().add_many_at(redeliveries)?;
+        live.fires.extend(snapshot.fires);
         Ok(())
     }
 
@@ -169,16 +172,13 @@ impl<T: Task + From<BoxTask>> Shared<T> {
 
     fn ack_locked(&self, tokens: &[Token]) -> (usize, Option<u64>) {
         let mut live = self.ready();
-        let mut acked = 0;
-        let mut last = None;
-        for token in tokens {
-            if live.fires.remove(token).is_some() {
-                last = Some(self.journal.push(Change::Ack(token.clone())));
-                acked += 1;
-            }
-        }
-        self.acks.fetch_add(acked as u64, Ordering::Relaxed);
-        (acked, last)
+        let matched: Vec<Change> = tokens
+            .iter()
+            .filter(|token| live.fires.remove(*token).is_some())
+            .map(|token| Change::Ack(token.clone()))
+            .collect();
+        self.acks.fetch_add(matched.len() as u64, Ordering::Relaxed);
+        (matched.len(), self.journal.push_all(matched))
     }
 
     pub fn stats(&self) -> DurableStats {
@@ -221,20 +221,29 @@ impl<T: Task + From<BoxTask>> Shared<T> {
     }
 
     fn schedule(self: &Arc<Self>, stored: &StoredTimer) -> Result<TimerId, Error> {
+        let (when, task) = self.task_of(stored);
+        self.runtime()
+            .add_at(when, task)
+            .map_err(|rejected| rejected.error)
+    }
+
+    /// The runtime timer of `stored`: its deadline, and the task that fires it.
+    fn task_of(self: &Arc<Self>, stored: &StoredTimer) -> (SystemTime, T) {
         let shared = Arc::downgrade(self);
-        let (key, name, epoch) = (stored.key, stored.name.clone(), stored.epoch);
+        let name = self.registry.name(&stored.name);
+        let name = name.unwrap_or_else(|| Arc::from(stored.name.as_str()));
+        let (key, epoch) = (stored.key, stored.epoch);
         let occurrence_ms = stored.deadline_ms;
         let task: BoxTask = Box::new(move |id| {
             if let Some(shared) = Weak::upgrade(&shared) {
                 shared.fire(key, &name, epoch, occurrence_ms, id);
             }
         });
-        self.runtime()
-            .add_at(from_ms(occurrence_ms), T::from(task))
-            .map_err(|rejected| rejected.error)
+        (from_ms(occurrence_ms), T::from(task))
     }
 
-    fn schedule_redelivery(self: &Arc<Self>, token: &Token) -> Result<TimerId, Error> {
+    /// The runtime timer that delivers the restored fire `token` again.
+    fn redelivery_of(self: &Arc<Self>, token: &Token) -> (SystemTime, T) {
         let shared = Arc::downgrade(self);
         let token = token.clone();
         let when = from_ms(token.occurrence_ms);
@@ -243,9 +252,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
                 shared.redeliver(&token);
             }
         });
-        self.runtime()
-            .add_at(when, T::from(task))
-            .map_err(|rejected| rejected.error)
+        (when, T::from(task))
     }
 
     /// A timer's task ran: journal the fire, schedule a periodic timer's next point, and

@@ -31,7 +31,7 @@ pub type Handler = Arc<dyn Fn(&Fired<'_>) -> Ack + Send + Sync>;
 /// The handlers by name.
 #[derive(Clone, Default)]
 pub struct Registry {
-    handlers: HashMap<String, Handler>,
+    handlers: HashMap<Arc<str>, Handler>,
 }
 
 impl Registry {
@@ -40,12 +40,19 @@ impl Registry {
         if self.handlers.contains_key(name) {
             return false;
         }
-        self.handlers.insert(name.to_owned(), handler);
+        self.handlers.insert(Arc::from(name), handler);
         true
     }
 
     /// The handler of `name`.
     pub fn get(&self, name: &str) -> Option<&Handler> {
         self.handlers.get(name)
+    }
+
+    /// The registered name equal to `name`, shared: the timers of one handler hold one copy.
+    pub fn name(&self, name: &str) -> Option<Arc<str>> {
+        self.handlers
+            .get_key_value(name)
+            .map(|(name, _)| Arc::clone(name))
     }
 }

@@ -153,6 +153,10 @@ pub fn record_callback_failure() -> Result<(), Error> {
 }
 
 /// The capacity limit across shards; free of atomics when there is none.
+/// Timers a bulk add inserts under one taking of the shard's lock: the tick thread waits
+/// for at most one chunk.
+const BULK_CHUNK: usize = 4096;
+
 struct Capacity {
     limit: usize,
     live: AtomicUsize,
@@ -363,6 +367,47 @@ impl<T: Task> Inner<T> {
         let index = self.own_shard();
         let inserted = self.shards[index].lock().insert(deadline, schedule, task);
         self.added(index, deadline, inserted)
+    }
+
+    /// [`add`](Self::add) of many wall-clock one-shots (a restore), in the calling thread's
+    /// shard, whose lock is taken once per [`BULK_CHUNK`] timers rather than once per timer.
+    /// Stops at the first refusal: its error (the timers added before it stay, the rest are
+    /// dropped, outside the lock).
+    pub(crate) fn add_many_at(
+        &self,
+        timers: impl IntoIterator<Item = (SystemTime, T)>,
+    ) -> Result<Vec<TimerId>, Error> {
+        let mut timers = timers.into_iter().peekable();
+        let mut ids = Vec::with_capacity(timers.size_hint().0);
+        let index = self.own_shard();
+        let mut earliest = u64::MAX;
+        let mut refused = None;
+        while refused.is_none() && timers.peek().is_some() {
+            let mut shard = self.shards[index].lock();
+            for (when, task) in timers.by_ref().take(BULK_CHUNK) {
+                if let Err(error) = self.admit() {
+                    refused = Some((error, task));
+                    break;
+                }
+                let deadline = self.deadline_at(when);
+                match shard.insert(deadline, Schedule::At(when), task) {
+                    Ok(key) => {
+                        earliest = earliest.min(deadline.tick);
+                        ids.push(self.ids.encode(index, key));
+                    }
+                    Err(refusal) => {
+                        self.capacity.give_back(1);
+                        refused = Some(refusal);
+                        break;
+                    }
+                }
+            }
+        }
+        self.ticker.notify_if_earlier(earliest);
+        match refused {
+            Some((error, _task)) => Err(error),
+            None => Ok(ids),
+        }
     }
 
     /// After an insert into the shard `index`: the new timer's id, or the refusal (its

@@ -217,6 +217,15 @@ impl<T: Task> Runtime<T> {
         self.inner.add(deadline, Schedule::At(when), task)
     }
 
+    /// [`add_at`](Self::add_at) of many timers at once (the restore of durable timers):
+    /// the ids in order, or the first refusal's error (the timers before it stay added).
+    pub(crate) fn add_many_at(
+        &self,
+        timers: impl IntoIterator<Item = (SystemTime, T)>,
+    ) -> Result<Vec<TimerId>, Error> {
+        self.inner.add_many_at(timers)
+    }
+
     /// Creates an open group of timers holding `data`, whose drop runs exactly once: after
     /// the group was closed ([`group_close`](Self::group_close) or
     /// [`group_delete`](Self::group_delete)) and its last timer ended, or at shutdown after
