@@ -171,6 +171,30 @@ func (w *Wheel) Flush() (uint64, error) {
 	return seq, err
 }
 
+// DurableStats are the counters of a wheel's durable store (tw_durable_stats in C).
+type DurableStats struct {
+	LastSeq       uint64 // the last sequence number journalled
+	DurableSeq    uint64 // the last sequence number committed
+	PendingEvents uint64 // journalled, not committed yet: what a crash now would lose
+	Commits       uint64 // commits that succeeded
+	FailedCommits uint64 // commits that failed (each batch is retried with the next)
+	Acks          uint64 // fires acknowledged
+	Redelivered   uint64 // fires delivered again after the open
+	Timers        uint64 // durable timers now
+	UnackedFires  uint64 // fires not acknowledged yet
+	LastError     error  // the error of the last durable call that failed (nil if none)
+}
+
+// DurableStats returns the counters of the wheel's durable store, once opened.
+func (w *Wheel) DurableStats() (DurableStats, error) {
+	var stats DurableStats
+	err := w.durableCall("DurableStats", func() (status C.tw_status) {
+		stats, status = cDurableStats(w.c)
+		return status
+	})
+	return stats, err
+}
+
 // durableCall runs call inside the wheel's gate and makes the error of its status, with
 // the store's message for ErrStore and ErrNoHandler.
 func (w *Wheel) durableCall(op string, call func() C.tw_status) error {

@@ -101,6 +101,24 @@ func cDurableFlush(w cWheel) (uint64, C.tw_status) {
 	return uint64(seq), status
 }
 
+// cDurableStats reads the counters of the wheel's durable store.
+func cDurableStats(w cWheel) (DurableStats, C.tw_status) {
+	s := C.tw_durable_stats{size: C.size_t(unsafe.Sizeof(C.tw_durable_stats{}))}
+	status := C.tw_status(C.tw_durable_get_stats(w, &s))
+	return DurableStats{
+		LastSeq:       uint64(s.last_seq),
+		DurableSeq:    uint64(s.durable_seq),
+		PendingEvents: uint64(s.pending_events),
+		Commits:       uint64(s.commits),
+		FailedCommits: uint64(s.failed_commits),
+		Acks:          uint64(s.acks),
+		Redelivered:   uint64(s.redelivered),
+		Timers:        uint64(s.timers),
+		UnackedFires:  uint64(s.unacked_fires),
+		LastError:     statusErr(C.tw_status(s.last_error)),
+	}, status
+}
+
 // cDurableError is the message of the wheel's last durable error ("" if none).
 func cDurableError(w cWheel) string {
 	buf := make([]byte, 512)

@@ -92,6 +92,11 @@ func TestDurableAckLaterOnce(t *testing.T) {
 	if _, err := w.Flush(); err != nil {
 		t.Fatalf("Flush: %v", err)
 	}
+	s, err := w.DurableStats()
+	if err != nil || s.Acks != 1 || s.UnackedFires != 0 || s.PendingEvents != 0 || s.LastSeq != 3 ||
+		s.DurableSeq != 3 || s.Commits == 0 || s.LastError != nil {
+		t.Fatalf("DurableStats() = %+v, %v; want 3 events (add, fire, ack) committed", s, err)
+	}
 	_ = w.Close()
 	_, ch = openDurable(t, path, AckLater)
 	expectNoFire(t, ch) // acknowledged by Ack
