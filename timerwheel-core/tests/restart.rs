@@ -351,7 +351,7 @@ fn a_timer_exported_and_re_created_after_a_restart_stays_in_phase() {
     assert_eq!(*log.lock().unwrap(), [5000, 5250, 6250]);
 }
 
-/// Adds `count` far timers from a thread of its own (so in that thread's shard).
+/// Adds `count` far timers from a thread of its own.
 fn add_far_from_a_new_thread(rt: &Arc<Runtime<Session>>, count: u64) -> Vec<TimerId> {
     let rt = Arc::clone(rt);
     thread::spawn(move || {
@@ -365,9 +365,9 @@ fn add_far_from_a_new_thread(rt: &Arc<Runtime<Session>>, count: u64) -> Vec<Time
 
 #[test]
 fn an_export_is_one_instant_across_shards() {
-    // One thread's timers (ys) are cancelled one by one by another thread, which adds a
-    // timer of its own (xs[i], in its own shard) after each cancel of ys[i]. An export of
-    // one instant that holds xs[i] cannot hold ys[i]; one that walked the shards one after
+    // One thread's timers (ys, spread over the shards by deadline) are cancelled one by one
+    // by another thread, which adds a timer (xs[i], often in another shard) after each
+    // cancel of ys[i]. An export of one instant that holds xs[i] cannot hold ys[i]; one that walked the shards one after
     // the other could, when it passed the ys' shard before the cancel and the xs' after the
     // add.
     const COUNT: u64 = 50_000;

@@ -10,6 +10,14 @@ use timerwheel_core::{BoxTask, Config, Error, PeriodMode, Runtime, Task, TimerId
 
 const PATIENCE: Duration = Duration::from_secs(10);
 
+/// Held by the tests that count the workers of a pool busy on the CPU or blocked: run
+/// together, each one's busy threads would take the CPU the others' lock holders need.
+static POOL_TESTS: Mutex<()> = Mutex::new(());
+
+fn pool_test() -> std::sync::MutexGuard<'static, ()> {
+    POOL_TESTS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Counts runs, warm-ups and drops of the tasks that share it.
 #[derive(Clone, Default)]
 struct Tally {
@@ -696,6 +704,14 @@ fn the_executor_grows_under_backlog_and_shrinks_when_idle() {
     assert!(rt.stats().workers_retired >= 1);
 }
 
+/// Busy on the CPU for `how_long`.
+fn spin_for(how_long: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < how_long {
+        std::hint::spin_loop();
+    }
+}
+
 /// Callbacks that need the CPU and never block: `count` of them due at once, each spinning
 /// `spin`; returns the stats once all ran.
 fn run_cpu_bound_backlog(
@@ -712,10 +728,7 @@ fn run_cpu_bound_backlog(
     for _ in 0..count {
         let d = done.clone();
         rt.after(ms(1), move |_| {
-            let start = Instant::now();
-            while start.elapsed() < spin {
-                std::hint::spin_loop();
-            }
+            spin_for(spin);
             d.fetch_add(1, SeqCst);
         })
         .unwrap();
@@ -726,6 +739,7 @@ fn run_cpu_bound_backlog(
 
 #[test]
 fn callbacks_busy_on_the_cpu_keep_no_more_workers_than_cpus() {
+    let _alone = pool_test();
     let cpus = thread::available_parallelism().map_or(1, |n| n.get());
     let s = run_cpu_bound_backlog(2000, Duration::from_micros(300), 16);
     // A worker waiting a millisecond for a lock whose holder lost its CPU looks blocked
@@ -737,7 +751,46 @@ fn callbacks_busy_on_the_cpu_keep_no_more_workers_than_cpus() {
 }
 
 #[test]
+fn callbacks_busy_on_the_cpu_behind_a_short_shared_lock_keep_no_more_workers_than_cpus() {
+    let _alone = pool_test();
+    // Each callback spins, then takes a lock all of them share; every 50th holds it for a
+    // millisecond, busy, as a holder that lost its CPU for a moment would. Its waiters sleep
+    // in the kernel meanwhile, but more workers would only wait too.
+    let cpus = thread::available_parallelism().map_or(1, |n| n.get());
+    let rt = Runtime::builder()
+        .min_workers(1)
+        .max_workers(16)
+        .build()
+        .unwrap();
+    let lock = Arc::new(Mutex::new(0usize));
+    let done = Arc::new(AtomicUsize::new(0));
+    const COUNT: usize = 3000;
+    for _ in 0..COUNT {
+        let (lock, d) = (lock.clone(), done.clone());
+        rt.after(ms(1), move |_| {
+            spin_for(Duration::from_micros(50));
+            let mut taken = lock.lock().unwrap();
+            *taken += 1;
+            if *taken % 50 == 0 {
+                spin_for(ms(1));
+            }
+            drop(taken);
+            d.fetch_add(1, SeqCst);
+        })
+        .unwrap();
+    }
+    wait_until("all ran", || done.load(SeqCst) == COUNT);
+    let s = rt.stats();
+    // The tolerance of the test above.
+    assert!(
+        s.workers_peak as usize <= cpus + 1,
+        "more workers than CPUs: {s:?}"
+    );
+}
+
+#[test]
 fn callbacks_waiting_for_a_lock_count_as_blocked_and_grow_the_pool() {
+    let _alone = pool_test();
     // As callbacks waiting for Python's GIL do: asleep in the kernel on a futex.
     let cpus = thread::available_parallelism().map_or(1, |n| n.get());
     let max_workers = cpus + 4;

@@ -15,14 +15,19 @@
 //! blocked in a run: in the same run (a callback, or the wait for an interpreter lock
 //! before a batch; not the runtime's own locks) for at least [`BLOCKED_AFTER`], and asleep
 //! in the kernel ([`sleeps_in_kernel`]: a blocking call, a lock, Python's GIL), not running
-//! or waiting for a CPU. It adds workers until as many are running as there are CPUs, bounded by the
-//! runs waiting and by `max_workers`. So a backlog behind a worker blocked in a callback
-//! gets a new worker [`GROW_AFTER`] (1 ms) after it formed, or `BLOCKED_AFTER` (250 us)
-//! after the callback began if that is later; while workers keep blocking the pool grows
-//! by the number of CPUs every [`GROWING_LOOK`] (250 us: 1 to 16 workers on 2 CPUs in
-//! about 2 ms); and a backlog of callbacks that need the CPU keeps no more workers than
-//! CPUs. While runs wait and the pool can grow, the tick thread looks again every
-//! `GROW_AFTER` (`GROWING_LOOK` after it started some); when it cannot grow (at
+//! or waiting for a CPU, at every look for [`STILL_ASLEEP`] (2 ms) of that run. The last
+//! tells a blocked worker from a busy one that waits a moment for a short lock whose holder
+//! lost its CPU: with two CPUs shared by the tick thread, the workers and the program's own
+//! threads, such waits come by the thousand a second, and counting them grew the pool to
+//! `max_workers` under load that only needed the CPU. It adds workers until as many are
+//! running as there are CPUs, bounded by the runs waiting and by `max_workers`. So a
+//! backlog behind a worker blocked in a callback gets a new worker [`GROW_AFTER`] (1 ms)
+//! after it formed, or about `BLOCKED_AFTER + STILL_ASLEEP` after the callback began if
+//! that is later; while workers keep blocking the pool grows by the number of CPUs every 3
+//! ms or so (the look [`GROWING_LOOK`] after a start, then every `GROW_AFTER`: 1 to 16
+//! workers on 2 CPUs in about 25 ms); and a backlog of callbacks that need the CPU keeps no
+//! more workers than CPUs. While runs wait and the pool can grow, the tick thread looks
+//! again every `GROW_AFTER` (`GROWING_LOOK` after it started some); when it cannot grow (at
 //! `max_workers`, or nothing waits) it does not wake for the executor at all.
 //!
 //! Shrink. A worker that found the queue empty for `worker_keepalive` retires, down to
@@ -54,14 +59,34 @@ pub(crate) const BLOCKED_AFTER: Duration = Duration::from_micros(250);
 /// then, and may be blocked in them.
 const GROWING_LOOK: Duration = Duration::from_micros(250);
 
-/// A worker thread as the monitor sees it: its kernel id, and since when it is in its
-/// current run (clock nanoseconds; 0 when between runs or idle).
+/// How long a worker stays asleep in the kernel in one run, from the look that first found
+/// it so to one that finds it so again, before it counts as blocked. A callback that takes a
+/// short lock whose holder lost its CPU sleeps too, for about a scheduler slice: more
+/// workers would only make more of them wait; a blocking call stays asleep.
+pub(crate) const STILL_ASLEEP: Duration = Duration::from_millis(2);
+
+/// A worker thread as the monitor sees it: its kernel id, since when it is in its
+/// current run (clock nanoseconds; 0 when between runs or idle), and the run in which the
+/// monitor last found it asleep and since when.
 pub(crate) struct WorkerThread {
     tid: i32,
     in_run_since_ns: AtomicU64,
+    /// The `in_run_since_ns` of the run in which looks found it asleep (0: none).
+    asleep_in_run: AtomicU64,
+    /// The first of those looks (clock nanoseconds).
+    asleep_seen_ns: AtomicU64,
 }
 
 impl WorkerThread {
+    fn new(tid: i32) -> Self {
+        WorkerThread {
+            tid,
+            in_run_since_ns: AtomicU64::new(0),
+            asleep_in_run: AtomicU64::new(0),
+            asleep_seen_ns: AtomicU64::new(0),
+        }
+    }
+
     /// The worker starts a run, or a batch of them, at `now_ns`.
     pub(crate) fn enter_run(&self, now_ns: u64) {
         self.in_run_since_ns.store(now_ns.max(1), Relaxed);
@@ -72,12 +97,21 @@ impl WorkerThread {
         self.in_run_since_ns.store(0, Relaxed);
     }
 
-    /// Whether the worker has been in one run since `BLOCKED_AFTER` before `now_ns` and
-    /// sleeps in the kernel.
+    /// The monitor's look at `now_ns`: whether the worker has been in one run since
+    /// `BLOCKED_AFTER` before, and every look in that run since `STILL_ASLEEP` before or
+    /// earlier found it asleep in the kernel. Only the monitor calls it.
     fn blocked(&self, now_ns: u64) -> bool {
         let since = self.in_run_since_ns.load(Relaxed);
         let long = since != 0 && now_ns.saturating_sub(since) >= BLOCKED_AFTER.as_nanos() as u64;
-        long && sleeps_in_kernel(self.tid)
+        if !long || !sleeps_in_kernel(self.tid) {
+            self.asleep_in_run.store(0, Relaxed);
+            return false;
+        }
+        if self.asleep_in_run.swap(since, Relaxed) != since {
+            self.asleep_seen_ns.store(now_ns, Relaxed);
+        }
+        let asleep_for = now_ns.saturating_sub(self.asleep_seen_ns.load(Relaxed));
+        asleep_for >= STILL_ASLEEP.as_nanos() as u64
     }
 }
 
@@ -268,10 +302,7 @@ impl Executor {
     /// The calling thread becomes a worker the monitor watches; [`leave`](Self::leave) when
     /// it exits.
     pub(crate) fn enlist(&self) -> Arc<WorkerThread> {
-        let thread = Arc::new(WorkerThread {
-            tid: current_tid(),
-            in_run_since_ns: AtomicU64::new(0),
-        });
+        let thread = Arc::new(WorkerThread::new(current_tid()));
         let mut threads = self.threads.lock().unwrap_or_else(|p| p.into_inner());
         threads.push(Arc::clone(&thread));
         thread
@@ -471,11 +502,13 @@ mod tests {
 
     /// A clock reading `BLOCKED_AFTER` past the runs the blocked workers stamp.
     const LATER_NS: u64 = 1 + 2 * BLOCKED_AFTER.as_nanos() as u64;
+    const STILL_ASLEEP_NS: u64 = STILL_ASLEEP.as_nanos() as u64;
 
-    /// Runs `check` while `count` threads, enlisted as workers of `executor`, are blocked
-    /// in a run: they wait for a lock, asleep in the kernel as a callback waiting for
-    /// Python's GIL does.
-    fn with_blocked_workers(executor: &Executor, count: usize, check: impl FnOnce()) {
+    /// Runs `check` with a clock reading while `count` threads, enlisted as workers of
+    /// `executor`, are blocked in a run: they wait for a lock, asleep in the kernel as a
+    /// callback waiting for Python's GIL does, and the monitor's looks found them so for
+    /// `STILL_ASLEEP` by that reading.
+    fn with_blocked_workers(executor: &Executor, count: usize, check: impl FnOnce(u64)) {
         let lock = std::sync::Mutex::new(());
         let held = lock.lock().unwrap();
         std::thread::scope(|scope| {
@@ -489,11 +522,13 @@ mod tests {
                 });
             }
             let start = Instant::now();
-            while executor.blocked_workers(LATER_NS) < count {
+            let mut now = LATER_NS;
+            while executor.blocked_workers(now) < count {
                 assert!(start.elapsed() < Duration::from_secs(30), "never blocked");
                 std::thread::sleep(Duration::from_millis(1));
+                now += STILL_ASLEEP_NS;
             }
-            check();
+            check(now);
             drop(held);
         });
     }
@@ -501,13 +536,13 @@ mod tests {
     #[test]
     fn the_pool_waits_grow_after() {
         let executor = busy(1, 16, 0);
-        with_blocked_workers(&executor, 1, || {
+        with_blocked_workers(&executor, 1, |now| {
             executor.push(&mut ids(64));
-            let early = executor.grow(LATER_NS);
+            let early = executor.grow(now);
             assert_eq!(early.start, 0, "nothing has waited GROW_AFTER yet");
             assert!(early.look_again.is_some_and(|d| d <= GROW_AFTER));
             wait_grow_after();
-            assert!(executor.grow(LATER_NS).start > 0);
+            assert!(executor.grow(now).start > 0);
         });
     }
 
@@ -525,33 +560,62 @@ mod tests {
     #[test]
     fn blocked_workers_are_joined_by_as_many_running_as_cpus_up_to_max_workers() {
         let executor = busy(4, 16, 64);
-        with_blocked_workers(&executor, 4, || {
+        with_blocked_workers(&executor, 4, |now| {
             wait_grow_after();
-            let growth = executor.grow(LATER_NS);
+            let growth = executor.grow(now);
             assert_eq!(growth.start, executor.cpus.min(12));
-            assert_eq!(executor.grow(LATER_NS).start, 0, "the new ones run");
+            assert_eq!(executor.grow(now).start, 0, "the new ones run");
         });
         let full = busy(4, 5, 64);
-        with_blocked_workers(&full, 4, || {
+        with_blocked_workers(&full, 4, |now| {
             wait_grow_after();
-            assert_eq!(full.grow(LATER_NS).start, 1, "max_workers bounds the pool");
+            assert_eq!(full.grow(now).start, 1, "max_workers bounds the pool");
         });
     }
 
     #[test]
     fn a_worker_briefly_asleep_in_a_run_is_not_blocked() {
         let executor = busy(1, 16, 64);
-        with_blocked_workers(&executor, 1, || {
+        with_blocked_workers(&executor, 1, |_| {
             assert_eq!(executor.blocked_workers(2), 0, "in its run for 1 ns only");
+        });
+    }
+
+    #[test]
+    fn a_worker_is_blocked_once_looks_found_it_asleep_in_one_run_for_still_asleep() {
+        let executor = busy(1, 16, 64);
+        with_blocked_workers(&executor, 1, |now| {
+            let threads = executor.threads.lock().unwrap();
+            let worker = &threads[0];
+            // A lock's waiter asleep for a moment, then in its next run asleep again: the
+            // looks start over with each run.
+            let run = now + 1;
+            worker.enter_run(run);
+            let first = run + LATER_NS;
+            assert!(
+                !worker.blocked(first),
+                "the first look that found it asleep"
+            );
+            assert!(!worker.blocked(first + STILL_ASLEEP_NS - 1));
+            worker.enter_run(first + STILL_ASLEEP_NS - 1);
+            assert!(
+                !worker.blocked(first + STILL_ASLEEP_NS + LATER_NS),
+                "another run"
+            );
+            let again = first + STILL_ASLEEP_NS + LATER_NS;
+            assert!(
+                worker.blocked(again + STILL_ASLEEP_NS),
+                "asleep in one run throughout"
+            );
         });
     }
 
     #[test]
     fn growth_is_bounded_by_the_runs_waiting() {
         let executor = busy(4, 16, 2);
-        with_blocked_workers(&executor, 4, || {
+        with_blocked_workers(&executor, 4, |now| {
             wait_grow_after();
-            assert_eq!(executor.grow(LATER_NS).start, executor.cpus.min(2));
+            assert_eq!(executor.grow(now).start, executor.cpus.min(2));
         });
     }
 

@@ -25,8 +25,9 @@ use crate::wheel::Key;
 static NEXT_THREAD_HINT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 thread_local! {
-    /// The shard this thread adds to.
-    static SHARD_HINT: usize = NEXT_THREAD_HINT.fetch_add(1, Relaxed);
+    /// The shard this thread creates its next group in: each group goes to the next one,
+    /// so that one thread's groups, and their timers, spread over the shards.
+    static NEXT_GROUP_SHARD: Cell<usize> = Cell::new(NEXT_THREAD_HINT.fetch_add(1, Relaxed));
     /// The callback running on this thread.
     static CURRENT: Cell<Current> = const { Cell::new(Current::NONE) };
     /// The callbacks this thread runs further out, innermost last: a callback that polls a
@@ -37,6 +38,25 @@ thread_local! {
 /// Whether this thread runs, at any depth, a callback for which `matches` holds.
 fn running(matches: impl Fn(&Current) -> bool) -> bool {
     CURRENT.with(|c| matches(&c.get())) || OUTER.with(|outer| outer.borrow().iter().any(matches))
+}
+
+/// The shard, of `shards` (a power of two), a timer outside groups due at `deadline` goes
+/// to: one of the deadline alone, so that timers of equal deadlines share a shard and start
+/// in the order added (whichever threads added them), while one thread's timers of
+/// different deadlines spread over the shards. A thread adding every timer (a dispatcher,
+/// an event loop) in a shard of its own made that shard's lock the one every worker, the
+/// tick thread and the adding thread waited for.
+fn shard_for(deadline: Deadline, shards: usize) -> usize {
+    let exact = deadline.tick.rotate_left(32) ^ u64::from(deadline.rounded_up_ns);
+    let mixed = exact.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+    mixed as usize & (shards - 1)
+}
+
+/// The shard, of `shards` (a power of two), of the calling thread's next group (see
+/// [`NEXT_GROUP_SHARD`]).
+fn next_group_shard(shards: usize) -> usize {
+    let next = NEXT_GROUP_SHARD.with(|next| next.replace(next.get().wrapping_add(1)));
+    next & (shards - 1)
 }
 
 /// The runtime and timer whose callback runs on a thread (0, 0 when none), whether it
@@ -340,11 +360,6 @@ impl<T: Task> Inner<T> {
         }
     }
 
-    /// The shard this thread adds to. The shard count is a power of two.
-    fn own_shard(&self) -> usize {
-        SHARD_HINT.with(|hint| *hint) & (self.shards.len() - 1)
-    }
-
     /// Whether a timer may be added: the runtime is open and below `max_timers` (a place is
     /// taken: give it back if the add fails after all).
     fn admit(&self) -> Result<(), Error> {
@@ -364,7 +379,7 @@ impl<T: Task> Inner<T> {
         if let Err(error) = self.admit() {
             return Err(Rejected { error, task });
         }
-        let index = self.own_shard();
+        let index = shard_for(deadline, self.shards.len());
         let inserted = self.shards[index].lock().insert(deadline, schedule, task);
         self.added(index, deadline, inserted)
     }
@@ -431,12 +446,12 @@ impl<T: Task> Inner<T> {
     }
 
     /// A new open group holding `data` (its drop runs once the group is closed and its
-    /// last timer ended), in the calling thread's shard; refused, `data` comes back.
+    /// last timer ended), in the calling thread's next shard; refused, `data` comes back.
     pub(crate) fn create_group(&self, data: GroupData) -> Result<GroupId, Rejected<GroupData>> {
         if let Err(error) = self.check_open() {
             return Err(Rejected { error, task: data });
         }
-        let index = self.own_shard();
+        let index = next_group_shard(self.shards.len());
         match self.shards[index].lock().create_group(data) {
             Ok(key) => Ok(self.ids.group(index, key)),
             Err((error, task)) => Err(Rejected { error, task }),
@@ -843,4 +858,35 @@ fn prefault<E>(vec: &mut Vec<E>, len: usize) {
 
 fn saturate_i64(value: i128) -> i64 {
     i64::try_from(value).unwrap_or(if value < 0 { i64::MIN } else { i64::MAX })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timers_of_equal_deadlines_share_a_shard_and_one_threads_timers_spread() {
+        let deadline = |tick, rounded_up_ns| Deadline {
+            tick,
+            rounded_up_ns,
+        };
+        let mut per_shard = [0usize; 4];
+        for tick in 1000..3000 {
+            for rounded_up_ns in [0, 1, 250_000, 999_999] {
+                let shard = shard_for(deadline(tick, rounded_up_ns), 4);
+                assert_eq!(shard, shard_for(deadline(tick, rounded_up_ns), 4));
+                per_shard[shard] += 1;
+            }
+        }
+        assert!(per_shard.iter().all(|&n| n > 8000 / 4 / 2), "{per_shard:?}");
+        assert_eq!(shard_for(deadline(7, 3), 1), 0);
+    }
+
+    #[test]
+    fn one_threads_groups_go_to_each_shard_in_turn() {
+        let shards: Vec<_> = (0..8).map(|_| next_group_shard(4)).collect();
+        for pair in shards.windows(2) {
+            assert_eq!(pair[1], (pair[0] + 1) % 4, "{shards:?}");
+        }
+    }
 }
