@@ -384,45 +384,71 @@ impl<T: Task> Inner<T> {
         self.added(index, deadline, inserted)
     }
 
-    /// [`add`](Self::add) of many wall-clock one-shots (a restore), in the calling thread's
-    /// shard, whose lock is taken once per [`BULK_CHUNK`] timers rather than once per timer.
-    /// Stops at the first refusal: its error (the timers added before it stay, the rest are
-    /// dropped, outside the lock).
+    /// [`add`](Self::add) of many wall-clock one-shots (a restore), each in its deadline's
+    /// shard, whose lock is taken once per shard for each [`BULK_CHUNK`] timers rather than
+    /// once per timer. Stops at the first refusal: its error (the timers added before it
+    /// stay, the rest are dropped, outside the lock). The ids come in the order given.
     pub(crate) fn add_many_at(
         &self,
         timers: impl IntoIterator<Item = (SystemTime, T)>,
     ) -> Result<Vec<TimerId>, Error> {
         let mut timers = timers.into_iter().peekable();
         let mut ids = Vec::with_capacity(timers.size_hint().0);
-        let index = self.own_shard();
         let mut earliest = u64::MAX;
-        let mut refused = None;
-        while refused.is_none() && timers.peek().is_some() {
+        while timers.peek().is_some() {
+            let first = ids.len();
+            let mut chunk: Vec<_> = timers
+                .by_ref()
+                .take(BULK_CHUNK)
+                .enumerate()
+                .map(|(at, (when, task))| {
+                    let deadline = self.deadline_at(when);
+                    let shard = shard_for(deadline, self.shards.len());
+                    (shard, first + at, when, deadline, task)
+                })
+                .collect();
+            // By shard, in the order given within each (equal deadlines keep it).
+            chunk.sort_by_key(|timer| timer.0);
+            ids.resize(first + chunk.len(), None);
+            let refused = self.insert_sorted(chunk, &mut ids, &mut earliest);
+            if let Some((error, _task)) = refused {
+                self.ticker.notify_if_earlier(earliest);
+                return Err(error);
+            }
+        }
+        self.ticker.notify_if_earlier(earliest);
+        Ok(ids.into_iter().flatten().collect())
+    }
+
+    /// Inserts `chunk`, sorted by shard, taking each shard's lock once; sets each timer's
+    /// id at its place in `ids`. The first refusal, with its task (to be dropped outside
+    /// the lock); the rest are dropped once the lock is let go.
+    fn insert_sorted(
+        &self,
+        chunk: Vec<(usize, usize, SystemTime, Deadline, T)>,
+        ids: &mut [Option<TimerId>],
+        earliest: &mut u64,
+    ) -> Option<(Error, T)> {
+        let mut chunk = chunk.into_iter().peekable();
+        while let Some(&(index, ..)) = chunk.peek() {
             let mut shard = self.shards[index].lock();
-            for (when, task) in timers.by_ref().take(BULK_CHUNK) {
+            while let Some((_, at, when, deadline, task)) = chunk.next_if(|t| t.0 == index) {
                 if let Err(error) = self.admit() {
-                    refused = Some((error, task));
-                    break;
+                    return Some((error, task));
                 }
-                let deadline = self.deadline_at(when);
                 match shard.insert(deadline, Schedule::At(when), task) {
                     Ok(key) => {
-                        earliest = earliest.min(deadline.tick);
-                        ids.push(self.ids.encode(index, key));
+                        *earliest = (*earliest).min(deadline.tick);
+                        ids[at] = Some(self.ids.encode(index, key));
                     }
                     Err(refusal) => {
                         self.capacity.give_back(1);
-                        refused = Some(refusal);
-                        break;
+                        return Some(refusal);
                     }
                 }
             }
         }
-        self.ticker.notify_if_earlier(earliest);
-        match refused {
-            Some((error, _task)) => Err(error),
-            None => Ok(ids),
-        }
+        None
     }
 
     /// After an insert into the shard `index`: the new timer's id, or the refusal (its
