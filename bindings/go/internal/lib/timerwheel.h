@@ -241,6 +241,61 @@ typedef struct tw_token {
 typedef int32_t (*tw_handler)(const struct tw_token *token, const void *payload, size_t len, void *ctx);
 
 /**
+ * The counters of a wheel's durable store (tw_durable_get_stats). It can gain fields at its
+ * end in later versions (docs/c.md, "ABI policy").
+ */
+typedef struct tw_durable_stats {
+  /**
+   * Set it to sizeof(tw_durable_stats) before tw_durable_get_stats (`tw_durable_stats s =
+   * {.size = sizeof s};`), or to 0 for the layout of 0.2.0: the library writes no more
+   * bytes than that, only whole fields, and stores here how many it wrote.
+   */
+  size_t size;
+  /**
+   * The last sequence number journalled (queued).
+   */
+  uint64_t last_seq;
+  /**
+   * The last sequence number committed: durable.
+   */
+  uint64_t durable_seq;
+  /**
+   * Events journalled and not committed yet (last_seq - durable_seq): what a crash now
+   * would lose.
+   */
+  uint64_t pending_events;
+  /**
+   * Commits that succeeded (a batch each).
+   */
+  uint64_t commits;
+  /**
+   * Commits that failed (each batch is retried with the next).
+   */
+  uint64_t failed_commits;
+  /**
+   * Fires acknowledged (by tw_durable_ack or a handler's TW_ACK_NOW).
+   */
+  uint64_t acks;
+  /**
+   * Fires delivered again after the open (unacknowledged before it).
+   */
+  uint64_t redelivered;
+  /**
+   * Durable timers now.
+   */
+  uint64_t timers;
+  /**
+   * Fires not acknowledged yet.
+   */
+  uint64_t unacked_fires;
+  /**
+   * The tw_status of the last durable call that failed on this wheel (TW_OK if none);
+   * tw_durable_error gives its message.
+   */
+  int64_t last_error;
+} tw_durable_stats;
+
+/**
  * How a wheel is set up. Fill it with `tw_config_init`, then change what you need.
  * It can gain fields at its end in later versions (docs/c.md, "ABI policy").
  */
@@ -504,11 +559,13 @@ enum tw_status tw_handler_register(struct tw_wheel *w, const char *name, tw_hand
 
 /**
  * Opens the store named by tw_config.store_path: restores every stored timer and delivers
- * every unacknowledged fire again, then journals. Returns TW_OK, or TW_ERR_INVALID (`w`
- * NULL, no store_path), TW_ERR_BUSY (opened already), TW_ERR_NO_HANDLER (a stored timer's
- * handler is not registered; the store is untouched), TW_ERR_STORE (tw_durable_error says
- * why: locked by another opener, not a store, damaged, another schema version, cannot
- * write). After a refusal it can be called again.
+ * every unacknowledged fire again, then journals. Handlers and callbacks may run before it
+ * returns. Returns TW_OK, or TW_ERR_INVALID (`w` NULL, no store_path), TW_ERR_BUSY (opened
+ * already), TW_ERR_NO_HANDLER (a stored timer's handler is not registered; the store is
+ * untouched), TW_ERR_STORE (tw_durable_error says why: locked by another opener, not a
+ * store, damaged, another schema version, cannot write), TW_ERR_SHUTDOWN (a callback or
+ * handler destroyed the wheel while it opened: `w` is freed once this returns; the store
+ * keeps every timer). After a refusal other than TW_ERR_SHUTDOWN it can be called again.
  *
  * # Safety
  * `w` is NULL or a live wheel.
@@ -520,8 +577,10 @@ enum tw_status tw_durable_open(struct tw_wheel *w);
  * first due at `first_unix_ms` on the wheel's wall clock, then every `period_ms` (0 = once).
  * `flags`: TW_DURABLE_REPLACE replaces a timer of the same (key, name). Returns TW_OK
  * (in sync mode once committed), or TW_ERR_INVALID (NULL arguments, unknown flags, the
- * store not open), TW_ERR_NO_HANDLER, TW_ERR_EXISTS, TW_ERR_STORE (a commit failed: this
- * change was not made; tw_durable_error says why), or the wheel's own errors.
+ * store not open), TW_ERR_NO_HANDLER, TW_ERR_EXISTS, TW_ERR_STORE (tw_durable_error says
+ * why: an earlier commit failed, and this change was not made; or, in sync mode, the
+ * commit holding this change failed: the change is made and kept for the next commit, and
+ * is durable once tw_durable_flush returns TW_OK), or the wheel's own errors.
  *
  * # Safety
  * `w` is NULL or a live wheel; `name` NULL or NUL-terminated; `payload` valid for `len`
@@ -550,7 +609,9 @@ enum tw_status tw_durable_delete(struct tw_wheel *w, uint64_t key, const char *n
 /**
  * Acknowledges `n` tokens (one journal entry each, committed together); `*acked` (unless
  * NULL) counts those that matched an unacknowledged fire. Returns TW_OK, or TW_ERR_INVALID
- * (`tokens` NULL with `n` > 0, a token's name NULL), TW_ERR_STORE.
+ * (`tokens` NULL with `n` > 0, a token's name NULL, empty or not UTF-8), TW_ERR_STORE (as
+ * for tw_durable_add). In sync mode TW_OK means every acknowledgement made so far is
+ * committed, even when none of these tokens matched.
  *
  * # Safety
  * `w` is NULL or a live wheel; `tokens` valid for `n` tokens whose names are
@@ -577,6 +638,20 @@ enum tw_status tw_durable_flush(struct tw_wheel *w, uint64_t *durable_seq);
  * writable.
  */
 enum tw_status tw_durable_error(const struct tw_wheel *w, char *buf, size_t len, size_t *needed);
+
+/**
+ * Copies the counters of the wheel's durable store into `*out`, no more than `out->size`
+ * bytes (0: the layout of 0.2.0), and stores in `out->size` how many bytes it wrote, as
+ * tw_get_stats does. Set the size first: `tw_durable_stats s = {.size = sizeof s};`.
+ *
+ * Returns TW_OK, or TW_ERR_INVALID (`w` or `out` NULL, `out->size` from 1 to
+ * sizeof(size_t) - 1, the store not open), TW_ERR_FORKED.
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; `out` is NULL or points to a `tw_durable_stats` whose size
+ * field is readable and which is writable for as many bytes as it says.
+ */
+enum tw_status tw_durable_get_stats(const struct tw_wheel *w, struct tw_durable_stats *out);
 
 /**
  * Fills `*cfg` with the defaults: tick_us 1000, min_workers 1, max_workers = number of
