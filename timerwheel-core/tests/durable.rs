@@ -342,6 +342,17 @@ fn a_store_left_blank_by_a_crash_while_it_was_created_is_made_anew() {
 }
 
 #[test]
+fn a_file_of_one_byte_is_refused_and_left_untouched() {
+    // SQLite reads a file shorter than a page as an empty database: a file of one byte was
+    // taken as blank and made a store, its byte lost.
+    let dir = TempDir::new("one-byte");
+    let small = dir.file("small.db");
+    fs::write(&small, b"\n").unwrap();
+    assert!(refused(&small).contains("not a timerwheel store"));
+    assert_eq!(fs::read(&small).unwrap(), b"\n");
+}
+
+#[test]
 fn bad_files_are_refused_and_left_untouched() {
     let dir = TempDir::new("bad");
     let garbage = dir.file("garbage.db");
