@@ -352,18 +352,21 @@ fn a_file_of_one_byte_is_refused_and_left_untouched() {
     assert_eq!(fs::read(&small).unwrap(), b"\n");
 }
 
+/// Makes the store at `path` hold one timer, `key`, due at `when`.
+fn store_one_timer(path: &Path, key: u64, when: SystemTime) {
+    let (builder, _) = recording(Ack::Now);
+    let store = builder.open_sqlite(wheel_at(start()), path).unwrap();
+    store.add(&timer(key, b"kept", when)).unwrap();
+    store.flush().unwrap();
+}
+
 #[test]
 fn a_store_cut_inside_its_last_page_is_refused_and_left_untouched() {
     // SQLite reads the missing bytes of a cut last page as zeros; quick_check passed and
     // the store opened with its sequence number read back as 0.
     let dir = TempDir::new("cut");
     let path = dir.file("cut.db");
-    {
-        let (builder, _) = recording(Ack::Now);
-        let store = builder.open_sqlite(wheel_at(start()), &path).unwrap();
-        store.add(&timer(1, b"kept", start() + ms(60_000))).unwrap();
-        store.flush().unwrap();
-    }
+    store_one_timer(&path, 1, start() + ms(60_000));
     let mut bytes = fs::read(&path).unwrap();
     bytes.pop();
     fs::write(&path, &bytes).unwrap();
@@ -419,11 +422,7 @@ fn bad_files_are_refused_and_left_untouched() {
 fn a_stored_timer_without_its_handler_fails_the_open_and_stays() {
     let dir = TempDir::new("handler");
     let path = dir.file("t.db");
-    {
-        let (builder, _) = recording(Ack::Now);
-        let store = builder.open_sqlite(wheel_at(start()), &path).unwrap();
-        store.add(&timer(9, b"", start() + ms(10))).unwrap();
-    }
+    store_one_timer(&path, 9, start() + ms(10));
     let other = Durable::builder().handler("idle", |_| Ack::Now);
     match other.open_sqlite(wheel_at(start()), &path) {
         Err(DurableError::NoHandler(name)) => assert_eq!(name, "charge"),
