@@ -34,7 +34,7 @@ TEST_TARGETS += test-loom
 FUZZ_SECONDS ?= 300
 FUZZ_TIMEOUT ?= 2
 FUZZ_TOOLCHAIN ?= nightly
-FUZZ_TARGETS := wheel_ops c_abi virtual_clock sized_structs export_recreate threads
+FUZZ_TARGETS := wheel_ops c_abi virtual_clock sized_structs export_recreate durable_store threads
 FUZZ_SANITIZER_wheel_ops := none
 FUZZ_BUILD_FLAGS_wheel_ops := --no-trace-compares
 # threads runs the C contract test (wheels with threads, sleeps) once per input: about ten
@@ -46,14 +46,14 @@ FUZZ_MAX_LEN := 512
 # make fuzz-long: each target to FUZZ_LONG_RUNS inputs or FUZZ_LONG_SECONDS, whichever first.
 FUZZ_LONG_SECONDS ?= 3600
 FUZZ_LONG_RUNS ?= 10000000
-# make test: about three and a half minutes of fuzzing in all. A target whose regressions
+# make test: three and a half minutes of fuzzing in all. A target whose regressions
 # fuzz/regressions/KNOWN lists (a bug fixed elsewhere, found in seconds) leaves these lists
 # until the fix merges; CI then only replays its seeds and regressions on stable.
 FUZZ_CI_SECONDS ?= 60
 FUZZ_CI_TARGETS := wheel_ops c_abi
 # The narrower targets: FUZZ_CI_SHORT_SECONDS each (their seeds and regressions replay too).
-FUZZ_CI_SHORT_SECONDS ?= 30
-FUZZ_CI_SHORT_TARGETS := sized_structs export_recreate virtual_clock
+FUZZ_CI_SHORT_SECONDS ?= 22
+FUZZ_CI_SHORT_TARGETS := sized_structs export_recreate virtual_clock durable_store
 .PHONY: fuzz fuzz-long fuzz-tools test-fuzz $(addprefix fuzz-,$(FUZZ_TARGETS)) \
 	$(addprefix fuzz-long-,$(FUZZ_TARGETS))
 
@@ -97,7 +97,7 @@ test-fuzz:
 	fi
 	$(CARGO) test --release -p timerwheel-core --test wheel_ops_replay
 	$(CARGO) test --release -p timerwheel-ffi --test c_abi_replay --test virtual_clock_replay \
-		--test sized_structs_replay --test export_recreate_replay
+		--test sized_structs_replay --test export_recreate_replay --test durable_store_replay
 	@git diff --quiet -- fuzz/Cargo.lock || { echo "test-fuzz: fuzz/Cargo.lock changed: commit the lock the build wrote"; exit 1; }
 
 TEST_TARGETS += test-fuzz

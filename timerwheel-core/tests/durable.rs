@@ -342,6 +342,39 @@ fn a_store_left_blank_by_a_crash_while_it_was_created_is_made_anew() {
 }
 
 #[test]
+fn a_file_of_one_byte_is_refused_and_left_untouched() {
+    // SQLite reads a file shorter than a page as an empty database: a file of one byte was
+    // taken as blank and made a store, its byte lost.
+    let dir = TempDir::new("one-byte");
+    let small = dir.file("small.db");
+    fs::write(&small, b"\n").unwrap();
+    assert!(refused(&small).contains("not a timerwheel store"));
+    assert_eq!(fs::read(&small).unwrap(), b"\n");
+}
+
+/// Makes the store at `path` hold one timer, `key`, due at `when`.
+fn store_one_timer(path: &Path, key: u64, when: SystemTime) {
+    let (builder, _) = recording(Ack::Now);
+    let store = builder.open_sqlite(wheel_at(start()), path).unwrap();
+    store.add(&timer(key, b"kept", when)).unwrap();
+    store.flush().unwrap();
+}
+
+#[test]
+fn a_store_cut_inside_its_last_page_is_refused_and_left_untouched() {
+    // SQLite reads the missing bytes of a cut last page as zeros; quick_check passed and
+    // the store opened with its sequence number read back as 0.
+    let dir = TempDir::new("cut");
+    let path = dir.file("cut.db");
+    store_one_timer(&path, 1, start() + ms(60_000));
+    let mut bytes = fs::read(&path).unwrap();
+    bytes.pop();
+    fs::write(&path, &bytes).unwrap();
+    assert!(refused(&path).contains("truncated"));
+    assert_eq!(fs::read(&path).unwrap(), bytes);
+}
+
+#[test]
 fn bad_files_are_refused_and_left_untouched() {
     let dir = TempDir::new("bad");
     let garbage = dir.file("garbage.db");
@@ -389,11 +422,7 @@ fn bad_files_are_refused_and_left_untouched() {
 fn a_stored_timer_without_its_handler_fails_the_open_and_stays() {
     let dir = TempDir::new("handler");
     let path = dir.file("t.db");
-    {
-        let (builder, _) = recording(Ack::Now);
-        let store = builder.open_sqlite(wheel_at(start()), &path).unwrap();
-        store.add(&timer(9, b"", start() + ms(10))).unwrap();
-    }
+    store_one_timer(&path, 9, start() + ms(10));
     let other = Durable::builder().handler("idle", |_| Ack::Now);
     match other.open_sqlite(wheel_at(start()), &path) {
         Err(DurableError::NoHandler(name)) => assert_eq!(name, "charge"),

@@ -41,12 +41,20 @@ pub struct Config {
     pub slow_callback: Option<Duration>,
 }
 
+/// The CPUs this process may use (`available_parallelism`, 1 if unknown), read once: the
+/// reading opens files under /proc and /sys (cgroup limits), more than creating a manual
+/// runtime costs.
+pub(crate) fn cpus() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
             tick: Duration::from_millis(1),
             min_workers: 1,
-            max_workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            max_workers: cpus(),
             worker_keepalive: Duration::from_secs(1),
             max_timers: 0,
             manual: false,

@@ -196,7 +196,7 @@ impl Executor {
             pollers_done: Condvar::new(),
             handles: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cpus: super::config::cpus(),
             min_workers: min_workers.min(max_workers),
             max_workers,
             keepalive,

@@ -269,7 +269,7 @@ impl<T: Task> Inner<T> {
         let shard_count = if config.manual || cfg!(loom) {
             1
         } else {
-            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let cpus = super::config::cpus();
             cpus.max(4).next_power_of_two().min(MAX_SHARDS)
         };
         // `max_timers` counts pending timers (`Capacity`); a shard also holds the nodes of

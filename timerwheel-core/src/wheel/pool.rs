@@ -3,7 +3,8 @@
 //! [`Key`]s that name entries are made here, from a node's index and generation.
 //!
 //! Nodes live in one contiguous `Vec` that grows a chunk at a time (no allocation per
-//! insert once warm); a freed node is reused before the pool grows.
+//! insert once warm), doubling while it is small; a freed node is reused before the pool
+//! grows.
 
 use std::fmt;
 
@@ -17,8 +18,11 @@ pub(super) const DETACHED: u16 = u16::MAX - 1;
 /// Set in `Node::list` of a removed node that is still linked in that list.
 pub(super) const RETIRED: u16 = 1 << 15;
 
-/// Nodes added per growth step.
+/// Nodes added per growth step, at most: a pool doubles from [`FIRST_CHUNK`] up to this.
 const GROWTH_CHUNK: usize = 16 * 1024;
+/// Nodes reserved at the first insert: a small wheel (a test's, a fuzz input's) allocates
+/// and touches little; a large one reaches [`GROWTH_CHUNK`] steps after a few doublings.
+const FIRST_CHUNK: usize = 64;
 
 /// Names an entry of a [`Wheel`](super::Wheel): a node index and the node's generation at
 /// insert, so a key outlives its entry harmlessly (every call with a stale key finds nothing).
@@ -112,7 +116,8 @@ impl<T> Pool<T> {
 
     fn push_new(&mut self) -> u32 {
         if self.nodes.len() == self.nodes.capacity() {
-            self.nodes.reserve_exact(GROWTH_CHUNK);
+            let chunk = self.nodes.len().clamp(FIRST_CHUNK, GROWTH_CHUNK);
+            self.nodes.reserve_exact(chunk);
         }
         let index = self.nodes.len() as u32;
         self.nodes.push(Node {
