@@ -35,8 +35,9 @@ const CHILD_ENV: &str = "TW_DURABLE_KILL_CHILD";
 const MODE_ENV: &str = "TW_DURABLE_KILL_MODE";
 /// Async mode's delay: the longest an event waits for its commit.
 const ASYNC_DELAY_MS: u64 = 20;
-/// What a commit may take beyond the delay on a loaded machine.
-const MARGIN_MS: i64 = 400;
+/// What a commit may take beyond the delay on a loaded machine (an fsync on a shared
+/// disk took over 400 ms in CI).
+const MARGIN_MS: i64 = 1000;
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -447,6 +448,9 @@ fn async_changes_older_than_the_window_and_fires_survive_sigkill() {
 
 /// `TW_KILLS` children in `mode_name` mode, each killed at a random moment and checked.
 fn survive_sigkills(mode_name: &str) {
+    // One mode at a time: the other's fsyncs would slow this one's commits.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let kills: u32 = std::env::var("TW_KILLS")
         .ok()
         .and_then(|v| v.parse().ok())
