@@ -194,8 +194,8 @@ impl SqliteSink {
                 epoch: row.get::<_, i64>(5)? as u64,
             })
         })?;
-        // One statement streamed in key order (the primary key's, no sort): the map is built
-        // in one pass from the sorted rows rather than by a million inserts.
+        // One statement streamed in the primary key's order (SQLite walks the index, no
+        // sort step), collected straight into the map.
         snapshot.timers = rows
             .map(|timer| timer.map(|t| ((t.key, t.name.clone()), t)))
             .collect::<rusqlite::Result<_>>()?;
