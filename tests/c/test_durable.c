@@ -310,7 +310,15 @@ static void a_callback_that_destroys_the_wheel_while_it_opens_is_safe(void) {
     CHECK_OK(tw_add(w, 2, destroy_wheel, w, NULL, &id)); /* runs while the store loads */
     CHECK_STATUS(tw_durable_open(w), TW_ERR_SHUTDOWN);    /* w is freed now */
 
-    w = virtual_store(path, count_fire, &fires); /* the store is sound and whole */
+    /* The store is sound and whole. The destroyed wheel lets its store go on its own
+     * thread: until then the file is held and a new opener is refused. */
+    w = store_wheel(path, START_MS, TW_DURABLE_ASYNC, count_fire, &fires);
+    tw_status opened = tw_durable_open(w);
+    for (int i = 0; i < 1000 && opened == TW_ERR_STORE; i++) {
+        sleep_ms(10);
+        opened = tw_durable_open(w);
+    }
+    CHECK_OK(opened);
     CHECK_OK(advance(w, 7200000));
     CHECK(atomic_get(&fires) == many);
     CHECK_OK(tw_destroy(w));
