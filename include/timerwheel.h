@@ -228,7 +228,8 @@ typedef struct tw_token {
    */
   int64_t occurrence_unix_ms;
   /**
-   * The timer's incarnation: a replaced or re-added timer has a new one.
+   * The incarnation of the timer's schedule: a replaced, re-added or reset timer has a
+   * new one.
    */
   uint64_t epoch;
 } tw_token;

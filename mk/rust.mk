@@ -21,11 +21,11 @@ test-rust: check-fmt-rust lint-rust
 	$(CARGO) test --workspace --release --exclude timerwheel-fleet
 
 # Durable timers against SIGKILL at 100 random moments, in sync and in async mode (cargo
-# test runs 10 in sync mode; the async run waits on a bug it found, see durable_kill.rs).
+# test runs 10 of each).
 TW_KILLS ?= 100
 test-durable-kill:
 	TW_KILLS=$(TW_KILLS) $(CARGO) test --release -p timerwheel-core --features sqlite \
-		--test durable_kill -- --include-ignored survive_sigkill
+		--test durable_kill -- survive_sigkill
 
 bench-rust:
 	$(CARGO) run --release -q -p timerwheel-core --example bench_wheel -- $(BENCH_ARGS)

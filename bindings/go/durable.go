@@ -41,7 +41,7 @@ type Token struct {
 	Key        uint64
 	Name       string    // the handler's name
 	Occurrence time.Time // the scheduled deadline of this fire, to the millisecond
-	Epoch      uint64    // the timer's incarnation: a replaced or re-added timer has a new one
+	Epoch      uint64    // the incarnation of the timer's schedule: a replaced, re-added or reset timer has a new one
 }
 
 // Ack is a durable handler's answer.

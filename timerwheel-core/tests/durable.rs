@@ -529,6 +529,42 @@ fn fires_of_two_incarnations_at_the_same_instant_are_both_kept() {
     assert_eq!(again, expected, "neither fire overwrote the other");
 }
 
+#[test]
+fn a_periodic_timer_reset_back_to_a_point_it_fired_at_fires_again_with_a_new_token() {
+    let dir = TempDir::new("reset-back");
+    let path = dir.file("t.db");
+    let wheel = wheel_at(start());
+    let (builder, seen) = recording(Ack::Later);
+    let store = builder.open_sqlite(Arc::clone(&wheel), &path).unwrap();
+    let mut periodic = timer(9, b"", start() + ms(10));
+    periodic.period = Some(ms(100));
+    store.add(&periodic).unwrap();
+    wheel.advance(ms(10)).unwrap();
+    let first = tokens(&seen);
+    assert_eq!(store.ack(&first).unwrap(), 1);
+    // Back to the point it fired at: a new fire, which the acknowledgement of the first
+    // must not swallow (the ledger would drop it as a duplicate).
+    store.reset(9, "charge", start() + ms(10)).unwrap();
+    wheel.advance(ms(0)).unwrap();
+    let fired = tokens(&seen);
+    assert_eq!(fired.len(), 2, "{fired:?}");
+    assert_eq!(fired[0].occurrence_ms, fired[1].occurrence_ms);
+    assert_ne!(fired[0], fired[1], "two fires, two tokens");
+    assert_eq!(store.stats().unacked_fires, 1);
+    store.flush().unwrap();
+    drop(store);
+
+    let (builder, seen) = recording(Ack::Later);
+    let later = wheel_at(start() + ms(20));
+    let _store = builder.open_sqlite(Arc::clone(&later), &path).unwrap();
+    later.advance(ms(0)).unwrap();
+    assert_eq!(
+        tokens(&seen),
+        fired[1..],
+        "the second fire's token is the one kept"
+    );
+}
+
 /// A store whose every commit takes `pause`, and which records when each commit ended and
 /// the last sequence it held.
 #[derive(Clone)]

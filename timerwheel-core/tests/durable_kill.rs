@@ -441,12 +441,7 @@ fn sync_changes_and_fires_survive_sigkill() {
     survive_sigkills("sync");
 }
 
-// Out of `make test` until the bug it found is fixed: in about one run of three, a one-shot
-// reset to the deadline it just fired at fires again in the same life with the same token
-// (the reset found the timer after its fire), so an acknowledged token is delivered again.
-// `make test-durable-kill` runs it (`--include-ignored`).
 #[test]
-#[ignore = "finds a second fire with the same token after a reset to the same deadline"]
 fn async_changes_older_than_the_window_and_fires_survive_sigkill() {
     survive_sigkills("async");
 }

@@ -259,7 +259,8 @@ pub struct tw_token {
     pub name: *const c_char,
     /// The scheduled deadline of this fire, ms since the Unix epoch.
     pub occurrence_unix_ms: i64,
-    /// The timer's incarnation: a replaced or re-added timer has a new one.
+    /// The incarnation of the timer's schedule: a replaced, re-added or reset timer has a
+    /// new one.
     pub epoch: u64,
 }
 

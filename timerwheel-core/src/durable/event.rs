@@ -20,7 +20,7 @@ pub struct StoredTimer {
     pub deadline_ms: i64,
     /// The period in ms; 0 for a one-shot.
     pub period_ms: u64,
-    /// The incarnation: the sequence number of the add that created it.
+    /// The incarnation of its schedule: the sequence number of the add or reset that set it.
     pub epoch: u64,
 }
 
@@ -52,7 +52,7 @@ pub struct StoredFire {
 pub enum Change {
     /// A timer added, or replacing the one of its (key, name).
     Add(StoredTimer),
-    /// A timer's next deadline moved.
+    /// A timer's next deadline moved: its schedule starts again, under a new epoch.
     Reset {
         /// The timer's key.
         key: Key,
@@ -60,6 +60,8 @@ pub enum Change {
         name: String,
         /// The new deadline, ms since the Unix epoch.
         deadline_ms: i64,
+        /// The timer's new epoch ([`StoredTimer::epoch`]).
+        epoch: u64,
     },
     /// A timer removed.
     Delete {
@@ -116,9 +118,11 @@ impl Snapshot {
                 key,
                 name,
                 deadline_ms,
+                epoch,
             } => {
                 if let Some(timer) = self.timers.get_mut(&(*key, name.clone())) {
                     timer.deadline_ms = *deadline_ms;
+                    timer.epoch = *epoch;
                 }
             }
             Change::Delete { key, name } => {

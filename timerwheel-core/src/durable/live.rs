@@ -133,13 +133,18 @@ impl<T: Task + From<BoxTask>> Shared<T> {
                 .ok_or(DurableError::NotFound)?;
             let mut stored = timer.stored.clone();
             stored.deadline_ms = when_ms;
+            // A new epoch: the schedule may pass points it fired at, and a fire must never
+            // carry the token of one acknowledged before.
+            stored.epoch = self.journal.next_seq();
             let new = self.schedule(&stored).map_err(DurableError::Runtime)?;
             let _ = self.runtime().cancel(timer.id);
+            let epoch = stored.epoch;
             *timer = LiveTimer { stored, id: new };
             self.journal.push(Change::Reset {
                 key,
                 name: name.to_owned(),
                 deadline_ms: when_ms,
+                epoch,
             })
         };
         self.settle(seq)

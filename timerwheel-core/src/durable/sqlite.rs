@@ -127,11 +127,17 @@ impl SqliteSink {
                 key,
                 name,
                 deadline_ms,
+                epoch,
             } => {
                 tx.prepare_cached(
-                    "UPDATE timers SET deadline_ms = ?3 WHERE key = ?1 AND name = ?2",
+                    "UPDATE timers SET deadline_ms = ?3, epoch = ?4 WHERE key = ?1 AND name = ?2",
                 )?
-                .execute(params![*key as i64, name, deadline_ms])?;
+                .execute(params![
+                    *key as i64,
+                    name,
+                    deadline_ms,
+                    *epoch as i64
+                ])?;
             }
             Change::Delete { key, name } => {
                 tx.prepare_cached("DELETE FROM timers WHERE key = ?1 AND name = ?2")?

@@ -226,6 +226,7 @@ impl Store {
                 key: id.key(),
                 name: id.name(),
                 deadline_ms: *deadline_ms,
+                epoch: self.model.seq + 1,
             },
             Op::Delete(id) => Change::Delete {
                 key: id.key(),
