@@ -361,7 +361,7 @@ typedef struct tw_config {
    */
   uint32_t durability;
   /**
-   * Most events per commit of the store: default 1000.
+   * Most events per commit of the store, at least 1: default 1000.
    */
   uint32_t store_batch;
   /**

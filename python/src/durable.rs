@@ -258,7 +258,7 @@ pub fn ack(
 }
 
 pub fn stats<'py>(py: Python<'py>, slot: &Mutex<DurableSlot>) -> PyResult<Bound<'py, PyDict>> {
-    let s = with_open(py, slot, "durable_stats", |d| Ok(d.stats()))?;
+    let s = with_open(py, slot, "durable_stats", |d| d.stats())?;
     let dict = PyDict::new(py);
     dict.set_item("last_seq", s.last_seq)?;
     dict.set_item("durable_seq", s.durable_seq)?;

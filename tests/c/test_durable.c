@@ -146,6 +146,9 @@ static void bad_calls_are_refused_and_change_nothing(void) {
     cfg.store_path = path;
     cfg.durability = 7;
     CHECK_STATUS(tw_create(&cfg, &w), TW_ERR_INVALID);
+    cfg.durability = TW_DURABLE_SYNC;
+    cfg.store_batch = 0; /* a commit of no events would never make a change durable */
+    CHECK_STATUS(tw_create(&cfg, &w), TW_ERR_INVALID);
     unlink(path);
 }
 

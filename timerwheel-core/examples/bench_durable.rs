@@ -214,7 +214,7 @@ fn acked_fires(n: u64, mode: Mode, ackers: u64) -> f64 {
     ackers.into_iter().for_each(|a| a.join().unwrap());
     durable.flush().unwrap();
     let per_s = n as f64 / began.elapsed().as_secs_f64();
-    assert_eq!(durable.stats().unacked_fires, 0);
+    assert_eq!(durable.stats().unwrap().unacked_fires, 0);
     per_s
 }
 
@@ -252,7 +252,7 @@ fn d4_restore(n: u64) {
     let began = Instant::now();
     let durable = builder(Ack::Now).open_sqlite(restored, &path).unwrap();
     let restore = began.elapsed();
-    assert_eq!(durable.stats().timers, n);
+    assert_eq!(durable.stats().unwrap().timers, n);
     Row::new(OURS, false, "D4", n as usize)
         .with("restore_ms", restore.as_secs_f64() * 1e3)
         .emit();

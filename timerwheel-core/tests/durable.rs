@@ -100,7 +100,7 @@ fn a_fire_carries_its_token_and_payload_and_an_ack_removes_it() {
     assert_eq!((token.key, token.name.as_str()), (42, "charge"));
     assert_eq!(token.occurrence_ms, 1_700_000_000_100);
     assert_eq!(payload, b"cents=5");
-    assert_eq!(store.stats().unacked_fires, 1);
+    assert_eq!(store.stats().unwrap().unacked_fires, 1);
     assert_eq!(store.ack(std::slice::from_ref(token)).unwrap(), 1);
     assert_eq!(
         store.ack(std::slice::from_ref(token)).unwrap(),
@@ -113,7 +113,10 @@ fn a_fire_carries_its_token_and_payload_and_an_ack_removes_it() {
     let store = builder
         .open_sqlite(wheel_at(start() + ms(200)), &path)
         .unwrap();
-    assert_eq!(store.stats().timers + store.stats().unacked_fires, 0);
+    assert_eq!(
+        store.stats().unwrap().timers + store.stats().unwrap().unacked_fires,
+        0
+    );
     assert!(seen.lock().unwrap().is_empty());
 }
 
@@ -135,7 +138,7 @@ fn an_unacknowledged_fire_is_delivered_again_with_its_token_after_reopen() {
     let store = builder.open_sqlite(Arc::clone(&later), &path).unwrap();
     later.advance(ms(0)).unwrap();
     assert_eq!(tokens(&seen), first, "the same token, once");
-    assert_eq!(store.stats().redelivered, 1);
+    assert_eq!(store.stats().unwrap().redelivered, 1);
     assert_eq!(store.ack(&first).unwrap(), 1);
 }
 
@@ -235,6 +238,53 @@ fn add_reset_delete_refuse_what_they_must_and_change_nothing() {
 }
 
 #[test]
+fn an_open_whose_second_step_is_dropped_schedules_the_stored_timers_and_takes_calls() {
+    let dir = TempDir::new("unrestored");
+    let path = dir.file("t.db");
+    store_one_timer(&path, 4, start() + ms(10));
+    let wheel = wheel_at(start());
+    let (builder, seen) = recording(Ack::Now);
+    let sink = timerwheel_core::durable::SqliteSink::open(&path).unwrap();
+    let (store, restoring) = builder
+        .open_unrestored(Box::new(Arc::clone(&wheel)), Box::new(sink))
+        .unwrap();
+    drop(restoring);
+    let store = Arc::new(store);
+    let (done, waited) = std::sync::mpsc::channel();
+    let adder = Arc::clone(&store);
+    // A thread of its own: on a hang the test fails instead of hanging too.
+    std::thread::spawn(move || done.send(adder.add(&timer(5, b"", start() + ms(20)))));
+    let added = waited.recv_timeout(Duration::from_secs(30));
+    assert!(
+        matches!(added, Ok(Ok(()))),
+        "the add waited for a restore: {added:?}"
+    );
+    wheel.advance(ms(20)).unwrap();
+    let keys: Vec<u64> = tokens(&seen).iter().map(|t| t.key).collect();
+    assert_eq!(keys, [4, 5], "the stored timer was scheduled");
+}
+
+#[test]
+fn a_batch_of_no_events_is_refused() {
+    for mode in [
+        Mode::Sync { batch: 0 },
+        Mode::Async {
+            batch: 0,
+            delay: ms(1),
+        },
+    ] {
+        let (builder, _) = recording(Ack::Now);
+        let opened = builder
+            .mode(mode)
+            .open(wheel_at(start()), MemorySink::default());
+        assert!(
+            matches!(&opened, Err(DurableError::Invalid(m)) if m.contains("batch")),
+            "{mode:?}"
+        );
+    }
+}
+
+#[test]
 fn sync_mode_returns_once_the_change_is_in_the_store() {
     let sink = MemorySink::new();
     let (builder, _) = recording(Ack::Now);
@@ -259,7 +309,7 @@ fn a_failed_commit_is_reported_once_counted_and_retried() {
     sink.set_failing(true);
     store.add(&timer(1, b"", start() + ms(1000))).unwrap();
     assert!(matches!(store.flush(), Err(DurableError::Store(_))));
-    assert!(store.stats().sink_failures >= 1);
+    assert!(store.stats().unwrap().sink_failures >= 1);
     sink.set_failing(false);
     store.flush().unwrap();
     assert!(
@@ -418,6 +468,32 @@ fn bad_files_are_refused_and_left_untouched() {
     assert!(refused(&dir.file("missing-dir/t.db")).contains("missing-dir"));
 }
 
+/// Runs `chattr flag path`: root, whom permissions do not stop, cannot write an immutable
+/// file either. `false` where the filesystem has no such attribute.
+fn chattr(flag: &str, path: &Path) -> bool {
+    std::process::Command::new("chattr")
+        .arg(flag)
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn a_store_that_cannot_be_written_is_refused_as_read_only_and_left_untouched() {
+    let dir = TempDir::new("immutable");
+    let path = dir.file("t.db");
+    store_one_timer(&path, 3, start() + ms(10));
+    let before = fs::read(&path).unwrap();
+    if !chattr("+i", &path) {
+        eprintln!("skipped: chattr +i is not supported here");
+        return;
+    }
+    let message = refused(&path);
+    chattr("-i", &path);
+    assert!(message.contains("read-only"), "{message}");
+    assert_eq!(fs::read(&path).unwrap(), before);
+}
+
 #[test]
 fn a_stored_timer_without_its_handler_fails_the_open_and_stays() {
     let dir = TempDir::new("handler");
@@ -514,7 +590,7 @@ fn fires_of_two_incarnations_at_the_same_instant_are_both_kept() {
     let fired = tokens(&seen);
     assert_eq!(fired.len(), 2);
     assert_eq!(fired[0].occurrence_ms, fired[1].occurrence_ms);
-    assert_eq!(store.stats().unacked_fires, 2);
+    assert_eq!(store.stats().unwrap().unacked_fires, 2);
     store.flush().unwrap();
     drop(store);
 
@@ -550,7 +626,7 @@ fn a_periodic_timer_reset_back_to_a_point_it_fired_at_fires_again_with_a_new_tok
     assert_eq!(fired.len(), 2, "{fired:?}");
     assert_eq!(fired[0].occurrence_ms, fired[1].occurrence_ms);
     assert_ne!(fired[0], fired[1], "two fires, two tokens");
-    assert_eq!(store.stats().unacked_fires, 1);
+    assert_eq!(store.stats().unwrap().unacked_fires, 1);
     store.flush().unwrap();
     drop(store);
 
@@ -680,7 +756,7 @@ fn a_sync_ack_returns_only_once_every_earlier_ack_is_committed() {
         std::thread::spawn(move || store.ack(&fired).unwrap())
     };
     let first = ack(&store);
-    while store.stats().unacked_fires != 0 {
+    while store.stats().unwrap().unacked_fires != 0 {
         std::thread::sleep(ms(1));
     }
     // The token is acknowledged in memory, not yet in the store.
@@ -809,7 +885,7 @@ mod full_disk {
         }
         let reported = reported.or_else(|| store.flush().err().map(|e| e.to_string()));
         assert!(reported.is_some(), "the full disk was not reported");
-        let stats = store.stats();
+        let stats = store.stats().unwrap();
         assert!(stats.sink_failures > 0 && stats.durable_seq >= durable);
         println!("failing: {}", reported.unwrap());
         if std::env::var(CRASH_ENV).is_ok() {
@@ -817,11 +893,11 @@ mod full_disk {
         }
         limit_file_size(u64::MAX);
         let deadline = Instant::now() + Duration::from_secs(20);
-        while store.flush().ok() != Some(store.stats().last_seq) {
+        while store.flush().ok() != Some(store.stats().unwrap().last_seq) {
             assert!(Instant::now() < deadline, "the commits did not resume");
             std::thread::sleep(ms(10));
         }
-        println!("resumed: {} timers", store.stats().timers);
+        println!("resumed: {} timers", store.stats().unwrap().timers);
     }
 
     /// Runs the child on `path` and waits for its line saying the failure was reported.
@@ -845,7 +921,7 @@ mod full_disk {
 
     /// How many timers the store at `path` holds: all it journalled (an add each).
     fn stored_timers(path: &Path) -> u64 {
-        let stats = open(path).stats();
+        let stats = open(path).stats().unwrap();
         assert_eq!(stats.timers, stats.last_seq, "one add per timer, all there");
         stats.timers
     }

@@ -99,7 +99,7 @@ fn async_ack_calls_return_at_once_and_share_commits_until_flush() {
         assert_eq!(durable.ack(std::slice::from_ref(token)).unwrap(), 1);
     }
     assert_eq!(sink.commits(), before, "an async ack call committed");
-    assert_eq!(durable.stats().unacked_fires, 0);
+    assert_eq!(durable.stats().unwrap().unacked_fires, 0);
     durable.flush().unwrap();
     assert_eq!(sink.commits(), before + 1, "flush commits the acks at once");
     assert!(sink.inner.snapshot().fires.is_empty());

@@ -63,7 +63,7 @@ fn every_restored_timer_fires_once_at_its_deadline() {
         })
         .open(Arc::clone(&wheel), sink.clone())
         .unwrap();
-    assert_eq!(durable.stats().timers, TIMERS);
+    assert_eq!(durable.stats().unwrap().timers, TIMERS);
     wheel.advance(Duration::from_millis(TIMERS + 5)).unwrap();
     let seen = seen.lock().unwrap().clone();
     let start_ms = start().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;

@@ -117,3 +117,24 @@ fn a_runtime_from_before_the_fork_refuses_and_frees_in_the_child() {
     assert!(timer.cancel());
     assert_eq!(dropped.load(SeqCst), 1);
 }
+
+#[test]
+fn every_call_of_a_durable_store_opened_before_the_fork_is_forked_in_the_child() {
+    use timerwheel_core::durable::{Ack, Durable, DurableError, MemorySink};
+    let rt: Arc<Runtime> = Arc::new(Runtime::builder().build().unwrap());
+    let store = Durable::builder()
+        .handler("charge", |_| Ack::Now)
+        .open(Arc::clone(&rt), MemorySink::default())
+        .unwrap();
+    let forked = |result: Result<(), DurableError>| {
+        matches!(result, Err(DurableError::Runtime(Error::Forked)))
+    };
+    assert!(in_child(|| {
+        // Its counters are read under locks the parent's threads may have held.
+        forked(store.stats().map(drop))
+            && forked(store.flush().map(drop))
+            && forked(store.delete(1, "charge"))
+            && forked(store.ack(&[]).map(drop))
+    }));
+    assert_eq!(store.stats().unwrap().timers, 0);
+}

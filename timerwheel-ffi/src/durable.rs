@@ -40,14 +40,15 @@ pub struct Settings {
 }
 
 /// The store settings of `cfg`: `None` for durability off; `TW_ERR_INVALID` for an unknown
-/// mode or policy, or a mode without a path.
+/// mode or policy, a batch of 0 events, or a mode without a path.
 ///
 /// # Safety
 /// `cfg.store_path` is NULL or a NUL-terminated string.
 pub unsafe fn settings(cfg: &tw_config) -> Result<Option<Settings>, tw_status> {
-    let batch = usize::try_from(cfg.store_batch.max(1)).unwrap_or(usize::MAX);
+    let batch = usize::try_from(cfg.store_batch).unwrap_or(usize::MAX);
     let mode = match cfg.durability {
         d if d == tw_durability::TW_DURABLE_OFF as u32 => return Ok(None),
+        _ if batch == 0 => return Err(tw_status::TW_ERR_INVALID),
         d if d == tw_durability::TW_DURABLE_ASYNC as u32 => Mode::Async {
             batch,
             delay: Duration::from_micros(cfg.store_delay_us),
@@ -529,7 +530,7 @@ pub unsafe extern "C" fn tw_durable_get_stats(
         let out = unsafe { Out::new(out) }?;
         // SAFETY: the caller passes NULL or a live wheel.
         let slot = unsafe { wheel(w) }?.durable();
-        let stats = slot.store()?.stats();
+        let stats = slot.result(slot.store()?.stats())?;
         out.put_sized(tw_durable_stats {
             size: size_of::<tw_durable_stats>(),
             last_seq: stats.last_seq,

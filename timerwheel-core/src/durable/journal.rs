@@ -19,14 +19,14 @@ pub enum Mode {
     /// `batch` events or its first event has waited `delay`. A crash loses at most the
     /// changes of the last `delay` (and the commit under way).
     Async {
-        /// Most events per commit.
+        /// Most events per commit (at least 1).
         batch: usize,
         /// Longest wait of an event for its commit.
         delay: Duration,
     },
     /// The call returns once the batch holding its change is committed.
     Sync {
-        /// Most events per commit.
+        /// Most events per commit (at least 1).
         batch: usize,
     },
 }

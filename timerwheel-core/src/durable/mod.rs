@@ -28,7 +28,7 @@ pub use sink::{MemorySink, Sink};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteSink, SCHEMA_VERSION};
 
-use crate::{BoxTask, Runtime, Task};
+use crate::{BoxTask, Error, Runtime, Task};
 use journal::Journal;
 use live::Shared;
 use registry::Registry;
@@ -184,6 +184,11 @@ impl DurableBuilder {
                 "the handler {name:?} is registered twice"
             )));
         }
+        if let Mode::Async { batch: 0, .. } | Mode::Sync { batch: 0 } = self.mode {
+            return Err(DurableError::Invalid(
+                "a batch of 0 events (a commit holds at least 1)".to_owned(),
+            ));
+        }
         let snapshot = sink.load().map_err(DurableError::Store)?;
         let names = snapshot.timers.values().map(|t| &t.name);
         let fire_names = snapshot.fires.values().map(|f| &f.token.name);
@@ -197,25 +202,38 @@ impl DurableBuilder {
         let shared = Shared::new(runtime, self.registry, journal, self.missed);
         let restoring = Restoring {
             shared: Arc::clone(&shared),
-            snapshot,
+            snapshot: Some(snapshot),
         };
         Ok((Durable { shared }, restoring))
     }
 }
 
 /// The second step of [`DurableBuilder::open_unrestored`]: the stored timers and fires,
-/// not scheduled yet.
+/// not scheduled yet. Dropped without [`finish`](Self::finish), it finishes (nothing stored
+/// is left unscheduled, and the store's calls, which wait for it, go on).
 pub struct Restoring<T: Task + From<BoxTask>> {
     shared: Arc<Shared<T>>,
-    snapshot: Snapshot,
+    snapshot: Option<Snapshot>,
 }
 
 impl<T: Task + From<BoxTask>> Restoring<T> {
     /// Schedules every stored timer and delivers every unacknowledged fire again.
-    pub fn finish(self) -> Result<(), DurableError> {
-        self.shared
-            .restore(self.snapshot)
-            .map_err(DurableError::Runtime)
+    pub fn finish(mut self) -> Result<(), DurableError> {
+        self.restore()
+    }
+
+    fn restore(&mut self) -> Result<(), DurableError> {
+        match self.snapshot.take() {
+            Some(snapshot) => self.shared.restore(snapshot).map_err(DurableError::Runtime),
+            None => Ok(()),
+        }
+    }
+}
+
+impl<T: Task + From<BoxTask>> Drop for Restoring<T> {
+    fn drop(&mut self) {
+        // What fails here (the runtime shut down) fails the store's next call as well.
+        let _ = self.restore();
     }
 }
 
@@ -269,9 +287,13 @@ impl<T: Task + From<BoxTask>> Durable<T> {
         Ok(&self.shared)
     }
 
-    /// Its counters.
-    pub fn stats(&self) -> DurableStats {
-        self.shared.stats()
+    /// Its counters; `Forked` in a fork() child of the process that opened it (they are
+    /// read under locks the parent's threads may have held at the fork).
+    pub fn stats(&self) -> Result<DurableStats, DurableError> {
+        if self.runtime().forked() {
+            return Err(DurableError::Runtime(Error::Forked));
+        }
+        Ok(self.shared.stats())
     }
 
     /// The runtime it schedules on.

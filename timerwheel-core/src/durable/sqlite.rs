@@ -10,7 +10,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::{params, Connection, OpenFlags, Transaction};
+use rusqlite::{params, Connection, DatabaseName, OpenFlags, Transaction};
 
 use super::event::{Change, Event, Snapshot, StoredFire, StoredTimer, Token};
 use super::sink::Sink;
@@ -56,6 +56,10 @@ impl SqliteSink {
             .len();
         let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
             .map_err(|e| format!("{shown}: cannot open: {e}"))?;
+        // SQLite opens a file it may not write read-only, and fails later on an I/O error.
+        if conn.is_readonly(DatabaseName::Main).unwrap_or(true) {
+            return Err(format!("{shown}: read-only (a store must be writable)"));
+        }
         // A store held by another opener is refused at once, not after a busy wait: the
         // holder keeps it until it closes (a caller that wants to wait tries again).
         conn.busy_timeout(Duration::ZERO)
