@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use timerwheel_core::durable::{
     Ack, Change, Durable, DurableBuilder, DurableError, DurableTimer, Event, MemorySink,
-    MissedPoints, Mode, Snapshot, StoredTimer, Token,
+    MissedPoints, Mode, Snapshot, StoredTimer, Token, SCHEMA_VERSION,
 };
 use timerwheel_core::Runtime;
 
@@ -455,11 +455,12 @@ fn bad_files_are_refused_and_left_untouched() {
 
     let foreign = dir.file("foreign.db");
     let mut other = bytes.clone();
-    other[60..64].copy_from_slice(&2i32.to_be_bytes()); // user_version 2
+    let newer = SCHEMA_VERSION + 1;
+    other[60..64].copy_from_slice(&newer.to_be_bytes()); // user_version: a later library's
     fs::write(&foreign, &other).unwrap();
-    assert!(refused(&foreign).contains("schema version 2"));
+    assert!(refused(&foreign).contains(&format!("schema version {newer}")));
     assert_eq!(fs::read(&foreign).unwrap(), other);
-    other[60..64].copy_from_slice(&1i32.to_be_bytes());
+    other[60..64].copy_from_slice(&SCHEMA_VERSION.to_be_bytes());
     other[68..72].copy_from_slice(&0i32.to_be_bytes()); // another application's database
     fs::write(&foreign, &other).unwrap();
     assert!(refused(&foreign).contains("not a timerwheel store"));
@@ -638,6 +639,46 @@ fn a_periodic_timer_reset_back_to_a_point_it_fired_at_fires_again_with_a_new_tok
         tokens(&seen),
         fired[1..],
         "the second fire's token is the one kept"
+    );
+}
+
+#[test]
+fn a_change_lost_in_a_crash_and_made_again_never_repeats_a_token_its_fires_had() {
+    let sink = MemorySink::new();
+    let lazy = Mode::Async {
+        batch: 1000,
+        delay: Duration::from_secs(3600),
+    };
+    let (builder, seen) = recording(Ack::Later);
+    let wheel = wheel_at(start());
+    let store = builder
+        .mode(lazy)
+        .open(Arc::clone(&wheel), sink.clone())
+        .unwrap();
+    let mut periodic = timer(1, b"", start() + ms(1000));
+    periodic.period = Some(ms(10));
+    store.add(&periodic).unwrap();
+    store.flush().unwrap();
+    let on_disk = sink.snapshot(); // the crash comes before the reset is committed
+    store.reset(1, "charge", start() + ms(100)).unwrap();
+    wheel.advance(ms(100)).unwrap();
+    let before_crash = tokens(&seen); // the ledger holds it
+    assert_eq!(before_crash.len(), 1);
+
+    let (builder, seen) = recording(Ack::Later);
+    let wheel = wheel_at(start() + ms(5));
+    let store = builder
+        .mode(lazy)
+        .open(Arc::clone(&wheel), MemorySink::from(on_disk))
+        .unwrap();
+    store.reset(1, "charge", start() + ms(90)).unwrap(); // a new schedule
+    wheel.advance(ms(95)).unwrap();
+    let after = tokens(&seen);
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert_eq!(after[1].occurrence_ms, before_crash[0].occurrence_ms);
+    assert!(
+        !after.contains(&before_crash[0]),
+        "a new fire took a token of the ledger"
     );
 }
 
@@ -919,10 +960,15 @@ mod full_disk {
         (child, lines)
     }
 
-    /// How many timers the store at `path` holds: all it journalled (an add each).
+    /// How many timers the store at `path`, opened once before, holds: all it journalled
+    /// (an add each, and the generation of epochs of each open, this one's included).
     fn stored_timers(path: &Path) -> u64 {
         let stats = open(path).stats().unwrap();
-        assert_eq!(stats.timers, stats.last_seq, "one add per timer, all there");
+        assert_eq!(
+            stats.timers + 2,
+            stats.last_seq,
+            "one add per timer, all there"
+        );
         stats.timers
     }
 

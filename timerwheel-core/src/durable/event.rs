@@ -80,6 +80,19 @@ pub enum Change {
     },
     /// A fire acknowledged.
     Ack(Token),
+    /// A generation of epochs begins: each open commits one before it hands out an epoch,
+    /// so that an epoch handed out by a process that crashed before its change was committed
+    /// is never handed out again ([`epoch_of`]).
+    Generation(u64),
+}
+
+/// How many epochs a generation holds: the epochs of generation `g` are `g << EPOCH_BITS`
+/// plus 1, 2, ... (a process that hands out all of them begins a generation of its own).
+pub const EPOCH_BITS: u32 = 40;
+
+/// The `n`th epoch (from 1) of `generation`.
+pub fn epoch_of(generation: u64, n: u64) -> u64 {
+    (generation << EPOCH_BITS) | n
 }
 
 /// A change with its sequence number (1, 2, ... in one order for the whole store).
@@ -100,6 +113,8 @@ pub struct Snapshot {
     pub timers: BTreeMap<(Key, String), StoredTimer>,
     /// The unacknowledged fires by their token.
     pub fires: BTreeMap<Token, StoredFire>,
+    /// The latest generation of epochs ([`Change::Generation`]).
+    pub generation: u64,
 }
 
 impl Snapshot {
@@ -132,6 +147,7 @@ impl Snapshot {
             Change::Ack(token) => {
                 self.fires.remove(token);
             }
+            Change::Generation(generation) => self.generation = *generation,
         }
         true
     }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::event::{Change, Event};
 use super::sink::Sink;
+use super::DurableError;
 
 /// When a change is durable, relative to the call that made it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,6 +198,12 @@ impl Journal {
     }
 
     /// The last sequence queued, the durable one, and how many commits succeeded and failed.
+    /// Commits the start of the epochs' `generation`, before any of them is handed out.
+    pub fn begin_generation(&self, generation: u64) -> Result<(), DurableError> {
+        self.push(Change::Generation(generation));
+        self.flush().map(drop).map_err(DurableError::Store)
+    }
+
     pub fn progress(&self) -> Progress {
         let queue = self.lock();
         Progress {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::SystemTime;
 
 use super::clock::{from_ms, to_ms};
-use super::event::{Change, Key, Snapshot, StoredFire, StoredTimer, Token};
+use super::event::{epoch_of, Change, Key, Snapshot, StoredFire, StoredTimer, Token, EPOCH_BITS};
 use super::journal::Journal;
 use super::registry::{Ack, Fired, Registry};
 use super::{DurableError, DurableStats, DurableTimer, MissedPoints, RuntimeRef};
@@ -25,6 +25,25 @@ struct Live {
     closed: bool,
     /// Set until the stored timers are scheduled: changes wait for it.
     restoring: bool,
+    /// The generation of the epochs this process hands out, committed by the open.
+    generation: u64,
+    /// How many epochs of it were handed out.
+    epochs: u64,
+}
+
+impl Live {
+    /// A new epoch, never handed out before in this store's life (even by a process that
+    /// crashed before committing the change that took it). After a generation's last, the
+    /// next waits for the commit of a new generation.
+    fn next_epoch(&mut self, journal: &Journal) -> Result<u64, DurableError> {
+        if self.epochs == (1 << EPOCH_BITS) - 1 {
+            journal.begin_generation(self.generation + 1)?;
+            self.generation += 1;
+            self.epochs = 0;
+        }
+        self.epochs += 1;
+        Ok(epoch_of(self.generation, self.epochs))
+    }
 }
 
 /// What the store's handle and its timers' tasks share.
@@ -45,6 +64,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
         registry: Registry,
         journal: Journal,
         missed: MissedPoints,
+        generation: u64,
     ) -> Arc<Self> {
         Arc::new(Shared {
             runtime,
@@ -53,6 +73,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
             missed,
             live: Mutex::new(Live {
                 restoring: true,
+                generation,
                 ..Live::default()
             }),
             restored: Condvar::new(),
@@ -110,7 +131,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
                 payload: timer.payload.to_vec(),
                 deadline_ms: to_ms(timer.first),
                 period_ms,
-                epoch: self.journal.next_seq(),
+                epoch: live.next_epoch(&self.journal)?,
             };
             let new = self.schedule(&stored).map_err(DurableError::Runtime)?;
             if let Some(old) = old {
@@ -127,18 +148,19 @@ impl<T: Task + From<BoxTask>> Shared<T> {
         self.report_failure()?;
         let seq = {
             let mut live = self.ready();
-            let timer = live
-                .timers
-                .get_mut(&(key, name.to_owned()))
-                .ok_or(DurableError::NotFound)?;
-            let mut stored = timer.stored.clone();
-            stored.deadline_ms = when_ms;
+            let id = (key, name.to_owned());
+            if !live.timers.contains_key(&id) {
+                return Err(DurableError::NotFound);
+            }
             // A new epoch: the schedule may pass points it fired at, and a fire must never
             // carry the token of one acknowledged before.
-            stored.epoch = self.journal.next_seq();
+            let epoch = live.next_epoch(&self.journal)?;
+            let timer = live.timers.get_mut(&id).ok_or(DurableError::NotFound)?;
+            let mut stored = timer.stored.clone();
+            stored.deadline_ms = when_ms;
+            stored.epoch = epoch;
             let new = self.schedule(&stored).map_err(DurableError::Runtime)?;
             let _ = self.runtime().cancel(timer.id);
-            let epoch = stored.epoch;
             *timer = LiveTimer { stored, id: new };
             self.journal.push(Change::Reset {
                 key,

@@ -199,7 +199,11 @@ impl DurableBuilder {
             return Err(DurableError::NoHandler(name.clone()));
         }
         let journal = Journal::start(sink, snapshot.seq, self.mode);
-        let shared = Shared::new(runtime, self.registry, journal, self.missed);
+        // Before any epoch is handed out: those of a process that crashed before committing
+        // the change that took one are never handed out again.
+        let generation = snapshot.generation + 1;
+        journal.begin_generation(generation)?;
+        let shared = Shared::new(runtime, self.registry, journal, self.missed, generation);
         let restoring = Restoring {
             shared: Arc::clone(&shared),
             snapshot: Some(snapshot),

@@ -41,6 +41,16 @@ impl MemorySink {
     }
 }
 
+impl From<Snapshot> for MemorySink {
+    /// A store holding `snapshot` (what a crash left on disk, for tests).
+    fn from(snapshot: Snapshot) -> Self {
+        MemorySink {
+            snapshot: Arc::new(Mutex::new(snapshot)),
+            failing: Arc::default(),
+        }
+    }
+}
+
 impl Sink for MemorySink {
     fn load(&mut self) -> Result<Snapshot, String> {
         Ok(self.snapshot())

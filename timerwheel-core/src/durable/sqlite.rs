@@ -21,8 +21,14 @@ const APPLICATION_ID: i32 = 0x5457_4454;
 /// One step of the migration hook: brings a store of version `i + 1` to `i + 2`.
 type Migration = fn(&Transaction<'_>) -> rusqlite::Result<()>;
 
-/// The migrations, in order; empty while there is one version.
-const MIGRATIONS: &[Migration] = &[];
+/// The migrations, in order.
+const MIGRATIONS: &[Migration] = &[add_generations];
+
+/// Version 2: the generation of epochs (version 1 handed out epochs from the sequence
+/// numbers, all below those of generation 1).
+fn add_generations(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch("ALTER TABLE meta ADD COLUMN generation INTEGER NOT NULL DEFAULT 0")
+}
 
 /// The schema version this library writes (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i32 = 1 + MIGRATIONS.len() as i32;
@@ -34,8 +40,9 @@ const SCHEMA: &str = "
     CREATE TABLE fires (key INTEGER NOT NULL, name TEXT NOT NULL,
         occurrence_ms INTEGER NOT NULL, epoch INTEGER NOT NULL, payload BLOB NOT NULL,
         PRIMARY KEY (key, name, occurrence_ms, epoch)) WITHOUT ROWID;
-    CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 0), seq INTEGER NOT NULL);
-    INSERT INTO meta VALUES (0, 0);";
+    CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 0), seq INTEGER NOT NULL,
+        generation INTEGER NOT NULL DEFAULT 0);
+    INSERT INTO meta VALUES (0, 0, 0);";
 
 /// How much of the file SQLite maps into memory for reading (a million timers take ~60 MB).
 const MMAP_BYTES: i64 = 1 << 30;
@@ -148,6 +155,10 @@ impl SqliteSink {
                     .execute(params![*key as i64, name])?;
             }
             Change::Fire { fire, next_ms } => Self::apply_fire(tx, fire, *next_ms)?,
+            Change::Generation(generation) => {
+                tx.prepare_cached("UPDATE meta SET generation = ?1 WHERE id = 0")?
+                    .execute(params![*generation as i64])?;
+            }
             Change::Ack(token) => {
                 tx.prepare_cached(
                     "DELETE FROM fires WHERE key = ?1 AND name = ?2 AND occurrence_ms = ?3
@@ -187,8 +198,14 @@ impl SqliteSink {
     }
 
     fn load_snapshot(&self) -> rusqlite::Result<Snapshot> {
+        let (seq, generation) =
+            self.conn
+                .query_row("SELECT seq, generation FROM meta WHERE id = 0", [], |row| {
+                    Ok((row.get::<_, i64>(0)? as u64, row.get::<_, i64>(1)? as u64))
+                })?;
         let mut snapshot = Snapshot {
-            seq: self.seq()?,
+            seq,
+            generation,
             ..Snapshot::default()
         };
         let mut timers = self
@@ -313,7 +330,7 @@ fn check_existing(conn: &Connection, bytes: u64) -> Result<(), String> {
             "not a timerwheel store (application_id {id:#x}, user_version {version})"
         ));
     }
-    if version > SCHEMA_VERSION || version < 1 {
+    if !(1..=SCHEMA_VERSION).contains(&version) {
         return Err(format!(
             "schema version {version}, this library reads 1 to {SCHEMA_VERSION}"
         ));
@@ -373,5 +390,52 @@ fn writable(e: rusqlite::Error) -> String {
             "locked by another opener (one process per store)".into()
         }
         _ => format!("cannot write ({e})"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store of version 1 (before generations), holding the timer (1, "charge") of epoch 5.
+    fn version_1_store(path: &Path) {
+        let conn = Connection::open(path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE timers (key INTEGER NOT NULL, name TEXT NOT NULL, payload BLOB NOT NULL,
+                 deadline_ms INTEGER NOT NULL, period_ms INTEGER NOT NULL, epoch INTEGER NOT NULL,
+                 PRIMARY KEY (key, name)) WITHOUT ROWID;
+             CREATE TABLE fires (key INTEGER NOT NULL, name TEXT NOT NULL,
+                 occurrence_ms INTEGER NOT NULL, epoch INTEGER NOT NULL, payload BLOB NOT NULL,
+                 PRIMARY KEY (key, name, occurrence_ms, epoch)) WITHOUT ROWID;
+             CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 0), seq INTEGER NOT NULL);
+             INSERT INTO meta VALUES (0, 5);
+             INSERT INTO timers VALUES (1, 'charge', x'', 1000, 0, 5);",
+        )
+        .unwrap();
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+    }
+
+    #[test]
+    fn a_version_1_store_is_migrated_and_keeps_its_timers_and_sequence() {
+        let dir = std::env::temp_dir().join(format!("tw-sqlite-migrate-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("v1.db");
+        version_1_store(&path);
+        let mut sink = SqliteSink::open(&path).unwrap();
+        let snapshot = sink.load().unwrap();
+        assert_eq!((snapshot.seq, snapshot.generation), (5, 0));
+        assert_eq!(snapshot.timers[&(1, "charge".to_owned())].epoch, 5);
+        let version: i32 = sink
+            .conn
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        // Generation 1's epochs are above every epoch version 1 handed out (its sequences).
+        assert!(super::super::event::epoch_of(1, 1) > 5);
+        drop(sink);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
