@@ -4,8 +4,10 @@
 SOAK_SECONDS ?= 60
 
 # A million live timers under random churn for SOAK_SECONDS; fails on any lost timer or drop.
+# Built as test-rust builds it ($(RUST_TESTED), mk/rust.mk), as are the replays below.
 soak:
-	$(CARGO) run --release -q -p timerwheel-core --example soak -- $(SOAK_SECONDS)
+	$(CARGO) build --release -q $(RUST_TESTED) --example soak
+	$(CURDIR)/target/release/examples/soak $(SOAK_SECONDS)
 
 test-soak:
 	$(MAKE) --no-print-directory soak SOAK_SECONDS=10
@@ -95,9 +97,9 @@ test-fuzz:
 	else \
 		echo "test-fuzz: skipped: no nightly toolchain; replaying seeds and regressions on stable"; \
 	fi
-	$(CARGO) test --release -p timerwheel-core --test wheel_ops_replay
-	$(CARGO) test --release -p timerwheel-ffi --test c_abi_replay --test virtual_clock_replay \
-		--test sized_structs_replay --test export_recreate_replay --test durable_store_replay
+	$(CARGO) test --release $(RUST_TESTED) --test wheel_ops_replay --test c_abi_replay \
+		--test virtual_clock_replay --test sized_structs_replay --test export_recreate_replay \
+		--test durable_store_replay
 	@git diff --quiet -- fuzz/Cargo.lock || { echo "test-fuzz: fuzz/Cargo.lock changed: commit the lock the build wrote"; exit 1; }
 
 TEST_TARGETS += test-fuzz
