@@ -4,8 +4,10 @@
 SOAK_SECONDS ?= 60
 
 # A million live timers under random churn for SOAK_SECONDS; fails on any lost timer or drop.
+# Built as test-rust builds it ($(RUST_TESTED), mk/rust.mk), as are the replays below.
 soak:
-	$(CARGO) run --release -q -p timerwheel-core --example soak -- $(SOAK_SECONDS)
+	$(CARGO) build --release -q $(RUST_TESTED) --example soak
+	$(CURDIR)/target/release/examples/soak $(SOAK_SECONDS)
 
 test-soak:
 	$(MAKE) --no-print-directory soak SOAK_SECONDS=10
@@ -86,21 +88,28 @@ $(addprefix fuzz-long-,$(FUZZ_TARGETS)): fuzz-long-%: fuzz-tools
 		"-max_total_time=$(FUZZ_LONG_SECONDS) -runs=$(FUZZ_LONG_RUNS) $(call fuzz_options,$*)"
 
 # CI: FUZZ_CI_SECONDS per target of FUZZ_CI_TARGETS and FUZZ_CI_SHORT_SECONDS per target of
-# FUZZ_CI_SHORT_TARGETS on nightly, then the stable replay of the seeds and the
-# regressions (but those fuzz/regressions/KNOWN lists); without nightly, only the replay.
-test-fuzz:
+# FUZZ_CI_SHORT_TARGETS on nightly (test-fuzz-nightly), then the stable replay of the seeds
+# and the regressions (but those fuzz/regressions/KNOWN lists; test-fuzz-replay); without
+# nightly, only the replay. make test runs the two parts apart: the nightly one builds and
+# runs in fuzz/target alone, beside the suites that use target/ (the Makefile's lanes).
+.PHONY: test-fuzz-nightly test-fuzz-replay
+test-fuzz: test-fuzz-nightly test-fuzz-replay
+
+test-fuzz-nightly:
 	@if $(CARGO) +$(FUZZ_TOOLCHAIN) --version >/dev/null 2>&1; then \
 		$(MAKE) --no-print-directory $(addprefix fuzz-,$(FUZZ_CI_TARGETS)) FUZZ_SECONDS=$(FUZZ_CI_SECONDS) && \
 		$(MAKE) --no-print-directory $(addprefix fuzz-,$(FUZZ_CI_SHORT_TARGETS)) FUZZ_SECONDS=$(FUZZ_CI_SHORT_SECONDS) || exit 1; \
 	else \
 		echo "test-fuzz: skipped: no nightly toolchain; replaying seeds and regressions on stable"; \
 	fi
-	$(CARGO) test --release -p timerwheel-core --test wheel_ops_replay
-	$(CARGO) test --release -p timerwheel-ffi --test c_abi_replay --test virtual_clock_replay \
-		--test sized_structs_replay --test export_recreate_replay --test durable_store_replay
 	@git diff --quiet -- fuzz/Cargo.lock || { echo "test-fuzz: fuzz/Cargo.lock changed: commit the lock the build wrote"; exit 1; }
 
-TEST_TARGETS += test-fuzz
+test-fuzz-replay:
+	$(CARGO) test --release $(RUST_TESTED) --test wheel_ops_replay --test c_abi_replay \
+		--test virtual_clock_replay --test sized_structs_replay --test export_recreate_replay \
+		--test durable_store_replay
+
+TEST_TARGETS += test-fuzz-nightly test-fuzz-replay
 
 # ThreadSanitizer over the runtime's semantic and stress tests (nightly with rust-src: std
 # is rebuilt instrumented). Thread leaks are not reported: the process-wide default runtime
