@@ -59,6 +59,14 @@ FUZZ_CI_SHORT_TARGETS := sized_structs export_recreate virtual_clock durable_sto
 .PHONY: fuzz fuzz-long fuzz-tools test-fuzz $(addprefix fuzz-,$(FUZZ_TARGETS)) \
 	$(addprefix fuzz-long-,$(FUZZ_TARGETS))
 
+# The environment of a fuzz build of target $1: under AddressSanitizer, the C and C++ that
+# the cc crate compiles (bundled SQLite, libFuzzer itself) stay uninstrumented, as
+# libFuzzer is in clang's own -fsanitize=fuzzer builds: the cc crate would otherwise pass
+# the Rust side's -fsanitize=address on to them, slowing every input down and the first
+# build of SQLite by many minutes. Neither is the code under test (the C of the threads
+# target is compiled by fuzz/build.rs, instrumented).
+fuzz_env = $(if $(filter address,$(call fuzz_sanitizer,$1)),CFLAGS=-fno-sanitize=address \
+	CXXFLAGS=-fno-sanitize=address)
 # cargo-fuzz's build options for target $1: its sanitizer, that sanitizer's target
 # directory, its own flags.
 fuzz_sanitizer = $(or $(FUZZ_SANITIZER_$1),address)
@@ -76,7 +84,8 @@ fuzz: $(addprefix fuzz-,$(FUZZ_TARGETS))
 $(addprefix fuzz-,$(FUZZ_TARGETS)): fuzz-%: fuzz-tools
 	@mkdir -p fuzz/corpus/$*
 	@echo "fuzz: $* for $(FUZZ_SECONDS) s"
-	$(CARGO) +$(FUZZ_TOOLCHAIN) fuzz run $(call fuzz_build,$*) $* fuzz/corpus/$* fuzz/seeds/$* -- \
+	$(call fuzz_env,$*) $(CARGO) +$(FUZZ_TOOLCHAIN) fuzz run $(call fuzz_build,$*) $* \
+		fuzz/corpus/$* fuzz/seeds/$* -- \
 		-max_total_time=$(FUZZ_SECONDS) $(call fuzz_options,$*)
 
 # Each target in turn to FUZZ_LONG_RUNS inputs or FUZZ_LONG_SECONDS, its corpus minimized,
@@ -84,7 +93,7 @@ $(addprefix fuzz-,$(FUZZ_TARGETS)): fuzz-%: fuzz-tools
 fuzz-long: $(addprefix fuzz-long-,$(FUZZ_TARGETS))
 
 $(addprefix fuzz-long-,$(FUZZ_TARGETS)): fuzz-long-%: fuzz-tools
-	fuzz/long.sh "$(CARGO) +$(FUZZ_TOOLCHAIN) fuzz" $* "$(call fuzz_build,$*)" \
+	$(call fuzz_env,$*) fuzz/long.sh "$(CARGO) +$(FUZZ_TOOLCHAIN) fuzz" $* "$(call fuzz_build,$*)" \
 		"-max_total_time=$(FUZZ_LONG_SECONDS) -runs=$(FUZZ_LONG_RUNS) $(call fuzz_options,$*)"
 
 # CI: FUZZ_CI_SECONDS per target of FUZZ_CI_TARGETS and FUZZ_CI_SHORT_SECONDS per target of
