@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use postgres::GenericClient;
 
 use crate::error::{FleetError, Result};
-use crate::lease::fence;
+use crate::lease::{fence, fence_all};
 use crate::shard::shard_of;
 use crate::Key;
 
@@ -108,9 +108,7 @@ pub fn claim_due(
     limit: i64,
 ) -> Result<Vec<Fire>> {
     let mut tx = client.transaction()?;
-    for (shard, epoch) in held {
-        fence(&mut tx, owner, *shard, *epoch)?;
-    }
+    fence_all(&mut tx, owner, held)?;
     let shards: Vec<i32> = held.iter().map(|(s, _)| *s).collect();
     let epochs: Vec<i64> = held.iter().map(|(_, e)| *e).collect();
     let rows = tx.query(
@@ -170,9 +168,7 @@ pub fn load_window(
     limit: i64,
 ) -> Result<Vec<WindowTimer>> {
     let mut tx = client.transaction()?;
-    for (shard, epoch) in held {
-        fence(&mut tx, owner, *shard, *epoch)?;
-    }
+    fence_all(&mut tx, owner, held)?;
     let shards: Vec<i32> = held.iter().map(|(s, _)| *s).collect();
     let rows = tx.query(
         "SELECT key, name, due_ms, period_ms, version, shard FROM tw_fleet_timers
@@ -193,14 +189,35 @@ pub fn load_window(
         .collect())
 }
 
+/// The distinct due times of the timers of `held` shards in `[from_ms, until_ms)`,
+/// earliest first, at most `limit`, read under the fence: what a node's wheel wakes up for.
+/// A node keeps a wake-up per due millisecond, not per timer, so its memory is bounded by
+/// the window's length whatever the number of timers in it.
+pub fn due_points(
+    client: &mut impl GenericClient,
+    owner: &str,
+    held: &[(i32, i64)],
+    (from_ms, until_ms): (i64, i64),
+    limit: i64,
+) -> Result<Vec<i64>> {
+    let mut tx = client.transaction()?;
+    fence_all(&mut tx, owner, held)?;
+    let shards: Vec<i32> = held.iter().map(|(s, _)| *s).collect();
+    let rows = tx.query(
+        "SELECT DISTINCT due_ms FROM tw_fleet_timers
+         WHERE shard = ANY($1) AND due_ms >= $2 AND due_ms < $3 ORDER BY due_ms LIMIT $4",
+        &[&shards, &from_ms, &until_ms, &limit],
+    )?;
+    tx.commit()?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
 /// Acknowledges `tokens` (their effects are done): all of them, or none when the lease of
 /// one of their shards moved past the token's epoch ([`FleetError::Fenced`]).
 pub fn ack(client: &mut impl GenericClient, owner: &str, tokens: &[FleetToken]) -> Result<u64> {
     let mut tx = client.transaction()?;
     let fences: BTreeSet<(i32, i64)> = tokens.iter().map(|t| (t.shard, t.shard_epoch)).collect();
-    for (shard, epoch) in fences {
-        fence(&mut tx, owner, shard, epoch)?;
-    }
+    fence_all(&mut tx, owner, &fences.into_iter().collect::<Vec<_>>())?;
     let keys: Vec<i64> = tokens.iter().map(|t| t.key as i64).collect();
     let names: Vec<&str> = tokens.iter().map(|t| t.name.as_str()).collect();
     let occurrences: Vec<i64> = tokens.iter().map(|t| t.occurrence_ms).collect();
@@ -237,6 +254,29 @@ pub fn take_over_fires(
     let fires = rows.iter().map(fire_of_row).collect();
     tx.commit()?;
     Ok(fires)
+}
+
+/// Every unacknowledged fire of `held` shards, now under their current epochs: what a node
+/// delivers again when it cannot tell whether a claim, an ack or a take-over of its own
+/// committed (its connection broke in the middle).
+pub fn unacked_fires(
+    client: &mut impl GenericClient,
+    owner: &str,
+    held: &[(i32, i64)],
+) -> Result<Vec<Fire>> {
+    let mut tx = client.transaction()?;
+    fence_all(&mut tx, owner, held)?;
+    let (shards, epochs): (Vec<i32>, Vec<i64>) = held.iter().copied().unzip();
+    let rows = tx.query(
+        "UPDATE tw_fleet_fires f SET shard_epoch = h.epoch
+         FROM unnest($1::int[], $2::bigint[]) AS h(shard, epoch)
+         WHERE f.shard = h.shard AND f.shard_epoch <= h.epoch
+         RETURNING f.key, f.name, f.occurrence_ms, f.version, f.shard, f.shard_epoch,
+                   f.payload",
+        &[&shards, &epochs],
+    )?;
+    tx.commit()?;
+    Ok(rows.iter().map(fire_of_row).collect())
 }
 
 fn fire_of_row(row: &postgres::Row) -> Fire {
