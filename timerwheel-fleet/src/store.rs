@@ -96,6 +96,31 @@ pub fn add_timer(
     })
 }
 
+/// Moves the next deadline of the timer (key, name) to `due_ms` (from any node); `false` if
+/// there is no such timer. Its owner's wheel learns of it as an add from elsewhere does.
+pub fn reset_timer(
+    client: &mut impl GenericClient,
+    key: Key,
+    name: &str,
+    due_ms: i64,
+) -> Result<bool> {
+    let changed = client.execute(
+        "UPDATE tw_fleet_timers SET due_ms = $3 WHERE key = $1 AND name = $2",
+        &[&(key as i64), &name, &due_ms],
+    )?;
+    Ok(changed == 1)
+}
+
+/// Removes the timer (key, name) (from any node): no further fire; `false` if there is no
+/// such timer. A fire already claimed is still delivered (it is in the owner's hands).
+pub fn delete_timer(client: &mut impl GenericClient, key: Key, name: &str) -> Result<bool> {
+    let deleted = client.execute(
+        "DELETE FROM tw_fleet_timers WHERE key = $1 AND name = $2",
+        &[&(key as i64), &name],
+    )?;
+    Ok(deleted == 1)
+}
+
 /// Claims up to `limit` timers of `held` shards due at `now_ms`, in one fenced
 /// transaction: each becomes an unacknowledged fire under its shard's epoch; a one-shot
 /// ends, a periodic one moves on by its period (a point still due is claimed again, so no
