@@ -8,19 +8,21 @@
 //! committed under the shard's lease: a node that lost a lease (taken over, expired, or cut
 //! off from the database) cannot claim, so it fires nothing of that shard; after losing
 //! contact for the TTL it stops claiming altogether. Adds, resets and deletes from other
-//! nodes change rows, not this node's wheel: a wake-up that finds nothing due claims
-//! nothing, and what the window missed is claimed by the poll (see below).
+//! nodes change rows; an add or a reset also notifies its shard and due time, which puts a
+//! wake-up in the owner's wheel. A wake-up that finds nothing due claims nothing.
 //!
 //! Threads: the *driver* ticks the leases every renew interval (a fifth of the TTL), takes
 //! over the unacknowledged fires of the shards it acquires (delivered again under the new
 //! epoch) and pages the window in; the *firer* waits for a wake-up from the wheel or the
-//! poll interval, whichever comes first, and claims in batches until nothing is due. Each
-//! thread has its own connection and opens it again when it breaks.
+//! poll interval, whichever comes first, and claims in batches until nothing is due; the
+//! *listener* (`LISTEN tw_fleet`) schedules the points other nodes notify. Each thread has
+//! its own connection and opens it again when it breaks.
 //!
 //! **Bounds.** A timer inside the loaded window fires at its due time plus one claim (a
-//! transaction). A timer added by another node that falls due before the window's loaded
-//! edge (it was not there when that part was paged in) is claimed by the poll: at most
-//! `poll` late (500 ms by default). Due times are read on this node's wall clock: a clock
+//! transaction). A timer added or reset by another node that falls due before the
+//! window's loaded edge (it was not there when that part was paged in) is woken by its
+//! notification; one whose notification was lost (the listener was reconnecting) is claimed
+//! by the poll: at most `poll` late (500 ms by default). Due times are read on this node's wall clock: a clock
 //! ahead of the others by `s` fires up to `s` early, so the clocks are assumed
 //! NTP-synchronised (a few ms); leases never depend on them (they are judged on the
 //! database's clock). Periodic points missed while a shard had no owner are each delivered
@@ -36,13 +38,16 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::Client;
 use timerwheel_core::durable::Ack;
 use timerwheel_core::{BoxTask, Config, Runtime};
 
 use crate::error::{FleetError, Result};
 use crate::lease::{Node, Rebalance};
-use crate::store::{ack, claim_due, due_points, take_over_fires, unacked_fires, Fire, FleetToken};
+use crate::store::{
+    ack, claim_due, due_points, take_over_fires, unacked_fires, Fire, FleetToken, CHANNEL,
+};
 use crate::ConnectOptions;
 
 /// A handler of fleet timers: given the fire (its token carries the shard's epoch) and the
@@ -82,6 +87,9 @@ pub struct Settings {
     pub poll: Duration,
     /// Timers claimed per transaction.
     pub batch: i64,
+    /// Listens for adds and resets from other nodes (LISTEN/NOTIFY); without it they wait
+    /// for the poll when they fall due behind the window's loaded edge.
+    pub listen: bool,
 }
 
 impl Default for Settings {
@@ -91,6 +99,7 @@ impl Default for Settings {
             window: Duration::from_secs(60),
             poll: Duration::from_millis(500),
             batch: 500,
+            listen: true,
         }
     }
 }
@@ -169,12 +178,25 @@ impl RunnerBuilder {
                 .spawn(move || fire_loop(&state, firer_client))
                 .map_err(|e| FleetError::Invalid(format!("a thread: {e}")))?
         };
+        let listener = match s.listen {
+            true => {
+                let mut client = options.connect()?;
+                client.batch_execute(&format!("LISTEN {CHANNEL}"))?;
+                let (state, runtime) = (Arc::clone(&state), Arc::clone(&runtime));
+                let spawned = std::thread::Builder::new()
+                    .name("timerwheel-fleet-listener".into())
+                    .spawn(move || listen(&state, &runtime, client));
+                Some(spawned.map_err(|e| FleetError::Invalid(format!("a thread: {e}")))?)
+            }
+            false => None,
+        };
         Ok(Runner {
             state,
             runtime,
             app,
             driver: Some(driver),
             firer: Some(firer),
+            listener,
         })
     }
 }
@@ -187,6 +209,7 @@ pub struct Runner {
     app: Mutex<Client>,
     driver: Option<JoinHandle<Node>>,
     firer: Option<JoinHandle<()>>,
+    listener: Option<JoinHandle<()>>,
 }
 
 impl Runner {
@@ -230,8 +253,11 @@ impl Runner {
     fn stop(&mut self) -> Option<Node> {
         self.state.stop.store(true, Ordering::SeqCst);
         self.state.wake.poke();
-        if let Some(firer) = self.firer.take() {
-            let _ = firer.join();
+        for thread in [self.firer.take(), self.listener.take()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = thread.join();
         }
         self.driver.take().and_then(|driver| driver.join().ok())
     }
@@ -492,6 +518,12 @@ fn load(
         Some(last) if points.len() as i64 == limit => last + 1,
         _ => until,
     };
+    schedule(state, runtime, points);
+    reached
+}
+
+/// A wake-up in the wheel at each of `points` (ms) that has none yet.
+fn schedule(state: &State, runtime: &Runtime<BoxTask>, points: impl IntoIterator<Item = i64>) {
     let mut scheduled = lock(&state.wake.scheduled);
     for ms in points {
         if scheduled.insert(ms) {
@@ -505,7 +537,59 @@ fn load(
             }
         }
     }
-    reached
+}
+
+/// The listener: an add or a reset committed by any node for a shard it fires, due within
+/// the window, gets a wake-up as soon as its notification comes. After a reconnect the
+/// notifications sent meanwhile are gone: it wakes the firer, whose claim finds what is due
+/// (and the poll what falls due later).
+fn listen(state: &State, runtime: &Runtime<BoxTask>, mut client: Client) {
+    while !state.stopped() {
+        let heard = next_notices(&mut client, Duration::from_millis(100));
+        match heard {
+            Ok(notices) => {
+                let horizon = now_ms().saturating_add(state.settings.window.as_millis() as i64);
+                let firing: BTreeSet<i32> = state.firing().iter().map(|(s, _)| *s).collect();
+                let points = notices
+                    .into_iter()
+                    .filter(|(shard, due)| firing.contains(shard) && *due < horizon)
+                    .map(|(_, due)| due);
+                schedule(state, runtime, points);
+            }
+            Err(error) => {
+                state.report(NodeEvent::Error(error.to_string()));
+                if client.is_closed() {
+                    state.reconnect(|mut c| {
+                        c.batch_execute(&format!("LISTEN {CHANNEL}"))?;
+                        client = c;
+                        Ok(())
+                    });
+                    state.wake.poke();
+                }
+            }
+        }
+    }
+}
+
+/// The (shard, due_ms) notifications: the first to come within `timeout`, with those that
+/// came along with it (none waits for a later one).
+fn next_notices(client: &mut Client, timeout: Duration) -> Result<Vec<(i32, i64)>> {
+    let mut incoming = client.notifications();
+    let Some(first) = incoming.timeout_iter(timeout).next()? else {
+        return Ok(Vec::new());
+    };
+    let mut notices = vec![first];
+    let mut pending = incoming.iter();
+    while let Some(notice) = pending.next()? {
+        notices.push(notice);
+    }
+    Ok(notices
+        .iter()
+        .filter_map(|notice| {
+            let (shard, due) = notice.payload().split_once(' ')?;
+            Some((shard.parse().ok()?, due.parse().ok()?))
+        })
+        .collect())
 }
 
 /// The firer: claims what is due whenever the wheel wakes it, at least every `poll`.

@@ -12,6 +12,13 @@ use crate::lease::{fence, fence_all};
 use crate::shard::shard_of;
 use crate::Key;
 
+/// The channel on which an add or a reset tells the shard's owner "shard due_ms" (at commit),
+/// so that a point behind the loaded edge of its window reaches its wheel at once.
+pub const CHANNEL: &str = "tw_fleet";
+
+/// The notification of the row `added` (shard, due_ms) on [`CHANNEL`].
+const NOTIFY: &str = "SELECT pg_notify('tw_fleet', added.shard::text || ' ' || added.due_ms::text)";
+
 /// A durable timer to add: named by (key, name), the name being its handler's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewTimer<'a> {
@@ -78,9 +85,12 @@ pub fn add_timer(
     };
     let row = client.query_opt(
         &format!(
-            "INSERT INTO tw_fleet_timers (shard, key, name, due_ms, period_ms, payload, version)
-             VALUES ($1, $2, $3, $4, $5, $6, nextval('tw_fleet_version')) {on_conflict}
-             RETURNING version"
+            "WITH added AS (
+                 INSERT INTO tw_fleet_timers
+                     (shard, key, name, due_ms, period_ms, payload, version)
+                 VALUES ($1, $2, $3, $4, $5, $6, nextval('tw_fleet_version')) {on_conflict}
+                 RETURNING shard, due_ms, version)
+             SELECT version FROM added, LATERAL ({NOTIFY}) AS n"
         ),
         &[
             &shard_of(timer.key, shards),
@@ -104,11 +114,16 @@ pub fn reset_timer(
     name: &str,
     due_ms: i64,
 ) -> Result<bool> {
-    let changed = client.execute(
-        "UPDATE tw_fleet_timers SET due_ms = $3 WHERE key = $1 AND name = $2",
+    let changed = client.query(
+        &format!(
+            "WITH added AS (
+                 UPDATE tw_fleet_timers SET due_ms = $3 WHERE key = $1 AND name = $2
+                 RETURNING shard, due_ms)
+             SELECT 1 FROM added, LATERAL ({NOTIFY}) AS n"
+        ),
         &[&(key as i64), &name, &due_ms],
     )?;
-    Ok(changed == 1)
+    Ok(changed.len() == 1)
 }
 
 /// Removes the timer (key, name) (from any node): no further fire; `false` if there is no
