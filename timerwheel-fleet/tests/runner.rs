@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use support::{add_charge, connect, fleet_server, now_ms};
 use timerwheel_core::durable::Ack;
-use timerwheel_fleet::{delete_timer, reset_timer, ConnectOptions, Fire, Runner, Settings};
+use timerwheel_fleet::{
+    delete_timer, reset_timer, shard_of, ConnectOptions, Fire, Runner, Settings,
+};
 
 const SHARDS: i32 = 8;
 
@@ -179,7 +181,7 @@ fn worst_delay_of_changes_from_another_node(settings: Settings) -> i64 {
 }
 
 #[test]
-fn a_held_ack_is_accepted_under_its_epoch_and_refused_once_the_shard_moved() {
+fn a_held_ack_is_refused_once_the_shard_moved_and_nothing_more_of_it_fires() {
     let server = fleet_server(SHARDS);
     let mut db = connect(&server);
     let settings = Settings {
@@ -196,7 +198,8 @@ fn a_held_ack_is_accepted_under_its_epoch_and_refused_once_the_shard_moved() {
     // The shard of the second moves on (as if its lease expired and another node took it).
     let token = fired[1].0.token.clone();
     db.execute(
-        "UPDATE tw_fleet_shards SET owner = 'b', epoch = epoch + 1 WHERE shard = $1",
+        "UPDATE tw_fleet_shards SET owner = 'b', epoch = epoch + 1,
+                lease_until = now() + interval '1 hour' WHERE shard = $1",
         &[&token.shard],
     )
     .unwrap();
@@ -213,5 +216,23 @@ fn a_held_ack_is_accepted_under_its_epoch_and_refused_once_the_shard_moved() {
         unacked, 1,
         "the refused fire waits for the shard's new owner"
     );
+
+    // It fires nothing more of the shard it lost, and goes on with the others.
+    let lost = token.shard;
+    let key_of = |wanted: bool| (10..).find(|k| (shard_of(*k, SHARDS) == lost) == wanted);
+    let (on_lost, on_kept) = (key_of(true).unwrap(), key_of(false).unwrap());
+    add_charge(&mut db, SHARDS, on_lost, now_ms());
+    add_charge(&mut db, SHARDS, on_kept, now_ms());
+    let fired = wait_fired(&log, 3, Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(1_500));
+    let keys: Vec<u64> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(f, _)| f.token.key)
+        .collect();
+    assert!(fired.len() == 3 && keys.contains(&on_kept), "{keys:?}");
+    assert!(!keys.contains(&on_lost), "fired a timer of a shard it lost");
+    assert!(!runner.firing().iter().any(|(s, _)| *s == lost));
     drop(runner);
 }
