@@ -370,7 +370,20 @@ impl State {
         }
     }
 
+    /// Acknowledges `tokens` in one transaction; when a shard refuses, shard by shard, so
+    /// that the others' are acknowledged (one transaction per shard only then).
     fn ack_by_shard(&self, client: &mut Client, tokens: &[FleetToken]) -> Result<u64> {
+        if tokens.is_empty() {
+            return Ok(0);
+        }
+        match ack(client, &self.name, tokens) {
+            Ok(n) => {
+                self.report(NodeEvent::Acked(n));
+                return Ok(n);
+            }
+            Err(FleetError::Fenced { .. }) => {}
+            Err(other) => return Err(other),
+        }
         let mut by_shard: BTreeMap<i32, Vec<FleetToken>> = BTreeMap::new();
         for token in tokens {
             by_shard.entry(token.shard).or_default().push(token.clone());
