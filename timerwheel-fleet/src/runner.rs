@@ -172,10 +172,10 @@ impl RunnerBuilder {
                 .map_err(|e| FleetError::Invalid(format!("a thread: {e}")))?
         };
         let firer = {
-            let state = Arc::clone(&state);
+            let (state, runtime) = (Arc::clone(&state), Arc::clone(&runtime));
             std::thread::Builder::new()
                 .name("timerwheel-fleet-firer".into())
-                .spawn(move || fire_loop(&state, firer_client))
+                .spawn(move || fire_loop(&state, &runtime, firer_client))
                 .map_err(|e| FleetError::Invalid(format!("a thread: {e}")))?
         };
         let listener = match s.listen {
@@ -606,11 +606,11 @@ fn next_notices(client: &mut Client, timeout: Duration) -> Result<Vec<(i32, i64)
 }
 
 /// The firer: claims what is due whenever the wheel wakes it, at least every `poll`.
-fn fire_loop(state: &State, mut client: Client) {
+fn fire_loop(state: &State, runtime: &Runtime<BoxTask>, mut client: Client) {
     while !state.stopped() {
         state.wake.wait(state.settings.poll);
-        let done =
-            redeliver_if_unsure(state, &mut client).and_then(|()| claim_all(state, &mut client));
+        let done = redeliver_if_unsure(state, &mut client)
+            .and_then(|()| claim_all(state, runtime, &mut client));
         if let Err(error) = done {
             state.unsure.store(true, Ordering::SeqCst);
             state.report(NodeEvent::Error(error.to_string()));
@@ -647,11 +647,16 @@ fn redeliver_if_unsure(state: &State, client: &mut Client) -> Result<()> {
 }
 
 /// Claims and delivers in batches until nothing of the shards it may fire is due.
-fn claim_all(state: &State, client: &mut Client) -> Result<()> {
+/// A periodic timer's next point gets its wake-up here: it was not in the store when its
+/// part of the window was paged in.
+fn claim_all(state: &State, runtime: &Runtime<BoxTask>, client: &mut Client) -> Result<()> {
     let mut held = state.firing();
     while !held.is_empty() && !state.stopped() {
         match claim_due(client, &state.name, &held, now_ms(), state.settings.batch) {
             Ok(fires) => {
+                let horizon = now_ms().saturating_add(state.settings.window.as_millis() as i64);
+                let next = fires.iter().filter_map(|f| f.next_ms);
+                schedule(state, runtime, next.filter(|ms| *ms < horizon));
                 state.deliver(client, &fires);
                 if (fires.len() as i64) < state.settings.batch {
                     return Ok(());

@@ -61,6 +61,9 @@ pub struct Fire {
     pub token: FleetToken,
     /// The payload.
     pub payload: Vec<u8>,
+    /// A periodic timer's next point, as the claim of this fire moved it (for the owner's
+    /// wheel); `None` for a one-shot and for a fire delivered again.
+    pub next_ms: Option<i64>,
 }
 
 /// Adds a timer (from any node); returns its version. An existing (key, name) is an
@@ -170,7 +173,8 @@ pub fn claim_due(
          moved AS (
              UPDATE tw_fleet_timers t SET due_ms = t.due_ms + t.period_ms FROM due d
              WHERE d.period_ms > 0 AND t.key = d.key AND t.name = d.name)
-         SELECT d.key, d.name, d.due_ms, d.version, d.shard, h.epoch, d.payload
+         SELECT d.key, d.name, d.due_ms, d.version, d.shard, h.epoch, d.payload,
+                CASE WHEN d.period_ms > 0 THEN d.due_ms + d.period_ms END
          FROM due d JOIN unnest($1::int[], $2::bigint[]) AS h(shard, epoch)
               ON d.shard = h.shard
          ORDER BY d.due_ms",
@@ -330,5 +334,6 @@ fn fire_of_row(row: &postgres::Row) -> Fire {
             shard_epoch: row.get(5),
         },
         payload: row.get(6),
+        next_ms: if row.len() > 7 { row.get(7) } else { None },
     }
 }

@@ -236,3 +236,28 @@ fn a_held_ack_is_refused_once_the_shard_moved_and_nothing_more_of_it_fires() {
     assert!(!runner.firing().iter().any(|(s, _)| *s == lost));
     drop(runner);
 }
+
+/// A periodic timer's next point was not in the store when the window was paged in: the
+/// claim of each fire puts the next one in the wheel, so every point fires on time (the
+/// poll at 60 s would be a minute late).
+#[test]
+fn every_point_of_a_periodic_timer_fires_on_time_without_the_poll() {
+    let server = fleet_server(SHARDS);
+    let mut db = connect(&server);
+    let settings = Settings {
+        ttl: Duration::from_secs(2),
+        poll: Duration::from_secs(60),
+        ..Settings::default()
+    };
+    let (runner, log) = start(&server, settings, Ack::Now);
+    let first = now_ms() + 500;
+    support::add_named(&mut db, SHARDS, (5, "charge"), first, 300);
+    let fired = wait_fired(&log, 6, Duration::from_secs(10));
+    assert_eq!(fired.len(), 6, "points fired: {}", fired.len());
+    for (i, (fire, at)) in fired.iter().enumerate() {
+        assert_eq!(fire.token.occurrence_ms, first + 300 * i as i64);
+        let late = at - fire.token.occurrence_ms;
+        assert!((0..250).contains(&late), "point {i} fired {late} ms late");
+    }
+    runner.leave().unwrap();
+}
