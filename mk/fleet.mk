@@ -17,3 +17,13 @@ bench-fleet:
 	$(call need,postgresql)
 	$(CARGO) build --release -q -p timerwheel-fleet --bins --examples
 	$(CARGO) run --release -q -p timerwheel-fleet --example bench_fleet -- $(BENCH_ARGS)
+
+# The billing simulation on three fleet-node processes against a private PostgreSQL, one
+# SIGKILLed mid-run, the ledger checked (every charge that fell due charged exactly once,
+# the taken-over charges within TTL + 1 s). DEMO_FLEET_ARGS: --sessions N --seconds S.
+DEMO_FLEET_ARGS ?=
+
+.PHONY: demo-fleet
+demo-fleet:
+	$(call need,postgresql)
+	$(CARGO) run --release -q -p timerwheel-fleet --example demo_fleet -- $(DEMO_FLEET_ARGS)

@@ -13,7 +13,7 @@
 //! locked: its session ends after the TTL idle in that transaction
 //! (`idle_in_transaction_session_timeout`), which releases them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use postgres::{Client, GenericClient};
@@ -165,6 +165,25 @@ pub fn fence(tx: &mut impl GenericClient, owner: &str, shard: i32, epoch: i64) -
         &[&shard, &epoch, &owner],
     )?;
     row.map(|_| ()).ok_or(FleetError::Fenced { shard, epoch })
+}
+
+/// [`fence`] of many leases in one statement (one round trip however many shards a node
+/// holds): refused, naming the first lease that moved, unless `owner` holds all of them.
+pub fn fence_all(tx: &mut impl GenericClient, owner: &str, held: &[(i32, i64)]) -> Result<()> {
+    let (shards, epochs): (Vec<i32>, Vec<i64>) = held.iter().copied().unzip();
+    let rows = tx.query(
+        "SELECT s.shard FROM tw_fleet_shards s
+         JOIN unnest($1::int[], $2::bigint[]) AS h(shard, epoch)
+           ON s.shard = h.shard AND s.epoch = h.epoch
+         WHERE s.owner = $3 AND s.lease_until > now()
+         FOR SHARE OF s",
+        &[&shards, &epochs, &owner],
+    )?;
+    let fenced: BTreeSet<i32> = rows.iter().map(|r| r.get(0)).collect();
+    match held.iter().find(|(shard, _)| !fenced.contains(shard)) {
+        Some(&(shard, epoch)) => Err(FleetError::Fenced { shard, epoch }),
+        None => Ok(()),
+    }
 }
 
 /// Checks the schema and sets the session up; returns the shard count.

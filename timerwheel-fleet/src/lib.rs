@@ -10,6 +10,8 @@
 //! - [`lease`]: acquire, renew, rebalance, release; the fence.
 //! - [`store`]: adds from any node, fenced claims of due timers, acks, take-over, the
 //!   near window (what a node would load into its wheel).
+//! - [`runner`]: a node that runs timers: a wheel of wake-ups for its shards' near window,
+//!   fenced claims when it wakes, the handlers by name, take-over and paging as time moves.
 //!
 //! **The client: the `postgres` crate** (the blocking API over `tokio-postgres`). It is
 //! maintained, pure Rust (nothing to link: the C library, the Go module and the wheel need no
@@ -20,6 +22,7 @@
 pub mod conn;
 pub mod error;
 pub mod lease;
+pub mod runner;
 pub mod schema;
 pub mod server;
 pub mod shard;
@@ -27,12 +30,13 @@ pub mod store;
 
 pub use conn::ConnectOptions;
 pub use error::{FleetError, Result};
-pub use lease::{fence, Node, Rebalance, DEFAULT_TTL};
+pub use lease::{fence, fence_all, Node, Rebalance, DEFAULT_TTL};
+pub use runner::{FleetHandler, NodeEvent, Runner, RunnerBuilder, Settings};
 pub use schema::{check_schema, create_schema, migrate, SCHEMA_VERSION};
 pub use shard::{shard_of, DEFAULT_SHARDS};
 pub use store::{
-    ack, add_timer, claim_due, load_window, take_over_fires, Fire, FleetToken, NewTimer,
-    WindowTimer,
+    ack, add_timer, claim_due, delete_timer, due_points, load_window, reset_timer, take_over_fires,
+    unacked_fires, Fire, FleetToken, NewTimer, WindowTimer,
 };
 
 /// The application's key of a durable timer (a session id), as in the core's durable layer.

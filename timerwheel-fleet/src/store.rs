@@ -8,9 +8,16 @@ use std::collections::BTreeSet;
 use postgres::GenericClient;
 
 use crate::error::{FleetError, Result};
-use crate::lease::fence;
+use crate::lease::{fence, fence_all};
 use crate::shard::shard_of;
 use crate::Key;
+
+/// The channel on which an add or a reset tells the shard's owner "shard due_ms" (at commit),
+/// so that a point behind the loaded edge of its window reaches its wheel at once.
+pub const CHANNEL: &str = "tw_fleet";
+
+/// The notification of the row `added` (shard, due_ms) on [`CHANNEL`].
+const NOTIFY: &str = "SELECT pg_notify('tw_fleet', added.shard::text || ' ' || added.due_ms::text)";
 
 /// A durable timer to add: named by (key, name), the name being its handler's.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,6 +61,9 @@ pub struct Fire {
     pub token: FleetToken,
     /// The payload.
     pub payload: Vec<u8>,
+    /// A periodic timer's next point, as the claim of this fire moved it (for the owner's
+    /// wheel); `None` for a one-shot and for a fire delivered again.
+    pub next_ms: Option<i64>,
 }
 
 /// Adds a timer (from any node); returns its version. An existing (key, name) is an
@@ -78,9 +88,12 @@ pub fn add_timer(
     };
     let row = client.query_opt(
         &format!(
-            "INSERT INTO tw_fleet_timers (shard, key, name, due_ms, period_ms, payload, version)
-             VALUES ($1, $2, $3, $4, $5, $6, nextval('tw_fleet_version')) {on_conflict}
-             RETURNING version"
+            "WITH added AS (
+                 INSERT INTO tw_fleet_timers
+                     (shard, key, name, due_ms, period_ms, payload, version)
+                 VALUES ($1, $2, $3, $4, $5, $6, nextval('tw_fleet_version')) {on_conflict}
+                 RETURNING shard, due_ms, version)
+             SELECT version FROM added, LATERAL ({NOTIFY}) AS n"
         ),
         &[
             &shard_of(timer.key, shards),
@@ -96,6 +109,36 @@ pub fn add_timer(
     })
 }
 
+/// Moves the next deadline of the timer (key, name) to `due_ms` (from any node); `false` if
+/// there is no such timer. Its owner's wheel learns of it as an add from elsewhere does.
+pub fn reset_timer(
+    client: &mut impl GenericClient,
+    key: Key,
+    name: &str,
+    due_ms: i64,
+) -> Result<bool> {
+    let changed = client.query(
+        &format!(
+            "WITH added AS (
+                 UPDATE tw_fleet_timers SET due_ms = $3 WHERE key = $1 AND name = $2
+                 RETURNING shard, due_ms)
+             SELECT 1 FROM added, LATERAL ({NOTIFY}) AS n"
+        ),
+        &[&(key as i64), &name, &due_ms],
+    )?;
+    Ok(changed.len() == 1)
+}
+
+/// Removes the timer (key, name) (from any node): no further fire; `false` if there is no
+/// such timer. A fire already claimed is still delivered (it is in the owner's hands).
+pub fn delete_timer(client: &mut impl GenericClient, key: Key, name: &str) -> Result<bool> {
+    let deleted = client.execute(
+        "DELETE FROM tw_fleet_timers WHERE key = $1 AND name = $2",
+        &[&(key as i64), &name],
+    )?;
+    Ok(deleted == 1)
+}
+
 /// Claims up to `limit` timers of `held` shards due at `now_ms`, in one fenced
 /// transaction: each becomes an unacknowledged fire under its shard's epoch; a one-shot
 /// ends, a periodic one moves on by its period (a point still due is claimed again, so no
@@ -108,9 +151,7 @@ pub fn claim_due(
     limit: i64,
 ) -> Result<Vec<Fire>> {
     let mut tx = client.transaction()?;
-    for (shard, epoch) in held {
-        fence(&mut tx, owner, *shard, *epoch)?;
-    }
+    fence_all(&mut tx, owner, held)?;
     let shards: Vec<i32> = held.iter().map(|(s, _)| *s).collect();
     let epochs: Vec<i64> = held.iter().map(|(_, e)| *e).collect();
     let rows = tx.query(
@@ -132,7 +173,8 @@ pub fn claim_due(
          moved AS (
              UPDATE tw_fleet_timers t SET due_ms = t.due_ms + t.period_ms FROM due d
              WHERE d.period_ms > 0 AND t.key = d.key AND t.name = d.name)
-         SELECT d.key, d.name, d.due_ms, d.version, d.shard, h.epoch, d.payload
+         SELECT d.key, d.name, d.due_ms, d.version, d.shard, h.epoch, d.payload,
+                CASE WHEN d.period_ms > 0 THEN d.due_ms + d.period_ms END
          FROM due d JOIN unnest($1::int[], $2::bigint[]) AS h(shard, epoch)
               ON d.shard = h.shard
          ORDER BY d.due_ms",
@@ -170,9 +212,7 @@ pub fn load_window(
     limit: i64,
 ) -> Result<Vec<WindowTimer>> {
     let mut tx = client.transaction()?;
-    for (shard, epoch) in held {
-        fence(&mut tx, owner, *shard, *epoch)?;
-    }
+    fence_all(&mut tx, owner, held)?;
     let shards: Vec<i32> = held.iter().map(|(s, _)| *s).collect();
     let rows = tx.query(
         "SELECT key, name, due_ms, period_ms, version, shard FROM tw_fleet_timers
@@ -193,14 +233,35 @@ pub fn load_window(
         .collect())
 }
 
+/// The distinct due times of the timers of `held` shards in `[from_ms, until_ms)`,
+/// earliest first, at most `limit`, read under the fence: what a node's wheel wakes up for.
+/// A node keeps a wake-up per due millisecond, not per timer, so its memory is bounded by
+/// the window's length whatever the number of timers in it.
+pub fn due_points(
+    client: &mut impl GenericClient,
+    owner: &str,
+    held: &[(i32, i64)],
+    (from_ms, until_ms): (i64, i64),
+    limit: i64,
+) -> Result<Vec<i64>> {
+    let mut tx = client.transaction()?;
+    fence_all(&mut tx, owner, held)?;
+    let shards: Vec<i32> = held.iter().map(|(s, _)| *s).collect();
+    let rows = tx.query(
+        "SELECT DISTINCT due_ms FROM tw_fleet_timers
+         WHERE shard = ANY($1) AND due_ms >= $2 AND due_ms < $3 ORDER BY due_ms LIMIT $4",
+        &[&shards, &from_ms, &until_ms, &limit],
+    )?;
+    tx.commit()?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
 /// Acknowledges `tokens` (their effects are done): all of them, or none when the lease of
 /// one of their shards moved past the token's epoch ([`FleetError::Fenced`]).
 pub fn ack(client: &mut impl GenericClient, owner: &str, tokens: &[FleetToken]) -> Result<u64> {
     let mut tx = client.transaction()?;
     let fences: BTreeSet<(i32, i64)> = tokens.iter().map(|t| (t.shard, t.shard_epoch)).collect();
-    for (shard, epoch) in fences {
-        fence(&mut tx, owner, shard, epoch)?;
-    }
+    fence_all(&mut tx, owner, &fences.into_iter().collect::<Vec<_>>())?;
     let keys: Vec<i64> = tokens.iter().map(|t| t.key as i64).collect();
     let names: Vec<&str> = tokens.iter().map(|t| t.name.as_str()).collect();
     let occurrences: Vec<i64> = tokens.iter().map(|t| t.occurrence_ms).collect();
@@ -239,6 +300,29 @@ pub fn take_over_fires(
     Ok(fires)
 }
 
+/// Every unacknowledged fire of `held` shards, now under their current epochs: what a node
+/// delivers again when it cannot tell whether a claim, an ack or a take-over of its own
+/// committed (its connection broke in the middle).
+pub fn unacked_fires(
+    client: &mut impl GenericClient,
+    owner: &str,
+    held: &[(i32, i64)],
+) -> Result<Vec<Fire>> {
+    let mut tx = client.transaction()?;
+    fence_all(&mut tx, owner, held)?;
+    let (shards, epochs): (Vec<i32>, Vec<i64>) = held.iter().copied().unzip();
+    let rows = tx.query(
+        "UPDATE tw_fleet_fires f SET shard_epoch = h.epoch
+         FROM unnest($1::int[], $2::bigint[]) AS h(shard, epoch)
+         WHERE f.shard = h.shard AND f.shard_epoch <= h.epoch
+         RETURNING f.key, f.name, f.occurrence_ms, f.version, f.shard, f.shard_epoch,
+                   f.payload",
+        &[&shards, &epochs],
+    )?;
+    tx.commit()?;
+    Ok(rows.iter().map(fire_of_row).collect())
+}
+
 fn fire_of_row(row: &postgres::Row) -> Fire {
     Fire {
         token: FleetToken {
@@ -250,5 +334,6 @@ fn fire_of_row(row: &postgres::Row) -> Fire {
             shard_epoch: row.get(5),
         },
         payload: row.get(6),
+        next_ms: if row.len() > 7 { row.get(7) } else { None },
     }
 }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use support::{connect, epochs, fleet_server, held_by, now_ms, wait_owners, NodeProcess};
+use timerwheel_fleet::server::TestServer;
 
 const SHARDS: i32 = 32;
 
@@ -14,20 +15,30 @@ fn add(client: &mut postgres::Client, key: u64, due_ms: i64) {
     support::add_charge(client, SHARDS, key, due_ms);
 }
 
+/// Nodes a, b and c with 10 or 11 shards each.
+fn three_balanced_nodes(
+    server: &TestServer,
+    db: &mut postgres::Client,
+    ttl: Duration,
+) -> Vec<NodeProcess> {
+    let nodes: Vec<NodeProcess> = ["a", "b", "c"]
+        .iter()
+        .map(|n| NodeProcess::spawn(server, n, ttl, false))
+        .collect();
+    wait_owners(db, Duration::from_secs(60), |o| {
+        held_by(o, &["a", "b", "c"])
+            .iter()
+            .all(|n| (10..=11).contains(n))
+    });
+    nodes
+}
+
 #[test]
 fn kill_9_of_a_node_and_the_others_take_its_shards_within_ttl_plus_1s() {
     let server = fleet_server(SHARDS);
     let mut db = connect(&server);
     let ttl = Duration::from_secs(2);
-    let nodes: Vec<NodeProcess> = ["a", "b", "c"]
-        .iter()
-        .map(|n| NodeProcess::spawn(&server, n, ttl, false))
-        .collect();
-    wait_owners(&mut db, Duration::from_secs(60), |o| {
-        held_by(o, &["a", "b", "c"])
-            .iter()
-            .all(|n| (10..=11).contains(n))
-    });
+    let nodes = three_balanced_nodes(&server, &mut db, ttl);
     let before = epochs(&mut db);
     let victim: Vec<i32> = support::live_owners(&mut db)["c"].clone();
 
@@ -179,4 +190,105 @@ fn postgres_restarted_mid_run_the_node_reconnects_and_nothing_is_lost() {
     }
     let fired: std::collections::BTreeSet<u64> = a.fires().iter().map(|f| f.key).collect();
     assert_eq!(fired.len(), timers as usize, "timers lost");
+}
+
+/// Three nodes run one-shot and periodic timers; one is killed mid-run. The others fire its
+/// timers within TTL + 1 s of their due time, every point falls due and is fired (twice only
+/// when the killed node had fired it without its ack, then under a newer epoch), and every
+/// fire ends acknowledged by a live owner.
+#[test]
+fn kill_9_of_a_node_and_the_others_fire_its_timers_within_ttl_plus_1s_every_point_once_acked() {
+    let server = fleet_server(SHARDS);
+    let mut db = connect(&server);
+    let ttl = Duration::from_secs(2);
+    let nodes = three_balanced_nodes(&server, &mut db, ttl);
+    let start = now_ms() + 1_000;
+    let (charges, ticks, period) = (300u64, 20u64, 500i64);
+    for key in 0..charges {
+        add(&mut db, key, start + (key as i64 * 6_000) / charges as i64); // over 6 s
+    }
+    for key in charges..charges + ticks {
+        support::add_named(&mut db, SHARDS, (key, "idle"), start, period);
+    }
+    std::thread::sleep(Duration::from_millis(2_500));
+    let killed_at = now_ms();
+    nodes[2].signal("-KILL");
+    let end = start + 6_000 + ttl.as_millis() as i64 + 2_000;
+    std::thread::sleep(Duration::from_millis((end - now_ms()).max(0) as u64));
+    db.execute("DELETE FROM tw_fleet_timers WHERE name = 'idle'", &[])
+        .unwrap();
+    wait_for_no_unacked_fires(&mut db);
+
+    let fires: Vec<support::Fired> = nodes.iter().flat_map(|n| n.fires()).collect();
+    let victim: Vec<_> = nodes[2].fires();
+    let mut first: BTreeMap<(u64, i64), i64> = BTreeMap::new();
+    let mut deliveries: BTreeMap<(u64, i64), Vec<&support::Fired>> = BTreeMap::new();
+    for fire in &fires {
+        let at = first
+            .entry((fire.key, fire.occurrence_ms))
+            .or_insert(i64::MAX);
+        *at = (*at).min(fire.at_ms);
+        deliveries
+            .entry((fire.key, fire.occurrence_ms))
+            .or_default()
+            .push(fire);
+    }
+    for key in 0..charges {
+        let due = start + (key as i64 * 6_000) / charges as i64;
+        assert!(first.contains_key(&(key, due)), "charge {key} never fired");
+    }
+    for key in charges..charges + ticks {
+        for point in (start..end - 1_000).step_by(period as usize) {
+            assert!(
+                first.contains_key(&(key, point)),
+                "tick {key} at {point} lost"
+            );
+        }
+    }
+    let early: Vec<_> = fires.iter().filter(|f| f.at_ms < f.occurrence_ms).collect();
+    assert!(early.is_empty(), "fired early: {early:?}");
+    let bound = ttl.as_millis() as i64 + 1_000;
+    let late: Vec<_> = first
+        .iter()
+        .filter(|((_, due), at)| *at - *due > bound)
+        .collect();
+    assert!(late.is_empty(), "fired later than TTL + 1 s: {late:?}");
+    for (point, list) in &deliveries {
+        if list.len() > 1 {
+            let by_victim = list.iter().filter(|f| victim.contains(f)).count();
+            let max_epoch = list.iter().map(|f| f.epoch).max().unwrap();
+            let min_epoch = list.iter().map(|f| f.epoch).min().unwrap();
+            assert!(
+                by_victim == 1 && list.len() == 2 && max_epoch > min_epoch,
+                "{point:?} delivered more than once: {list:?}"
+            );
+        }
+    }
+    let taken: Vec<_> = nodes[..2]
+        .iter()
+        .flat_map(|n| n.fires())
+        .filter(|f| f.at_ms > killed_at && victim.iter().any(|v| v.shard == f.shard))
+        .collect();
+    assert!(
+        !taken.is_empty(),
+        "nothing of the killed node's shards fired after it"
+    );
+}
+
+fn wait_for_no_unacked_fires(db: &mut postgres::Client) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let left: i64 = db
+            .query_one("SELECT count(*) FROM tw_fleet_fires", &[])
+            .unwrap()
+            .get(0);
+        if left == 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{left} fires never acknowledged"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

@@ -30,14 +30,27 @@ pub struct NodeProcess {
     pub name: String,
     child: Child,
     stdin: Option<ChildStdin>,
-    lines: Arc<Mutex<Vec<String>>>,
+    /// Its stdout lines, each with when it came (ms since the Unix epoch).
+    lines: Arc<Mutex<Vec<(i64, String)>>>,
 }
 
 impl NodeProcess {
     pub fn spawn(server: &TestServer, name: &str, ttl: Duration, hold_acks: bool) -> Self {
+        Self::spawn_with(server, name, ttl, hold_acks, &[])
+    }
+
+    /// [`spawn`](Self::spawn) with more arguments (`--poll-ms`, `--window-ms`).
+    pub fn spawn_with(
+        server: &TestServer,
+        name: &str,
+        ttl: Duration,
+        hold_acks: bool,
+        more: &[&str],
+    ) -> Self {
         let mut command = Command::new(env!("CARGO_BIN_EXE_fleet-node"));
         command
             .args([name, &ttl.as_millis().to_string()])
+            .args(more)
             .env("TW_FLEET_CONNINFO", server.conninfo())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped());
@@ -50,7 +63,7 @@ impl NodeProcess {
         let sink = Arc::clone(&lines);
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push(line);
+                sink.lock().unwrap().push((now_ms(), line));
             }
         });
         Self {
@@ -88,6 +101,11 @@ impl NodeProcess {
     }
 
     pub fn lines(&self) -> Vec<String> {
+        self.timed_lines().into_iter().map(|(_, l)| l).collect()
+    }
+
+    /// Its lines with when each came.
+    pub fn timed_lines(&self) -> Vec<(i64, String)> {
         self.lines.lock().unwrap().clone()
     }
 
@@ -110,16 +128,17 @@ impl NodeProcess {
 
     /// The fires it reported: (key, occurrence) -> the shard epochs it was delivered under.
     pub fn fires(&self) -> Vec<Fired> {
-        self.lines()
+        self.timed_lines()
             .iter()
-            .filter_map(|l| l.strip_prefix("fire "))
-            .map(|rest| {
+            .filter_map(|(at, l)| Some((at, l.strip_prefix("fire ")?)))
+            .map(|(at, rest)| {
                 let f: Vec<&str> = rest.split(' ').collect();
                 Fired {
                     key: f[0].parse().unwrap(),
                     occurrence_ms: f[2].parse().unwrap(),
                     shard: f[4].parse().unwrap(),
                     epoch: f[5].parse().unwrap(),
+                    at_ms: *at,
                 }
             })
             .collect()
@@ -139,6 +158,8 @@ pub struct Fired {
     pub occurrence_ms: i64,
     pub shard: i32,
     pub epoch: i64,
+    /// When the test read its line (ms since the Unix epoch).
+    pub at_ms: i64,
 }
 
 /// Shards under a live lease, by owner (on the database's clock).
@@ -204,12 +225,23 @@ pub fn now_ms() -> i64 {
 
 /// Adds the one-shot timer (key, "charge") due at `due_ms`.
 pub fn add_charge(client: &mut postgres::Client, shards: i32, key: u64, due_ms: i64) {
+    add_named(client, shards, (key, "charge"), due_ms, 0);
+}
+
+/// Adds the timer (key, name) due first at `due_ms`, then every `period_ms` (0: once).
+pub fn add_named(
+    client: &mut postgres::Client,
+    shards: i32,
+    (key, name): (u64, &str),
+    due_ms: i64,
+    period_ms: i64,
+) {
     let timer = NewTimer {
         key,
-        name: "charge",
+        name,
         payload: b"",
         due_ms,
-        period_ms: 0,
+        period_ms,
         replace: false,
     };
     add_timer(client, shards, &timer).unwrap();

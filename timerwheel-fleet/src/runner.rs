@@ -1,0 +1,687 @@
+//! A fleet node that runs timers: it holds leases on some shards ([`Node`]), keeps a wake-up
+//! in a [`Runtime`]'s wheel for every due millisecond of its shards' timers within the near
+//! window, pages the window forward as time moves, and when the wheel wakes it claims what
+//! is due in PostgreSQL (fenced by each shard's epoch) and hands each fire to the handler
+//! registered under the timer's name.
+//!
+//! **The store decides, the wheel only wakes.** A fire is delivered only after its claim
+//! committed under the shard's lease: a node that lost a lease (taken over, expired, or cut
+//! off from the database) cannot claim, so it fires nothing of that shard; after losing
+//! contact for the TTL it stops claiming altogether. Adds, resets and deletes from other
+//! nodes change rows; an add or a reset also notifies its shard and due time, which puts a
+//! wake-up in the owner's wheel. A wake-up that finds nothing due claims nothing.
+//!
+//! Threads: the *driver* ticks the leases every renew interval (a fifth of the TTL), takes
+//! over the unacknowledged fires of the shards it acquires (delivered again under the new
+//! epoch) and pages the window in; the *firer* waits for a wake-up from the wheel or the
+//! poll interval, whichever comes first, and claims in batches until nothing is due; the
+//! *listener* (`LISTEN tw_fleet`) schedules the points other nodes notify. Each thread has
+//! its own connection and opens it again when it breaks.
+//!
+//! **Bounds.** A timer inside the loaded window fires at its due time plus one claim (a
+//! transaction). A timer added or reset by another node that falls due before the
+//! window's loaded edge (it was not there when that part was paged in) is woken by its
+//! notification; one whose notification was lost (the listener was reconnecting) is claimed
+//! by the poll: at most `poll` late (500 ms by default). Due times are read on this node's wall clock: a clock
+//! ahead of the others by `s` fires up to `s` early, so the clocks are assumed
+//! NTP-synchronised (a few ms); leases never depend on them (they are judged on the
+//! database's clock). Periodic points missed while a shard had no owner are each delivered
+//! (the core's `MissedPoints::Each`), oldest first.
+//!
+//! Not the core's `Sink`: a durable store of the core owns its timers in memory and hands a
+//! fire to its handler before the fire is committed. Here PostgreSQL owns them (other nodes
+//! change them) and a fire must be claimed under the lease before it is delivered.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::Client;
+use timerwheel_core::durable::Ack;
+use timerwheel_core::{BoxTask, Config, Runtime};
+
+use crate::error::{FleetError, Result};
+use crate::lease::{Node, Rebalance};
+use crate::store::{
+    ack, claim_due, due_points, take_over_fires, unacked_fires, Fire, FleetToken, CHANNEL,
+};
+use crate::ConnectOptions;
+
+/// A handler of fleet timers: given the fire (its token carries the shard's epoch) and the
+/// payload; [`Ack::Now`] acknowledges it at once, [`Ack::Later`] leaves it to
+/// [`Runner::ack`].
+pub type FleetHandler = Arc<dyn Fn(&Fire) -> Ack + Send + Sync>;
+
+/// What a node did, for logs and tests (never a connection string).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeEvent {
+    /// A shard acquired under a new epoch.
+    Acquired(i32, i64),
+    /// A shard handed back for another node.
+    Released(i32),
+    /// A shard lost (its lease moved on or expired).
+    Lost(i32),
+    /// Fires of one shard acknowledged.
+    Acked(u64),
+    /// An acknowledgement refused: the lease of the shard moved past the epoch.
+    AckRefused(i32, i64),
+    /// An error (the connection broke, a fire with no handler, ...).
+    Error(String),
+    /// A connection opened again after it broke.
+    Reconnected,
+}
+
+type Observer = Arc<dyn Fn(&NodeEvent) + Send + Sync>;
+
+/// Settings of a [`Runner`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// The lease TTL (renewed every fifth of it).
+    pub ttl: Duration,
+    /// How far ahead the wheel holds wake-ups.
+    pub window: Duration,
+    /// The longest wait between two claims (bounds the delay of adds from other nodes).
+    pub poll: Duration,
+    /// Timers claimed per transaction.
+    pub batch: i64,
+    /// Listens for adds and resets from other nodes (LISTEN/NOTIFY); without it they wait
+    /// for the poll when they fall due behind the window's loaded edge.
+    pub listen: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            ttl: crate::DEFAULT_TTL,
+            window: Duration::from_secs(60),
+            poll: Duration::from_millis(500),
+            batch: 500,
+            listen: true,
+        }
+    }
+}
+
+/// Registers handlers, then starts a [`Runner`].
+#[derive(Default)]
+pub struct RunnerBuilder {
+    settings: Settings,
+    handlers: HashMap<String, FleetHandler>,
+    observer: Option<Observer>,
+}
+
+impl RunnerBuilder {
+    /// A builder with the default [`Settings`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The settings.
+    pub fn settings(mut self, settings: Settings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Registers `handler` for the timers named `name` (a later one replaces it).
+    pub fn handler(
+        mut self,
+        name: &str,
+        handler: impl Fn(&Fire) -> Ack + Send + Sync + 'static,
+    ) -> Self {
+        self.handlers.insert(name.to_owned(), Arc::new(handler));
+        self
+    }
+
+    /// Called with every [`NodeEvent`], from the node's threads.
+    pub fn observer(mut self, observer: impl Fn(&NodeEvent) + Send + Sync + 'static) -> Self {
+        self.observer = Some(Arc::new(observer));
+        self
+    }
+
+    /// Joins the fleet as `name` and starts firing the timers of the shards it gets.
+    pub fn start(self, options: &ConnectOptions, name: &str) -> Result<Runner> {
+        let s = self.settings;
+        if s.window < s.ttl / 2 || s.poll.is_zero() || s.batch < 1 {
+            return Err(FleetError::Invalid(format!("runner settings {s:?}")));
+        }
+        let node = Node::join(options.connect()?, name, s.ttl)?;
+        let runtime = Arc::new(
+            Runtime::<BoxTask>::new(Config::default())
+                .map_err(|e| FleetError::Invalid(format!("the wheel: {}", e.message())))?,
+        );
+        let state = Arc::new(State {
+            name: name.to_owned(),
+            options: options.clone(),
+            settings: s,
+            handlers: self.handlers,
+            observer: self.observer,
+            leases: Mutex::new(Leases::default()),
+            wake: Arc::new(Wake::default()),
+            stop: AtomicBool::new(false),
+            unsure: AtomicBool::new(false),
+        });
+        let firer_client = options.connect()?;
+        let app = Mutex::new(options.connect()?);
+        let driver = {
+            let (state, runtime) = (Arc::clone(&state), Arc::clone(&runtime));
+            std::thread::Builder::new()
+                .name("timerwheel-fleet-driver".into())
+                .spawn(move || drive(&state, &runtime, node))
+                .map_err(|e| FleetError::Invalid(format!("a thread: {e}")))?
+        };
+        let firer = {
+            let (state, runtime) = (Arc::clone(&state), Arc::clone(&runtime));
+            std::thread::Builder::new()
+                .name("timerwheel-fleet-firer".into())
+                .spawn(move || fire_loop(&state, &runtime, firer_client))
+                .map_err(|e| FleetError::Invalid(format!("a thread: {e}")))?
+        };
+        let listener = match s.listen {
+            true => {
+                let mut client = options.connect()?;
+                client.batch_execute(&format!("LISTEN {CHANNEL}"))?;
+                let (state, runtime) = (Arc::clone(&state), Arc::clone(&runtime));
+                let spawned = std::thread::Builder::new()
+                    .name("timerwheel-fleet-listener".into())
+                    .spawn(move || listen(&state, &runtime, client));
+                Some(spawned.map_err(|e| FleetError::Invalid(format!("a thread: {e}")))?)
+            }
+            false => None,
+        };
+        Ok(Runner {
+            state,
+            runtime,
+            app,
+            driver: Some(driver),
+            firer: Some(firer),
+            listener,
+        })
+    }
+}
+
+/// A running fleet node. [`leave`](Self::leave) hands its shards over at once; dropping it
+/// leaves too (errors ignored).
+pub struct Runner {
+    state: Arc<State>,
+    runtime: Arc<Runtime<BoxTask>>,
+    app: Mutex<Client>,
+    driver: Option<JoinHandle<Node>>,
+    firer: Option<JoinHandle<()>>,
+    listener: Option<JoinHandle<()>>,
+}
+
+impl Runner {
+    /// A builder: settings and handlers, then start.
+    pub fn builder() -> RunnerBuilder {
+        RunnerBuilder::new()
+    }
+
+    /// Acknowledges `tokens`, shard by shard: a shard whose lease moved past a token's epoch
+    /// refuses its tokens (they are delivered again by its new owner); returns how many
+    /// were acknowledged, or the first refusal once every shard was tried.
+    pub fn ack(&self, tokens: &[FleetToken]) -> Result<u64> {
+        let mut app = lock(&self.app);
+        if app.is_closed() {
+            *app = self.state.options.connect()?;
+        }
+        self.state.ack_by_shard(&mut app, tokens)
+    }
+
+    /// The shards it may fire now, with their epochs: none once the TTL passed since its
+    /// last renewal.
+    pub fn firing(&self) -> Vec<(i32, i64)> {
+        self.state.firing()
+    }
+
+    /// Wake-ups in its wheel now (one per due millisecond within the window).
+    pub fn wake_ups(&self) -> usize {
+        lock(&self.state.wake.scheduled).len()
+    }
+
+    /// The wheel it runs on.
+    pub fn runtime(&self) -> &Runtime<BoxTask> {
+        &self.runtime
+    }
+
+    /// Stops firing and hands every shard back (free at once for the others).
+    pub fn leave(mut self) -> Result<()> {
+        self.stop().map_or(Ok(()), Node::leave)
+    }
+
+    fn stop(&mut self) -> Option<Node> {
+        self.state.stop.store(true, Ordering::SeqCst);
+        self.state.wake.poke();
+        for thread in [self.firer.take(), self.listener.take()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = thread.join();
+        }
+        self.driver.take().and_then(|driver| driver.join().ok())
+    }
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        if let Some(node) = self.stop() {
+            let _ = node.leave();
+        }
+    }
+}
+
+/// The leases as the driver last renewed them.
+#[derive(Default)]
+struct Leases {
+    held: BTreeMap<i32, i64>,
+    /// When the last renewal began (its leases end a TTL after a moment later than this).
+    renewed_at: Option<Instant>,
+}
+
+/// The wheel's wake-ups: one per due millisecond, and the firer's signal.
+#[derive(Default)]
+struct Wake {
+    scheduled: Mutex<BTreeSet<i64>>,
+    due: Mutex<bool>,
+    signal: Condvar,
+}
+
+impl Wake {
+    fn poke(&self) {
+        *lock(&self.due) = true;
+        self.signal.notify_one();
+    }
+
+    /// Waits for a poke or `timeout`, and clears it.
+    fn wait(&self, timeout: Duration) {
+        let due = lock(&self.due);
+        let (mut due, _) = self
+            .signal
+            .wait_timeout_while(due, timeout, |due| !*due)
+            .unwrap_or_else(|p| p.into_inner());
+        *due = false;
+    }
+}
+
+/// What the node's threads share.
+struct State {
+    name: String,
+    options: ConnectOptions,
+    settings: Settings,
+    handlers: HashMap<String, FleetHandler>,
+    observer: Option<Observer>,
+    leases: Mutex<Leases>,
+    wake: Arc<Wake>,
+    stop: AtomicBool,
+    /// Set when a claim or an ack failed midway: whether it committed is unknown, so the
+    /// firer delivers the unacknowledged fires of its shards again.
+    unsure: AtomicBool,
+}
+
+impl State {
+    fn report(&self, event: NodeEvent) {
+        if let Some(observer) = &self.observer {
+            observer(&event);
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// The leases to claim under: none once the TTL passed since the last renewal began.
+    fn firing(&self) -> Vec<(i32, i64)> {
+        let leases = lock(&self.leases);
+        match leases.renewed_at {
+            Some(at) if at.elapsed() < self.settings.ttl => {
+                leases.held.iter().map(|(s, e)| (*s, *e)).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Forgets `shard` at once (a claim found its lease moved); the next tick confirms it.
+    fn forget(&self, shard: i32) {
+        lock(&self.leases).held.remove(&shard);
+    }
+
+    /// Hands `fires` to their handlers and acknowledges those that said [`Ack::Now`].
+    fn deliver(&self, client: &mut Client, fires: &[Fire]) {
+        let mut done = Vec::new();
+        for fire in fires {
+            match self.handlers.get(&fire.token.name) {
+                Some(handler) => {
+                    if handler(fire) == Ack::Now {
+                        done.push(fire.token.clone());
+                    }
+                }
+                None => self.report(NodeEvent::Error(format!(
+                    "no handler is registered as {:?}: the fire stays unacknowledged",
+                    fire.token.name
+                ))),
+            }
+        }
+        if let Err(error) = self.ack_by_shard(client, &done) {
+            if !matches!(error, FleetError::Fenced { .. }) {
+                self.unsure.store(true, Ordering::SeqCst);
+                self.report(NodeEvent::Error(error.to_string()));
+            }
+        }
+    }
+
+    /// Acknowledges `tokens` in one transaction; when a shard refuses, shard by shard, so
+    /// that the others' are acknowledged (one transaction per shard only then).
+    fn ack_by_shard(&self, client: &mut Client, tokens: &[FleetToken]) -> Result<u64> {
+        if tokens.is_empty() {
+            return Ok(0);
+        }
+        match ack(client, &self.name, tokens) {
+            Ok(n) => {
+                self.report(NodeEvent::Acked(n));
+                return Ok(n);
+            }
+            Err(FleetError::Fenced { .. }) => {}
+            Err(other) => return Err(other),
+        }
+        let mut by_shard: BTreeMap<i32, Vec<FleetToken>> = BTreeMap::new();
+        for token in tokens {
+            by_shard.entry(token.shard).or_default().push(token.clone());
+        }
+        let (mut acked, mut refused) = (0, None);
+        for group in by_shard.values() {
+            match ack(client, &self.name, group) {
+                Ok(n) => {
+                    acked += n;
+                    self.report(NodeEvent::Acked(n));
+                }
+                Err(FleetError::Fenced { shard, epoch }) => {
+                    self.report(NodeEvent::AckRefused(shard, epoch));
+                    refused.get_or_insert(FleetError::Fenced { shard, epoch });
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        refused.map_or(Ok(acked), Err)
+    }
+
+    /// A new connection, every 100 ms until the server answers (or the node stops).
+    fn reconnect(&self, mut reconnect: impl FnMut(Client) -> Result<()>) {
+        while !self.stopped() {
+            std::thread::sleep(Duration::from_millis(100));
+            match self.options.connect().and_then(&mut reconnect) {
+                Ok(()) => return,
+                Err(error) => self.report(NodeEvent::Error(error.to_string())),
+            }
+        }
+    }
+}
+
+/// The driver: ticks the leases, takes over, pages the window in; returns the node at stop.
+fn drive(state: &State, runtime: &Runtime<BoxTask>, mut node: Node) -> Node {
+    let mut window = Window::default();
+    while !state.stopped() {
+        let began = Instant::now();
+        match node.tick() {
+            Ok(change) => {
+                let acquired = change.acquired.clone();
+                renewed(state, &node, change, began);
+                take_over(state, &mut node, &acquired);
+                window.page_in(state, runtime, &mut node, &acquired);
+            }
+            Err(error) => {
+                state.report(NodeEvent::Error(error.to_string()));
+                if node.client().is_closed() {
+                    state.reconnect(|client| node.reconnect(client));
+                    state.report(NodeEvent::Reconnected);
+                }
+            }
+        }
+        let next = began + node.renew_interval();
+        while !state.stopped() && Instant::now() < next {
+            std::thread::sleep(Duration::from_millis(10).min(next - Instant::now()));
+        }
+    }
+    node
+}
+
+/// Publishes a tick's leases and reports what changed.
+fn renewed(state: &State, node: &Node, change: Rebalance, began: Instant) {
+    {
+        let mut leases = lock(&state.leases);
+        leases.held = node.held().clone();
+        leases.renewed_at = Some(began);
+    }
+    for (shard, epoch) in change.acquired {
+        state.report(NodeEvent::Acquired(shard, epoch));
+    }
+    change
+        .released
+        .into_iter()
+        .for_each(|s| state.report(NodeEvent::Released(s)));
+    change
+        .lost
+        .into_iter()
+        .for_each(|s| state.report(NodeEvent::Lost(s)));
+}
+
+/// Delivers again, under the new epochs, the unacknowledged fires of the shards acquired.
+fn take_over(state: &State, node: &mut Node, acquired: &[(i32, i64)]) {
+    for &(shard, epoch) in acquired {
+        match take_over_fires(node.client(), &state.name, shard, epoch) {
+            Ok(fires) => state.deliver(node.client(), &fires),
+            Err(error) => {
+                state.unsure.store(true, Ordering::SeqCst);
+                state.report(NodeEvent::Error(error.to_string()));
+            }
+        }
+    }
+}
+
+/// How far the window is loaded: every due millisecond of the shards held before `edge` has
+/// a wake-up (or had one that ran).
+#[derive(Default)]
+struct Window {
+    edge: Option<i64>,
+}
+
+impl Window {
+    /// Loads the shards just acquired up to the edge, then every shard up to now + window.
+    fn page_in(
+        &mut self,
+        state: &State,
+        runtime: &Runtime<BoxTask>,
+        node: &mut Node,
+        acquired: &[(i32, i64)],
+    ) {
+        let until = now_ms().saturating_add(state.settings.window.as_millis() as i64);
+        let held: Vec<(i32, i64)> = node.held().iter().map(|(s, e)| (*s, *e)).collect();
+        let edge = match self.edge {
+            Some(edge) => {
+                load(state, runtime, node, acquired, (i64::MIN, edge));
+                edge
+            }
+            None => i64::MIN,
+        };
+        self.edge = Some(load(state, runtime, node, &held, (edge, until)));
+    }
+}
+
+/// Schedules a wake-up for each due millisecond of `shards` in `range`; returns how far
+/// it got (the range's end, or short of it when the limit cut the read).
+fn load(
+    state: &State,
+    runtime: &Runtime<BoxTask>,
+    node: &mut Node,
+    shards: &[(i32, i64)],
+    (from, until): (i64, i64),
+) -> i64 {
+    if shards.is_empty() {
+        return until;
+    }
+    let limit = state.settings.window.as_millis().max(1) as i64;
+    let points = match due_points(node.client(), &state.name, shards, (from, until), limit) {
+        Ok(points) => points,
+        Err(error) => {
+            state.report(NodeEvent::Error(error.to_string()));
+            return from;
+        }
+    };
+    let reached = match points.last() {
+        Some(last) if points.len() as i64 == limit => last + 1,
+        _ => until,
+    };
+    schedule(state, runtime, points);
+    reached
+}
+
+/// A wake-up in the wheel at each of `points` (ms) that has none yet.
+fn schedule(state: &State, runtime: &Runtime<BoxTask>, points: impl IntoIterator<Item = i64>) {
+    let mut scheduled = lock(&state.wake.scheduled);
+    for ms in points {
+        if scheduled.insert(ms) {
+            let wake = Arc::clone(&state.wake);
+            let task: BoxTask = Box::new(move |_| {
+                lock(&wake.scheduled).remove(&ms);
+                wake.poke();
+            });
+            if runtime.add_at(from_ms(ms), task).is_err() {
+                scheduled.remove(&ms);
+            }
+        }
+    }
+}
+
+/// The listener: an add or a reset committed by any node for a shard it fires, due within
+/// the window, gets a wake-up as soon as its notification comes. After a reconnect the
+/// notifications sent meanwhile are gone: it wakes the firer, whose claim finds what is due
+/// (and the poll what falls due later).
+fn listen(state: &State, runtime: &Runtime<BoxTask>, mut client: Client) {
+    while !state.stopped() {
+        let heard = next_notices(&mut client, Duration::from_millis(100));
+        match heard {
+            Ok(notices) => {
+                let horizon = now_ms().saturating_add(state.settings.window.as_millis() as i64);
+                let firing: BTreeSet<i32> = state.firing().iter().map(|(s, _)| *s).collect();
+                let points = notices
+                    .into_iter()
+                    .filter(|(shard, due)| firing.contains(shard) && *due < horizon)
+                    .map(|(_, due)| due);
+                schedule(state, runtime, points);
+            }
+            Err(error) => {
+                state.report(NodeEvent::Error(error.to_string()));
+                if client.is_closed() {
+                    state.reconnect(|mut c| {
+                        c.batch_execute(&format!("LISTEN {CHANNEL}"))?;
+                        client = c;
+                        Ok(())
+                    });
+                    state.wake.poke();
+                }
+            }
+        }
+    }
+}
+
+/// The (shard, due_ms) notifications: the first to come within `timeout`, with those that
+/// came along with it (none waits for a later one).
+fn next_notices(client: &mut Client, timeout: Duration) -> Result<Vec<(i32, i64)>> {
+    let mut incoming = client.notifications();
+    let Some(first) = incoming.timeout_iter(timeout).next()? else {
+        return Ok(Vec::new());
+    };
+    let mut notices = vec![first];
+    let mut pending = incoming.iter();
+    while let Some(notice) = pending.next()? {
+        notices.push(notice);
+    }
+    Ok(notices
+        .iter()
+        .filter_map(|notice| {
+            let (shard, due) = notice.payload().split_once(' ')?;
+            Some((shard.parse().ok()?, due.parse().ok()?))
+        })
+        .collect())
+}
+
+/// The firer: claims what is due whenever the wheel wakes it, at least every `poll`.
+fn fire_loop(state: &State, runtime: &Runtime<BoxTask>, mut client: Client) {
+    while !state.stopped() {
+        state.wake.wait(state.settings.poll);
+        let done = redeliver_if_unsure(state, &mut client)
+            .and_then(|()| claim_all(state, runtime, &mut client));
+        if let Err(error) = done {
+            state.unsure.store(true, Ordering::SeqCst);
+            state.report(NodeEvent::Error(error.to_string()));
+            if client.is_closed() {
+                state.reconnect(|c| {
+                    client = c;
+                    Ok(())
+                });
+            }
+        }
+    }
+}
+
+/// After a claim or an ack that failed midway, delivers the unacknowledged fires of the
+/// shards it holds again (with their tokens: at least once).
+fn redeliver_if_unsure(state: &State, client: &mut Client) -> Result<()> {
+    let held = state.firing();
+    if held.is_empty() || !state.unsure.swap(false, Ordering::SeqCst) {
+        return Ok(());
+    }
+    match unacked_fires(client, &state.name, &held) {
+        Ok(fires) => {
+            state.deliver(client, &fires);
+            Ok(())
+        }
+        // A shard moved on (its new owner delivers its fires): the others, once it is gone.
+        Err(FleetError::Fenced { shard, .. }) => {
+            state.forget(shard);
+            state.unsure.store(true, Ordering::SeqCst);
+            Ok(())
+        }
+        Err(other) => Err(other),
+    }
+}
+
+/// Claims and delivers in batches until nothing of the shards it may fire is due.
+/// A periodic timer's next point gets its wake-up here: it was not in the store when its
+/// part of the window was paged in.
+fn claim_all(state: &State, runtime: &Runtime<BoxTask>, client: &mut Client) -> Result<()> {
+    let mut held = state.firing();
+    while !held.is_empty() && !state.stopped() {
+        match claim_due(client, &state.name, &held, now_ms(), state.settings.batch) {
+            Ok(fires) => {
+                let horizon = now_ms().saturating_add(state.settings.window.as_millis() as i64);
+                let next = fires.iter().filter_map(|f| f.next_ms);
+                schedule(state, runtime, next.filter(|ms| *ms < horizon));
+                state.deliver(client, &fires);
+                if (fires.len() as i64) < state.settings.batch {
+                    return Ok(());
+                }
+            }
+            Err(FleetError::Fenced { shard, .. }) => {
+                state.forget(shard);
+                held.retain(|(s, _)| *s != shard);
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    Ok(())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn from_ms(ms: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)
+}
