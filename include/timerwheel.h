@@ -631,6 +631,19 @@ enum tw_status tw_durable_ack(struct tw_wheel *w, const struct tw_token *tokens,
 enum tw_status tw_durable_flush(struct tw_wheel *w, uint64_t *durable_seq);
 
 /**
+ * Commits the changes up to the sequence `seq` (a change's sequence is at most the
+ * `last_seq` of tw_durable_get_stats read once it returned) without waiting for the
+ * changes made after it; `*durable_seq` (unless NULL) receives the sequence number that
+ * is durable (`seq` or more). Returns TW_OK, or TW_ERR_STORE (a commit failed, reported
+ * once; tw_durable_error says why), TW_ERR_INVALID (also a `seq` not handed out yet:
+ * nothing waited).
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; `durable_seq` NULL or writable.
+ */
+enum tw_status tw_durable_flush_to(struct tw_wheel *w, uint64_t seq, uint64_t *durable_seq);
+
+/**
  * The message of the wheel's last durable error (empty if none), as tw_metrics_text
  * writes its text: TW_ERR_TOO_SMALL when `len` is short, `*needed` the size.
  *

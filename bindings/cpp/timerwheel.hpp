@@ -410,6 +410,14 @@ public:
         return seq;
     }
 
+    /* Commits the changes up to the sequence `seq`, not those queued after it; returns the
+     * durable sequence (tw_durable_flush_to). */
+    std::uint64_t durable_flush_to(std::uint64_t seq) {
+        std::uint64_t durable = 0;
+        durable_check(tw_durable_flush_to(wheel_, seq, &durable), "tw_durable_flush_to");
+        return durable;
+    }
+
     /* The counters of the durable store (tw_durable_get_stats). */
     tw_durable_stats durable_stats() const {
         tw_durable_stats stats{};

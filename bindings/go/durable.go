@@ -171,6 +171,18 @@ func (w *Wheel) Flush() (uint64, error) {
 	return seq, err
 }
 
+// FlushTo returns once the changes up to the sequence seq are committed, without waiting
+// for those queued after it (read LastSeq from DurableStats after your changes), with the
+// durable sequence number. A sequence not handed out yet is an error at once.
+func (w *Wheel) FlushTo(seq uint64) (uint64, error) {
+	var durable uint64
+	err := w.durableCall("FlushTo", func() (status C.tw_status) {
+		durable, status = cDurableFlushTo(w.c, seq)
+		return status
+	})
+	return durable, err
+}
+
 // DurableStats are the counters of a wheel's durable store (tw_durable_stats in C).
 type DurableStats struct {
 	LastSeq       uint64 // the last sequence number journalled

@@ -101,6 +101,13 @@ func cDurableFlush(w cWheel) (uint64, C.tw_status) {
 	return uint64(seq), status
 }
 
+// cDurableFlushTo commits the changes up to seq; the durable sequence number.
+func cDurableFlushTo(w cWheel, seq uint64) (uint64, C.tw_status) {
+	var durable C.uint64_t
+	status := C.tw_status(C.tw_durable_flush_to(w, C.uint64_t(seq), &durable))
+	return uint64(durable), status
+}
+
 // cDurableStats reads the counters of the wheel's durable store.
 func cDurableStats(w cWheel) (DurableStats, C.tw_status) {
 	s := C.tw_durable_stats{size: C.size_t(unsafe.Sizeof(C.tw_durable_stats{}))}

@@ -363,3 +363,20 @@ func TestDurableHandlerInsideAdvance(t *testing.T) {
 	}
 	receive(t, done, "the Advance that ran the handler")
 }
+
+// FlushTo makes a sequence durable; one not handed out yet is an error at once.
+func TestFlushToASequence(t *testing.T) {
+	w, _ := openDurable(t, filepath.Join(t.TempDir(), "store.db"), AckNow)
+	mustAddDurable(t, w, DurableTimer{Key: 1, Name: "charge", First: time.Now().Add(time.Hour)})
+	s, err := w.DurableStats()
+	if err != nil {
+		t.Fatalf("DurableStats: %v", err)
+	}
+	if durable, err := w.FlushTo(s.LastSeq); err != nil || durable < s.LastSeq {
+		t.Fatalf("FlushTo(%d) = %d, %v", s.LastSeq, durable, err)
+	}
+	if _, err := w.FlushTo(s.LastSeq + 1); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("FlushTo(last + 1) = %v; want ErrInvalid", err)
+	}
+	_ = w.Close()
+}

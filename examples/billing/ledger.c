@@ -324,6 +324,14 @@ static int apply_end(ledger *l, const request *r) {
     return rc;
 }
 
+/* Makes the changes this thread made so far durable, not those the workers queued after
+ * them (the idle timeouts' resets): a flush to the last sequence handed out now. */
+static int flush_own_changes(billing *b) {
+    tw_durable_stats st = {.size = sizeof st};
+    if (durable_check(b, "stats", tw_durable_get_stats(b->wheel, &st)) != 0) return -1;
+    return durable_check(b, "flush", tw_durable_flush_to(b->wheel, st.last_seq, NULL));
+}
+
 /* Adds the durable timers of the batch's new sessions and flushes them: they are in the
  * store before the commit that records their sessions. */
 static int add_timers(ledger *l, const request *batch, size_t n) {
@@ -344,7 +352,7 @@ static int add_timers(ledger *l, const request *batch, size_t n) {
         atomic_fetch_add(&b->timers_added, 2);
         added = 1;
     }
-    return added ? durable_check(b, "flush", tw_durable_flush(b->wheel, NULL)) : 0;
+    return added ? flush_own_changes(b) : 0;
 }
 
 static int apply_request(ledger *l, const request *r) {

@@ -291,6 +291,12 @@ impl Wheel {
         durable::with_open(py, &self.durable, "durable_flush", |d| d.flush())
     }
 
+    /// Commits the changes up to the sequence `seq`, not those queued after it; returns the
+    /// durable sequence number.
+    fn durable_flush_to(&self, py: Python<'_>, seq: u64) -> PyResult<u64> {
+        durable::with_open(py, &self.durable, "durable_flush_to", |d| d.flush_to(seq))
+    }
+
     /// The store's counters.
     fn durable_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         durable::stats(py, &self.durable)

@@ -214,3 +214,18 @@ def test_unacknowledged_fires_survive_sigkill_with_their_tokens(tmp_path):
         assert acked not in again, "an acknowledged fire was delivered again"
         assert {p for _, p in fires} == {b"p"}
         w.durable_delete(5, "charge")
+
+
+def test_a_flush_to_a_sequence_makes_it_durable_and_refuses_one_not_handed_out(tmp_path):
+    _, handler = recorder(answer=True)
+    with Wheel(virtual_clock=START, store_path=str(tmp_path / "s.db"), durability="async") as w:
+        w.register_handler("charge", handler)
+        w.durable_open()
+        w.durable_add(1, "charge", START + 60)
+        mine = w.durable_stats()["last_seq"]
+        w.durable_add(2, "charge", START + 60)
+        assert w.durable_flush_to(mine) >= mine
+        assert w.durable_flush_to(0) >= mine
+        with pytest.raises(ValueError, match="sequence 3 was not handed out"):
+            w.durable_flush_to(3)
+        assert w.durable_stats()["last_seq"] == 2

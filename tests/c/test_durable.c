@@ -428,6 +428,38 @@ static void the_store_counts_its_commits_acks_and_errors(void) {
     store_path(path, sizeof path, "stats");
 }
 
+/* tw_durable_flush_to: a sequence handed out is durable when it returns; one not handed
+ * out yet (or a NULL wheel) is TW_ERR_INVALID at once, with a message naming it. */
+static void a_flush_to_a_sequence_makes_it_durable_and_refuses_one_not_handed_out(void) {
+    char path[256];
+    store_path(path, sizeof path, "flush-to");
+    seen s = {.answer = TW_ACK_NOW};
+    tw_wheel *w = store_wheel(path, START_MS, TW_DURABLE_ASYNC, record, &s);
+    CHECK_OK(tw_durable_open(w));
+    CHECK_OK(tw_durable_add(w, 1, "charge", NULL, 0, START_MS + 60000, 0, 0));
+    tw_durable_stats st = {.size = sizeof st};
+    CHECK_OK(tw_durable_get_stats(w, &st));
+    uint64_t mine = st.last_seq, durable = 0;
+    CHECK(mine == 2); /* after the open's generation of epochs */
+    CHECK_OK(tw_durable_add(w, 2, "charge", NULL, 0, START_MS + 60000, 0, 0));
+    CHECK_OK(tw_durable_flush_to(w, mine, &durable));
+    CHECK(durable >= mine);
+    CHECK_OK(tw_durable_flush_to(w, 0, NULL));
+    durable = 77;
+    CHECK_STATUS(tw_durable_flush_to(w, 4, &durable), TW_ERR_INVALID);
+    CHECK(durable == 77);
+    char message[128];
+    size_t needed = 0;
+    CHECK_OK(tw_durable_error(w, message, sizeof message, &needed));
+    CHECK(strstr(message, "sequence 4") != NULL);
+    CHECK_STATUS(tw_durable_flush_to(w, UINT64_MAX, NULL), TW_ERR_INVALID);
+    CHECK_STATUS(tw_durable_flush_to(NULL, 1, NULL), TW_ERR_INVALID);
+    CHECK_OK(tw_durable_get_stats(w, &st));
+    CHECK(st.last_seq == 3 && st.timers == 2);
+    CHECK_OK(tw_destroy(w));
+    store_path(path, sizeof path, "flush-to");
+}
+
 int main(void) {
     RUN(an_unacknowledged_fire_comes_back_with_its_token);
     RUN(bad_calls_are_refused_and_change_nothing);
@@ -436,5 +468,6 @@ int main(void) {
     RUN(a_callback_that_destroys_the_wheel_while_it_opens_is_safe);
     RUN(handlers_of_redelivered_fires_may_call_the_store_during_the_open);
     RUN(the_store_counts_its_commits_acks_and_errors);
+    RUN(a_flush_to_a_sequence_makes_it_durable_and_refuses_one_not_handed_out);
     return check_summary("test_durable");
 }

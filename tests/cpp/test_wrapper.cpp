@@ -497,6 +497,15 @@ void test_durable_timers() {
         tw_durable_stats stats = wheel.durable_stats();
         CHECK(stats.acks == 1 && stats.pending_events == 0 && stats.durable_seq == stats.last_seq);
         CHECK(stats.last_error == TW_ERR_NOT_FOUND);
+        std::uint64_t last = wheel.durable_stats().last_seq;
+        CHECK(wheel.durable_flush_to(last) == last);
+        bool refused = false;
+        try {
+            wheel.durable_flush_to(last + 1);
+        } catch (const timerwheel::Error &) {
+            refused = true;
+        }
+        CHECK(refused);
     }
     // The next wheel on the store: the fire acknowledged stays done; the second fire and
     // the one whose handler threw come back with their tokens.

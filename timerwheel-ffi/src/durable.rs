@@ -474,18 +474,50 @@ pub unsafe extern "C" fn tw_durable_ack(
 /// `w` is NULL or a live wheel; `durable_seq` NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn tw_durable_flush(w: *mut tw_wheel, durable_seq: *mut u64) -> tw_status {
+    // SAFETY: this function's contract is flush_with's.
+    unsafe { flush_with(w, durable_seq, Durable::flush) }
+}
+
+/// A flush of the wheel's store by `flush`, its durable sequence put in `*durable_seq`.
+///
+/// # Safety
+/// `w` is NULL or a live wheel; `durable_seq` NULL or writable.
+unsafe fn flush_with(
+    w: *mut tw_wheel,
+    durable_seq: *mut u64,
+    flush: impl FnOnce(&Durable<CTask>) -> Result<u64, DurableError>,
+) -> tw_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live wheel.
         let slot = unsafe { wheel(w) }?.durable();
         // SAFETY: the caller passes NULL or a writable uint64_t.
         let out = unsafe { Out::new(durable_seq) }.ok();
         let store = slot.store()?;
-        let seq = slot.result(store.flush())?;
+        let seq = slot.result(flush(store))?;
         if let Some(out) = out {
             out.put(seq);
         }
         Ok(())
     })
+}
+
+/// Commits the changes up to the sequence `seq` (a change's sequence is at most the
+/// `last_seq` of tw_durable_get_stats read once it returned) without waiting for the
+/// changes made after it; `*durable_seq` (unless NULL) receives the sequence number that
+/// is durable (`seq` or more). Returns TW_OK, or TW_ERR_STORE (a commit failed, reported
+/// once; tw_durable_error says why), TW_ERR_INVALID (also a `seq` not handed out yet:
+/// nothing waited).
+///
+/// # Safety
+/// `w` is NULL or a live wheel; `durable_seq` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tw_durable_flush_to(
+    w: *mut tw_wheel,
+    seq: u64,
+    durable_seq: *mut u64,
+) -> tw_status {
+    // SAFETY: this function's contract is flush_with's.
+    unsafe { flush_with(w, durable_seq, |store| store.flush_to(seq)) }
 }
 
 /// The message of the wheel's last durable error (empty if none), as tw_metrics_text

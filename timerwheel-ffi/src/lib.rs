@@ -42,8 +42,8 @@ pub use batch::{tw_delete_many, tw_reset_many};
 pub use callback::tw_record_callback_failure;
 pub use durable::{
     tw_durable_ack, tw_durable_add, tw_durable_delete, tw_durable_error, tw_durable_flush,
-    tw_durable_open, tw_durable_reset, tw_handler_register, TW_ACK_LATER, TW_ACK_NOW,
-    TW_DURABLE_REPLACE,
+    tw_durable_flush_to, tw_durable_open, tw_durable_reset, tw_handler_register, TW_ACK_LATER,
+    TW_ACK_NOW, TW_DURABLE_REPLACE,
 };
 pub use groups::{
     tw_group_add, tw_group_add_at, tw_group_add_periodic, tw_group_add_periodic_at, tw_group_close,

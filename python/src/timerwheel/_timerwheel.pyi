@@ -98,6 +98,10 @@ class _Wheel:
         unacknowledged fire."""
     def durable_flush(self) -> int:
         """Commits everything queued; returns the sequence number that is durable."""
+    def durable_flush_to(self, seq: int) -> int:
+        """Commits the changes up to the sequence ``seq`` (``durable_stats()["last_seq"]``
+        read after them), not those queued after it; returns the durable sequence number.
+        TimerwheelError for a sequence not handed out yet."""
     def durable_stats(self) -> Dict[str, int]:
         """The store's counters: last_seq, durable_seq, pending_events, commits,
         sink_failures, acks, timers, unacked_fires, redelivered."""

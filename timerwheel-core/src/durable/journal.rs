@@ -71,6 +71,15 @@ struct Shared {
     mode: Mode,
 }
 
+/// Why [`Journal::flush_to`] did not make its sequence durable.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FlushRefused {
+    /// `seq` is past `last`, the last sequence handed out: nothing waited.
+    NotHandedOut { seq: u64, last: u64 },
+    /// A commit failed (its message, reported once).
+    Store(String),
+}
+
 /// How far the journal got ([`Journal::progress`]).
 pub struct Progress {
     pub last_seq: u64,
@@ -184,16 +193,37 @@ impl Journal {
     /// Commits everything queued; returns the durable sequence, or the message of a commit
     /// that failed (reported here if it was not yet).
     pub fn flush(&self) -> Result<u64, String> {
+        self.flush_upto(None).map_err(|refused| match refused {
+            FlushRefused::Store(message) => message,
+            FlushRefused::NotHandedOut { .. } => unreachable!("a flush of all is never ahead"),
+        })
+    }
+
+    /// Commits the changes up to `seq` and returns the durable sequence (`seq` or more)
+    /// without waiting for the changes queued after it; `seq` must have been handed out.
+    pub fn flush_to(&self, seq: u64) -> Result<u64, FlushRefused> {
+        self.flush_upto(Some(seq))
+    }
+
+    /// [`flush_to`](Self::flush_to) `seq`, or everything queued when `None`.
+    fn flush_upto(&self, seq: Option<u64>) -> Result<u64, FlushRefused> {
         let target = {
             let mut queue = self.lock();
-            if let Some(message) = queue.unreported.take() {
-                return Err(message);
+            let target = seq.unwrap_or(queue.last_seq);
+            if target > queue.last_seq {
+                let last = queue.last_seq;
+                return Err(FlushRefused::NotHandedOut { seq: target, last });
             }
-            queue.flush_to = queue.flush_to.max(queue.last_seq);
-            self.shared.wake_writer.notify_one();
-            queue.last_seq
+            if let Some(message) = queue.unreported.take() {
+                return Err(FlushRefused::Store(message));
+            }
+            if target > queue.durable_seq {
+                queue.flush_to = queue.flush_to.max(target);
+                self.shared.wake_writer.notify_one();
+            }
+            target
         };
-        self.wait_durable(target)?;
+        self.wait_durable(target).map_err(FlushRefused::Store)?;
         Ok(self.lock().durable_seq)
     }
 
@@ -257,19 +287,22 @@ fn write_loop(shared: &Shared, mut sink: Box<dyn Sink>) {
     loop {
         let (batch, closing) = {
             let queue = next_batch(shared, !retry.is_empty());
-            let mut queue = match queue {
-                Some(queue) => queue,
+            let (mut queue, most) = match queue {
+                Some(due) => due,
                 None => return,
             };
             let closing = queue.closing;
-            let take = shared.mode.batch().saturating_sub(retry.len()).max(1);
+            let take = most.saturating_sub(retry.len());
             let mut batch = mem::take(&mut retry);
             if queue.events.len() <= take {
                 batch.extend(queue.events.drain(..));
                 queue.first_queued = None;
             } else {
                 batch.extend(queue.events.drain(..take));
-                queue.first_queued = Some(Instant::now());
+                // A batch cut short by a flush leaves the rest due when it was.
+                if most == shared.mode.batch() {
+                    queue.first_queued = Some(Instant::now());
+                }
             }
             (batch, closing)
         };
@@ -298,8 +331,10 @@ fn write_loop(shared: &Shared, mut sink: Box<dyn Sink>) {
     }
 }
 
-/// Waits until a batch is due; `None` when closing with nothing left.
-fn next_batch(shared: &Shared, retrying: bool) -> Option<MutexGuard<'_, Queue>> {
+/// Waits until a batch is due; returns the queue and how many events to take at most, or
+/// `None` when closing with nothing left. An async batch due only to a flush stops at the
+/// flush's sequence: a flush to a sequence waits for no change queued after it.
+fn next_batch(shared: &Shared, retrying: bool) -> Option<(MutexGuard<'_, Queue>, usize)> {
     let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
     while queue.events.is_empty() && !retrying {
         if queue.closing {
@@ -314,9 +349,11 @@ fn next_batch(shared: &Shared, retrying: bool) -> Option<MutexGuard<'_, Queue>> 
         loop {
             let due = queue.first_queued.map_or(Instant::now(), |t| t + delay);
             let now = Instant::now();
-            let flushing = queue.flush_to > queue.durable_seq;
-            if queue.events.len() >= batch || queue.closing || flushing || now >= due {
+            if queue.events.len() >= batch || queue.closing || now >= due {
                 break;
+            }
+            if let Some(flushed) = events_to_flush(&queue) {
+                return Some((queue, flushed.min(batch.max(1))));
             }
             queue = shared
                 .wake_writer
@@ -325,5 +362,16 @@ fn next_batch(shared: &Shared, retrying: bool) -> Option<MutexGuard<'_, Queue>> 
                 .0;
         }
     }
-    Some(queue)
+    Some((queue, shared.mode.batch()))
+}
+
+/// How many queued events a flush waits for, `None` without a flush waiting (one may wait
+/// for the retried batch alone: 0).
+fn events_to_flush(queue: &Queue) -> Option<usize> {
+    if queue.flush_to <= queue.durable_seq {
+        return None;
+    }
+    let first = queue.events.front().map_or(u64::MAX, |e| e.seq);
+    let waited = queue.flush_to.saturating_add(1).saturating_sub(first);
+    Some(usize::try_from(waited).unwrap_or(usize::MAX))
 }

@@ -29,7 +29,7 @@ pub use sink::{MemorySink, Sink};
 pub use sqlite::{SqliteSink, SCHEMA_VERSION};
 
 use crate::{BoxTask, Error, Runtime, Task};
-use journal::Journal;
+use journal::{FlushRefused, Journal};
 use live::Shared;
 use registry::Registry;
 
@@ -280,6 +280,23 @@ impl<T: Task + From<BoxTask>> Durable<T> {
     pub fn flush(&self) -> Result<u64, DurableError> {
         let shared = self.here()?;
         shared.journal.flush().map_err(DurableError::Store)
+    }
+
+    /// Commits the changes up to the sequence `seq` and returns the durable sequence
+    /// (`seq` or more), without waiting for the changes made after it. A change's
+    /// sequence is at most the [`stats`](Self::stats)' `last_seq` read once it returned.
+    /// `Invalid` (nothing waited) for a sequence not handed out yet.
+    pub fn flush_to(&self, seq: u64) -> Result<u64, DurableError> {
+        let shared = self.here()?;
+        shared
+            .journal
+            .flush_to(seq)
+            .map_err(|refused| match refused {
+                FlushRefused::NotHandedOut { seq, last } => DurableError::Invalid(format!(
+                    "sequence {seq} was not handed out (the last is {last})"
+                )),
+                FlushRefused::Store(message) => DurableError::Store(message),
+            })
     }
 
     /// The store while its runtime takes calls: in a fork() child of the process that
