@@ -622,8 +622,8 @@ enum tw_status tw_durable_ack(struct tw_wheel *w, const struct tw_token *tokens,
 
 /**
  * Commits everything queued; `*durable_seq` (unless NULL) receives the sequence number
- * that is durable. Returns TW_OK, or TW_ERR_STORE (a commit failed, reported once;
- * tw_durable_error says why), TW_ERR_INVALID.
+ * that is durable (also when a commit failed). Returns TW_OK, or TW_ERR_STORE (a commit
+ * failed, reported once; tw_durable_error says why), TW_ERR_INVALID.
  *
  * # Safety
  * `w` is NULL or a live wheel; `durable_seq` NULL or writable.

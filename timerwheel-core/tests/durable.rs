@@ -265,6 +265,34 @@ fn an_open_whose_second_step_is_dropped_schedules_the_stored_timers_and_takes_ca
 }
 
 #[test]
+fn a_periodic_timer_added_or_reset_far_in_the_past_owes_only_its_latest_point() {
+    let wheel = wheel_at(start());
+    let (builder, seen) = recording(Ack::Now);
+    let store = builder.open(Arc::clone(&wheel), MemorySink::new()).unwrap();
+    // 100 s before now, every 10 ms: ten thousand points passed before the add.
+    let mut periodic = timer(1, b"", start() - Duration::from_secs(100) + ms(3));
+    periodic.period = Some(ms(10));
+    store.add(&periodic).unwrap();
+    wheel.advance(ms(0)).unwrap();
+    let due = |seen: &Seen| -> Vec<i64> {
+        tokens(seen)
+            .iter()
+            .map(|t| t.occurrence_ms % 100_000)
+            .collect()
+    };
+    assert_eq!(
+        due(&seen),
+        [99_993],
+        "the latest point that passed, at once"
+    );
+    wheel.advance(ms(10)).unwrap();
+    assert_eq!(due(&seen), [99_993, 3], "then on its schedule");
+    store.reset(1, "charge", UNIX_EPOCH).unwrap(); // 1970: every point passed since
+    wheel.advance(ms(0)).unwrap();
+    assert_eq!(tokens(&seen).len(), 3, "{:?}", due(&seen));
+}
+
+#[test]
 fn a_batch_of_no_events_is_refused() {
     for mode in [
         Mode::Sync { batch: 0 },

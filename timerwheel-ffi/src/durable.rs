@@ -467,8 +467,8 @@ pub unsafe extern "C" fn tw_durable_ack(
 }
 
 /// Commits everything queued; `*durable_seq` (unless NULL) receives the sequence number
-/// that is durable. Returns TW_OK, or TW_ERR_STORE (a commit failed, reported once;
-/// tw_durable_error says why), TW_ERR_INVALID.
+/// that is durable (also when a commit failed). Returns TW_OK, or TW_ERR_STORE (a commit
+/// failed, reported once; tw_durable_error says why), TW_ERR_INVALID.
 ///
 /// # Safety
 /// `w` is NULL or a live wheel; `durable_seq` NULL or writable.
@@ -493,11 +493,17 @@ unsafe fn flush_with(
         // SAFETY: the caller passes NULL or a writable uint64_t.
         let out = unsafe { Out::new(durable_seq) }.ok();
         let store = slot.store()?;
-        let seq = slot.result(flush(store))?;
-        if let Some(out) = out {
-            out.put(seq);
+        let flushed = flush(store);
+        let durable = match &flushed {
+            Ok(seq) => Some(*seq),
+            // What a crash now would keep (docs/durable.md).
+            Err(DurableError::Store(_)) => store.stats().ok().map(|stats| stats.durable_seq),
+            Err(_) => None,
+        };
+        if let (Some(out), Some(durable)) = (out, durable) {
+            out.put(durable);
         }
-        Ok(())
+        slot.result(flushed).map(drop)
     })
 }
 

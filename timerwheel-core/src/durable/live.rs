@@ -129,7 +129,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
                 key: timer.key,
                 name: timer.name.to_owned(),
                 payload: timer.payload.to_vec(),
-                deadline_ms: to_ms(timer.first),
+                deadline_ms: self.first_owed(to_ms(timer.first), period_ms),
                 period_ms,
                 epoch: live.next_epoch(&self.journal)?,
             };
@@ -157,7 +157,8 @@ impl<T: Task + From<BoxTask>> Shared<T> {
             let epoch = live.next_epoch(&self.journal)?;
             let timer = live.timers.get_mut(&id).ok_or(DurableError::NotFound)?;
             let mut stored = timer.stored.clone();
-            stored.deadline_ms = when_ms;
+            let deadline_ms = self.first_owed(when_ms, stored.period_ms);
+            stored.deadline_ms = deadline_ms;
             stored.epoch = epoch;
             let new = self.schedule(&stored).map_err(DurableError::Runtime)?;
             let _ = self.runtime().cancel(timer.id);
@@ -165,7 +166,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
             self.journal.push(Change::Reset {
                 key,
                 name: name.to_owned(),
-                deadline_ms: when_ms,
+                deadline_ms,
                 epoch,
             })
         };
@@ -234,6 +235,13 @@ impl<T: Task + From<BoxTask>> Shared<T> {
             let _ = self.runtime().cancel(id);
         }
         self.journal.close();
+    }
+
+    /// The first point a periodic timer added or reset to `when_ms` owes: the latest point
+    /// of its schedule that passed, if any (due at once), since the points before the call
+    /// were never owed; the missed-points policy covers those missed while down.
+    fn first_owed(&self, when_ms: i64, period_ms: u64) -> i64 {
+        latest_point(when_ms, period_ms, to_ms(self.runtime().now()))
     }
 
     /// The deadline a restored timer is scheduled at: a periodic timer under
