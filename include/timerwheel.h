@@ -290,8 +290,9 @@ typedef struct tw_durable_stats {
    */
   uint64_t unacked_fires;
   /**
-   * The tw_status of the last durable call that failed on this wheel (TW_OK if none);
-   * tw_durable_error gives its message.
+   * The tw_status of the last durable call the store refused on this wheel (TW_OK if
+   * none); tw_durable_error gives its message. A call refused for its arguments alone
+   * (NULL, bad flags: TW_ERR_INVALID) is not recorded.
    */
   int64_t last_error;
 } tw_durable_stats;

@@ -149,6 +149,10 @@ static void bad_calls_are_refused_and_change_nothing(void) {
     cfg.durability = TW_DURABLE_SYNC;
     cfg.store_batch = 0; /* a commit of no events would never make a change durable */
     CHECK_STATUS(tw_create(&cfg, &w), TW_ERR_INVALID);
+    CHECK(strstr(tw_config_check(&cfg), "store_batch 0") != NULL);
+    cfg.store_batch = 1;
+    cfg.durability = 7;
+    CHECK(strstr(tw_config_check(&cfg), "durability 7") != NULL);
     unlink(path);
 }
 

@@ -39,34 +39,47 @@ pub struct Settings {
     missed: MissedPoints,
 }
 
-/// The store settings of `cfg`: `None` for durability off; `TW_ERR_INVALID` for an unknown
-/// mode or policy, a batch of 0 events, or a mode without a path.
+/// The store settings of `cfg`: `None` for durability off; for an unknown mode or policy, a
+/// batch of 0 events, or a mode without a path, a message naming the field, its value and
+/// what it may be (tw_config_check's; TW_ERR_INVALID).
 ///
 /// # Safety
 /// `cfg.store_path` is NULL or a NUL-terminated string.
-pub unsafe fn settings(cfg: &tw_config) -> Result<Option<Settings>, tw_status> {
+pub unsafe fn settings(cfg: &tw_config) -> Result<Option<Settings>, String> {
     let batch = usize::try_from(cfg.store_batch).unwrap_or(usize::MAX);
     let mode = match cfg.durability {
         d if d == tw_durability::TW_DURABLE_OFF as u32 => return Ok(None),
-        _ if batch == 0 => return Err(tw_status::TW_ERR_INVALID),
         d if d == tw_durability::TW_DURABLE_ASYNC as u32 => Mode::Async {
             batch,
             delay: Duration::from_micros(cfg.store_delay_us),
         },
         d if d == tw_durability::TW_DURABLE_SYNC as u32 => Mode::Sync { batch },
-        _ => return Err(tw_status::TW_ERR_INVALID),
+        d => {
+            return Err(format!(
+                "durability {d} is not valid: TW_DURABLE_OFF, TW_DURABLE_ASYNC or TW_DURABLE_SYNC"
+            ))
+        }
     };
+    if batch == 0 {
+        return Err("store_batch 0 is not valid: at least 1 event per commit".to_owned());
+    }
     let missed = match cfg.missed_points {
         m if m == tw_missed_points::TW_MISSED_EACH as u32 => MissedPoints::Each,
         m if m == tw_missed_points::TW_MISSED_COALESCE as u32 => MissedPoints::Coalesce,
-        _ => return Err(tw_status::TW_ERR_INVALID),
+        m => {
+            return Err(format!(
+                "missed_points {m} is not valid: TW_MISSED_EACH or TW_MISSED_COALESCE"
+            ))
+        }
     };
     if cfg.store_path.is_null() {
-        return Err(tw_status::TW_ERR_INVALID);
+        return Err("store_path NULL is not valid: a durable wheel names its store".to_owned());
     }
     // SAFETY: non-NULL, and NUL-terminated by this function's contract.
     let path = unsafe { CStr::from_ptr(cfg.store_path) };
-    let path = path.to_str().map_err(|_| tw_status::TW_ERR_INVALID)?;
+    let path = path
+        .to_str()
+        .map_err(|_| "store_path is not valid: it is not UTF-8".to_owned())?;
     Ok(Some(Settings {
         path: PathBuf::from(path),
         mode,

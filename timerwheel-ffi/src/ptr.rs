@@ -57,14 +57,7 @@ pub unsafe fn config(cfg: *const tw_config) -> Result<(Config, Option<Settings>)
     })?;
     config.validate().map_err(|e| ConfigFault(e.to_string()))?;
     // SAFETY: store_path is NULL or NUL-terminated (tw_create's contract).
-    let settings = unsafe { settings(&cfg) }.map_err(|_| {
-        ConfigFault(
-            "durability, missed_points or store_path is not valid: durability is a \
-             tw_durability, missed_points a tw_missed_points, and a durable wheel names its \
-             store_path (UTF-8)"
-                .to_owned(),
-        )
-    })?;
+    let settings = unsafe { settings(&cfg) }.map_err(ConfigFault)?;
     Ok((config, settings))
 }
 

@@ -304,8 +304,9 @@ pub struct tw_durable_stats {
     pub timers: u64,
     /// Fires not acknowledged yet.
     pub unacked_fires: u64,
-    /// The tw_status of the last durable call that failed on this wheel (TW_OK if none);
-    /// tw_durable_error gives its message.
+    /// The tw_status of the last durable call the store refused on this wheel (TW_OK if
+    /// none); tw_durable_error gives its message. A call refused for its arguments alone
+    /// (NULL, bad flags: TW_ERR_INVALID) is not recorded.
     pub last_error: i64,
 }
 
