@@ -228,7 +228,8 @@ typedef struct tw_token {
    */
   int64_t occurrence_unix_ms;
   /**
-   * The timer's incarnation: a replaced or re-added timer has a new one.
+   * The incarnation of the timer's schedule: a replaced, re-added or reset timer has a
+   * new one.
    */
   uint64_t epoch;
 } tw_token;
@@ -289,8 +290,9 @@ typedef struct tw_durable_stats {
    */
   uint64_t unacked_fires;
   /**
-   * The tw_status of the last durable call that failed on this wheel (TW_OK if none);
-   * tw_durable_error gives its message.
+   * The tw_status of the last durable call the store refused on this wheel (TW_OK if
+   * none); tw_durable_error gives its message. A call refused for its arguments alone
+   * (NULL, bad flags: TW_ERR_INVALID) is not recorded.
    */
   int64_t last_error;
 } tw_durable_stats;
@@ -360,7 +362,7 @@ typedef struct tw_config {
    */
   uint32_t durability;
   /**
-   * Most events per commit of the store: default 1000.
+   * Most events per commit of the store, at least 1: default 1000.
    */
   uint32_t store_batch;
   /**
@@ -621,13 +623,26 @@ enum tw_status tw_durable_ack(struct tw_wheel *w, const struct tw_token *tokens,
 
 /**
  * Commits everything queued; `*durable_seq` (unless NULL) receives the sequence number
- * that is durable. Returns TW_OK, or TW_ERR_STORE (a commit failed, reported once;
- * tw_durable_error says why), TW_ERR_INVALID.
+ * that is durable (also when a commit failed). Returns TW_OK, or TW_ERR_STORE (a commit
+ * failed, reported once; tw_durable_error says why), TW_ERR_INVALID.
  *
  * # Safety
  * `w` is NULL or a live wheel; `durable_seq` NULL or writable.
  */
 enum tw_status tw_durable_flush(struct tw_wheel *w, uint64_t *durable_seq);
+
+/**
+ * Commits the changes up to the sequence `seq` (a change's sequence is at most the
+ * `last_seq` of tw_durable_get_stats read once it returned) without waiting for the
+ * changes made after it; `*durable_seq` (unless NULL) receives the sequence number that
+ * is durable (`seq` or more). Returns TW_OK, or TW_ERR_STORE (a commit failed, reported
+ * once; tw_durable_error says why), TW_ERR_INVALID (also a `seq` not handed out yet:
+ * nothing waited).
+ *
+ * # Safety
+ * `w` is NULL or a live wheel; `durable_seq` NULL or writable.
+ */
+enum tw_status tw_durable_flush_to(struct tw_wheel *w, uint64_t seq, uint64_t *durable_seq);
 
 /**
  * The message of the wheel's last durable error (empty if none), as tw_metrics_text
