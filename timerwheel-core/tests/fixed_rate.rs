@@ -100,13 +100,25 @@ fn assert_never_early(
 
 /// Tick 300 us, period 1 ms, 2 s: 2000 points. With the period rounded up to 4 ticks, runs
 /// were 1.2 ms apart at best: 1,667 runs at most, whatever the load (a quiet machine gives
-/// about 2000 now; a loaded one coalesces some points).
+/// about 2000 now; a loaded one coalesces some points, 1,618 runs once on a loaded CI
+/// machine: so up to three tries, and one of 1,700 runs or more passes, which the
+/// drifting schedule never reaches).
 #[test]
 fn a_period_off_the_tick_grid_does_not_drift() {
     let (tick, delay, period, span) = (Duration::from_micros(300), ms(1), ms(1), ms(2000));
-    let rt = runtime(tick);
-    let (origin, id, runs) = record_fixed_rate(&rt, delay, period, |_| Duration::ZERO);
-    let runs = stop_after(&rt, id, &runs, origin, span);
+    let try_once = || {
+        let rt = runtime(tick);
+        let (origin, id, runs) = record_fixed_rate(&rt, delay, period, |_| Duration::ZERO);
+        let runs = stop_after(&rt, id, &runs, origin, span);
+        (rt, origin, runs)
+    };
+    let (mut rt, mut origin, mut runs) = try_once();
+    for _ in 1..3 {
+        if runs.len() >= 1700 {
+            break;
+        }
+        (rt, origin, runs) = try_once();
+    }
     let points = ((span - delay).as_nanos() / period.as_nanos()) as usize + 1;
     assert!(
         runs.len() >= 1700 && runs.len() <= points + 1,
