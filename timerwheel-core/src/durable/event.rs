@@ -82,7 +82,7 @@ pub enum Change {
     Ack(Token),
     /// A generation of epochs begins: each open commits one before it hands out an epoch,
     /// so that an epoch handed out by a process that crashed before its change was committed
-    /// is never handed out again ([`epoch_of`]).
+    /// is never handed out again (docs/durable.md, "Tokens").
     Generation(u64),
 }
 
