@@ -774,6 +774,51 @@ fn async_changes_wait_for_a_slow_store_instead_of_piling_up() {
     }
 }
 
+#[test]
+fn a_change_is_not_held_up_by_fires_that_keep_a_slow_store_busy() {
+    // The store commits 8 events per 2 ms; 64 timers due every millisecond ask far more.
+    let batch = 8;
+    let sink = SlowSink {
+        inner: MemorySink::new(),
+        pause: ms(2),
+        commits: Arc::default(),
+    };
+    let (builder, _) = recording(Ack::Now);
+    let runtime: Arc<Runtime> = Arc::new(Runtime::builder().build().unwrap());
+    let store = builder
+        .mode(Mode::Async {
+            batch,
+            delay: ms(1),
+        })
+        .open(runtime, sink)
+        .unwrap();
+    let now = SystemTime::now();
+    for key in 0..64 {
+        let every_ms = DurableTimer {
+            period: Some(ms(1)),
+            ..timer(key, b"", now + ms(500))
+        };
+        store.add(&every_ms).unwrap();
+    }
+    std::thread::sleep(ms(800));
+    let store = Arc::new(store);
+    let (done, returned) = std::sync::mpsc::channel();
+    let adder = Arc::clone(&store);
+    std::thread::spawn(move || {
+        let _ = done.send(adder.add(&timer(1000, b"", now + ms(3_600_000))));
+    });
+    let added = returned.recv_timeout(ms(20_000));
+    assert!(
+        matches!(added, Ok(Ok(()))),
+        "an add did not return in 20 s ({added:?}) while the timers' fires kept the store busy"
+    );
+    let pending = store.stats().unwrap().pending_events();
+    assert!(
+        pending <= 1000,
+        "{pending} events queued: the fires piled up ahead of the store"
+    );
+}
+
 /// A store whose commits wait while its gate is closed.
 #[derive(Clone, Default)]
 struct GatedSink {

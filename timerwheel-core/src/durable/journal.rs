@@ -167,21 +167,30 @@ impl Journal {
     pub fn settle(&self, seq: u64) -> Result<(), String> {
         match self.shared.mode {
             Mode::Sync { .. } => self.wait_durable(seq),
-            Mode::Async { batch, .. } => {
-                self.wait_backlog(batch.max(1));
+            Mode::Async { .. } => {
+                self.wait_backlog(seq);
                 Ok(())
             }
         }
     }
 
-    /// Async mode's back-pressure: waits while a full batch waits behind the commit under
-    /// way, so that what a crash loses stays within the delay and about two commits (a
-    /// queue that grew without bound lost changes far older than the delay). While commits
-    /// fail it waits for one attempt at most (the failure is reported by the next call).
-    fn wait_backlog(&self, batch: usize) {
+    /// The back-pressure: waits while a full batch is queued ahead of the event `seq`, so
+    /// that what a crash loses stays within the delay and about two commits (a queue that
+    /// grew without bound lost changes far older than the delay). It counts only the events
+    /// ahead of `seq`: counting the whole queue, a caller waited as long as others (the
+    /// timers' fires) kept it full. While commits fail it waits for one attempt at most
+    /// (the failure is reported by the next call).
+    pub fn wait_backlog(&self, seq: u64) {
+        let batch = self.shared.mode.batch() as u64;
         let mut queue = self.lock();
         let failures = queue.failures;
-        while queue.events.len() >= batch && queue.failures == failures && !queue.closing {
+        while queue
+            .events
+            .front()
+            .is_some_and(|first| seq >= first.seq.saturating_add(batch))
+            && queue.failures == failures
+            && !queue.closing
+        {
             queue = self
                 .shared
                 .committed

@@ -294,8 +294,10 @@ impl<T: Task + From<BoxTask>> Shared<T> {
 
     /// A timer's task ran: journal the fire, schedule a periodic timer's next point, and
     /// hand the fire to its handler. A task that a reset or delete overtook does nothing.
+    /// Fires wait for the store as changes do (a store behind its timers' fires held up
+    /// every other change, and a crash lost more than the delay).
     fn fire(self: &Arc<Self>, key: Key, name: &str, epoch: u64, occurrence_ms: i64, id: TimerId) {
-        let fire = {
+        let (fire, seq) = {
             let mut live = self.lock();
             if live.closed {
                 return;
@@ -315,7 +317,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
                 payload: timer.stored.payload.clone(),
             };
             let next_ms = self.next_point(&timer.stored);
-            self.journal.push(Change::Fire {
+            let seq = self.journal.push(Change::Fire {
                 fire: fire.clone(),
                 next_ms,
             });
@@ -335,8 +337,9 @@ impl<T: Task + From<BoxTask>> Shared<T> {
                 }
             }
             live.fires.insert(fire.token.clone(), fire.clone());
-            fire
+            (fire, seq)
         };
+        self.journal.wait_backlog(seq);
         self.deliver(&fire);
     }
 
