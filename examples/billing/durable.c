@@ -128,21 +128,30 @@ static void *crash_main(void *arg) {
     return NULL;
 }
 
+/* Whether every timer has ended and every fire is acknowledged: none pending or due, and
+ * none fired whose handler has not yet handed it to the ledger or whose ack is not yet
+ * made (a fire waits for the store before its handler runs when the store is busy). */
+static int all_settled(billing *b) {
+    tw_stats st = {.size = sizeof st};
+    tw_durable_stats ds = {.size = sizeof ds};
+    tw_get_stats(b->wheel, &st);
+    if (tw_durable_get_stats(b->wheel, &ds) != TW_OK) return 0;
+    return st.pending == 0 && st.queue_depth == 0 && ds.unacked_fires == 0;
+}
+
 /* Closes the sessions still open and waits until every timer has ended (a charging timer
- * ends at its first point after its session's end) and every fire is in the ledger: no
- * timer pending or due, and no request made for 100 ms (a handler that had started). */
+ * ends at its first point after its session's end) and every fire is in the ledger and
+ * acknowledged, with no request made for 100 ms. */
 static void close_and_drain(billing *b) {
     uint32_t opened = atomic_load(&b->started);
     for (uint32_t i = 0; i < opened; i++) ledger_end(b->ledger, i, CLOSED);
-    tw_stats st = {.size = sizeof st};
     uint64_t deadline = now_ns() + (b->opt.period_ms + 10000) * 1000000u;
     int64_t made = -2;
     while (now_ns() < deadline) {
         int64_t now_made = ledger_wait(b->ledger);
-        tw_get_stats(b->wheel, &st);
-        if (now_made < 0 || (st.pending == 0 && st.queue_depth == 0 && now_made == made))
-            return;
-        made = st.pending == 0 && st.queue_depth == 0 ? now_made : -2;
+        int settled = all_settled(b);
+        if (now_made < 0 || (settled && now_made == made)) return;
+        made = settled ? now_made : -2;
         sleep_ms(100);
     }
 }
