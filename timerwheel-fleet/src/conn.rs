@@ -8,6 +8,7 @@
 //! error rather than ignored.
 
 use std::str::FromStr;
+use std::time::Duration;
 
 use native_tls::{Certificate, TlsConnector};
 use postgres::config::SslMode;
@@ -73,6 +74,30 @@ impl ConnectOptions {
     /// Whether the connection is to be encrypted at all.
     pub fn tls_required(&self) -> bool {
         self.config.get_ssl_mode() == SslMode::Require
+    }
+
+    /// These options with connection attempts cut off after `limit` (unless the string set
+    /// a shorter `connect_timeout`): a server that accepts nothing (stopped, or its
+    /// postmaster paused) is an error after `limit`, not a wait without end.
+    pub fn with_connect_timeout(&self, limit: Duration) -> Self {
+        let mut options = self.clone();
+        if options
+            .config
+            .get_connect_timeout()
+            .is_none_or(|set| *set > limit)
+        {
+            options.config.connect_timeout(limit);
+        }
+        options
+    }
+
+    /// How long a connection attempt may take (the string's `connect_timeout`, else a
+    /// minute).
+    pub fn connect_timeout(&self) -> Duration {
+        self.config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(Duration::from_secs(60))
     }
 
     /// Opens a connection; an error carries PostgreSQL's reason, without the password.
