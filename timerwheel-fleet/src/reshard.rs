@@ -5,10 +5,12 @@
 //! takes shards of the new count under new epochs (their take-over delivers the
 //! unacknowledged fires again); a write under an old (shard, epoch) is refused.
 //!
-//! The fence: `LOCK ... IN EXCLUSIVE MODE` of the count and the shards. Claims, acks and
-//! take-overs (which read shard rows `FOR SHARE`), lease ticks (which update them) and
-//! adds (which read the count `FOR SHARE`) wait for the migration; it waits for those under
-//! way. An add made for the old count that waited is refused ([`FleetError::ShardCount`]).
+//! The fence: the shards table locked `EXCLUSIVE` (claims, acks and take-overs read shard
+//! rows `FOR SHARE`, lease ticks update them), then the count's table `ACCESS EXCLUSIVE`
+//! (every add reads it in its statement; the statement's snapshot is taken once the lock
+//! is granted). All of them wait for the migration, and it waits for those under way (an
+//! add's transaction included). An add made for the old count that waited is refused
+//! ([`FleetError::ShardCount`]) and writes nothing.
 
 use std::collections::BTreeSet;
 
@@ -46,7 +48,11 @@ pub fn set_shard_count(client: &mut impl GenericClient, shards: i32) -> Result<R
             "the count is {shards} already"
         )));
     }
-    tx.batch_execute("LOCK TABLE tw_fleet_meta, tw_fleet_shards IN EXCLUSIVE MODE")?;
+    // The shards first: a lease tick updates them before it reads the count.
+    tx.batch_execute(
+        "LOCK TABLE tw_fleet_shards IN EXCLUSIVE MODE;
+         LOCK TABLE tw_fleet_meta IN ACCESS EXCLUSIVE MODE",
+    )?;
     let epoch: i64 = tx
         .query_one("SELECT max(epoch) + 1 FROM tw_fleet_shards", &[])?
         .get(0);

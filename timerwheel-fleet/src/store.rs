@@ -83,16 +83,17 @@ pub fn add_timer(
     } else {
         "ON CONFLICT (key, name) DO NOTHING"
     };
-    // The count is read FOR SHARE: a migration (which locks it FOR UPDATE) waits for this
-    // add to commit and re-homes its row, or this add waits for the migration and, the
-    // count having moved, writes nothing.
+    // Reading the count takes the table's lock before the statement's snapshot: a
+    // migration (which locks it ACCESS EXCLUSIVE) waits for this add's transaction and
+    // re-homes its row, or this add waits for the migration and, the count having moved,
+    // writes nothing. (A row lock FOR SHARE did the same, and cost a fifth of the adds' rate.)
     let row = client.query_opt(
         &format!(
-            "WITH meta AS (SELECT 1 FROM tw_fleet_meta WHERE shards = $7 FOR SHARE),
-             added AS (
+            "WITH added AS (
                  INSERT INTO tw_fleet_timers
                      (shard, key, name, due_ms, period_ms, payload, version)
-                 SELECT $1, $2, $3, $4, $5, $6, nextval('tw_fleet_version') FROM meta
+                 SELECT $1, $2, $3, $4, $5, $6, nextval('tw_fleet_version')
+                 FROM tw_fleet_meta WHERE shards = $7
                  {on_conflict}
                  RETURNING shard, due_ms, version)
              SELECT version FROM added, LATERAL ({NOTIFY}) AS n"

@@ -151,3 +151,49 @@ fn a_new_shard_count_rehomes_every_timer_and_each_fires_once_in_its_new_shard() 
     );
     runner.leave().unwrap();
 }
+
+/// A migration started while an add's transaction is open waits for it, then re-homes its
+/// timer; an add made for the old count while the migration holds its lock waits and is
+/// refused.
+#[test]
+fn a_migration_waits_for_adds_under_way_and_refuses_those_made_for_the_old_count() {
+    let server = fleet_server(BEFORE);
+    let (mut adder, mut late) = (connect(&server), connect(&server));
+    let timer = |key| NewTimer {
+        key,
+        name: "charge",
+        payload: b"",
+        due_ms: 0,
+        period_ms: 0,
+        replace: false,
+    };
+    let mut open = adder.transaction().unwrap();
+    add_timer(&mut open, BEFORE, &timer(77)).unwrap();
+    let migration = {
+        let mut db = connect(&server);
+        std::thread::spawn(move || set_shard_count(&mut db, AFTER))
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !migration.is_finished(),
+        "the migration did not wait for the add"
+    );
+    let refused = std::thread::spawn(move || add_timer(&mut late, BEFORE, &timer(78)));
+    std::thread::sleep(Duration::from_millis(300));
+    open.commit().unwrap();
+    assert_eq!(migration.join().unwrap().unwrap().to, AFTER);
+    assert_eq!(
+        refused.join().unwrap(),
+        Err(FleetError::ShardCount {
+            expected: BEFORE,
+            found: AFTER
+        })
+    );
+    let rows: Vec<(i64, i32)> = connect(&server)
+        .query("SELECT key, shard FROM tw_fleet_timers", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(rows, [(77, shard_of(77, AFTER))]);
+}
