@@ -86,7 +86,7 @@ pub fn add_timer(
     // Reading the count takes the table's lock before the statement's snapshot: a
     // migration (which locks it ACCESS EXCLUSIVE) waits for this add's transaction and
     // re-homes its row, or this add waits for the migration and, the count having moved,
-    // writes nothing. (A row lock FOR SHARE did the same, and cost a fifth of the adds' rate.)
+    // writes nothing.
     let row = client.query_opt(
         &format!(
             "WITH added AS (
