@@ -198,3 +198,34 @@ fn postgres_stopped_past_the_ttl_the_changes_wait_in_the_bounded_buffer_and_none
     assert!(keys(&log).iter().all(|k| !never.contains(k)));
     runner.leave().unwrap();
 }
+
+/// A paused postmaster (SIGSTOP) accepts the TCP connection and never answers: a node's
+/// connection attempt is cut off by its connect timeout (a TTL) with a clear error, and
+/// works again once the server resumes.
+#[test]
+fn a_connection_to_a_paused_postmaster_ends_at_the_connect_timeout() {
+    let server = fleet_server(SHARDS);
+    let pid = std::fs::read_to_string(server.data_dir().join("postmaster.pid")).unwrap();
+    let pid = pid.lines().next().unwrap().to_owned();
+    let signal = |name: &str| {
+        let status = std::process::Command::new("kill")
+            .args([name, &pid])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {name} {pid}");
+    };
+    let options = timerwheel_fleet::ConnectOptions::parse(&server.conninfo())
+        .unwrap()
+        .with_connect_timeout(Duration::from_secs(1));
+    signal("-STOP");
+    let start = Instant::now();
+    let refused = options.connect().map(|_| ());
+    let took = start.elapsed();
+    signal("-CONT");
+    match refused {
+        Err(FleetError::Connect(cause)) => assert!(!cause.contains(&server.conninfo()), "{cause}"),
+        other => panic!("connected to a paused server: {other:?}"),
+    }
+    assert!(took < Duration::from_secs(5), "the attempt took {took:?}");
+    assert!(options.connect().is_ok(), "resumed");
+}
