@@ -115,8 +115,8 @@ impl ConnectOptions {
     /// With a `connect_timeout`, the whole attempt (the socket and the startup) ends at
     /// it: the client's own timeout covers only the socket, and a paused postmaster
     /// accepts the socket and never answers. The attempt then goes on in a thread of its
-    /// own (its connection closed if it comes); at most [`MAX_ABANDONED`] of them wait at
-    /// once, past which an attempt fails at once.
+    /// own (its connection closed if it comes); at most four of them wait at once, past
+    /// which an attempt fails at once.
     pub fn connect(&self) -> Result<Client> {
         let Some(limit) = self.config.get_connect_timeout().copied() else {
             return self.connect_now();
