@@ -12,7 +12,8 @@ test-fleet:
 TEST_TARGETS += test-fleet
 
 # Created + fired per second by three fleet-node processes against a plain SKIP LOCKED job
-# table on the same server, then the failover time after kill -9 (TTL 2 s). Outside make test.
+# table on the same server (mixed, then adds alone and fires alone), then the failover time
+# after kill -9 (TTL 2 s). Outside make test.
 bench-fleet:
 	$(call need,postgresql)
 	$(CARGO) build --release -q -p timerwheel-fleet --bins --examples

@@ -3,6 +3,10 @@
 //! same server: a plain job table, the same inserts, claimed by three threads with
 //! `FOR UPDATE SKIP LOCKED` (no leases, no fences, no fire records); then the failover time
 //! after `kill -9` of one node (TTL 2 s). One JSON object per line. `--quick`: fewer timers.
+//!
+//! Where the time goes: each side is also measured in two phases, the adds alone (timers
+//! due in an hour, nothing claimed) and the fires alone (every stored timer made due at
+//! once by one UPDATE, then claimed until none is left; the nodes find them by their poll).
 
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +29,14 @@ fn main() {
 
     let baseline = baseline(&server, n);
     report("pg-skip-locked", true, n, baseline);
+    let baseline_split = split(
+        &server,
+        n,
+        "jobs",
+        "SELECT count(*) FROM jobs",
+        insert_job,
+        || Claimers::start(&server),
+    );
     let mut nodes: Vec<Child> = ["a", "b", "c"].iter().map(|m| spawn(&server, m)).collect();
     wait_until(&mut db, Duration::from_secs(60), |owners| owners == 3);
     let fleet = fleet(&server, n);
@@ -35,6 +47,18 @@ fn main() {
         fleet.0 / baseline.0,
         fleet.1 / baseline.1
     );
+
+    let fleet_split = split(&server, n, "tw_fleet_timers", LEFT, add_charge, || ());
+    for (workload, ours, theirs) in [
+        ("fleet-add-only", fleet_split.0, baseline_split.0),
+        ("fleet-fire-only", fleet_split.1, baseline_split.1),
+    ] {
+        println!(
+            "{{\"impl\":\"timerwheel-fleet\",\"baseline\":false,\"workload\":\"{workload}\",\
+             \"n\":{n},\"per_s\":{ours:.0},\"baseline_per_s\":{theirs:.0},\"ratio\":{:.3}}}",
+            ours / theirs
+        );
+    }
 
     nodes[2].kill().expect("kill -9");
     let start = Instant::now();
@@ -59,27 +83,37 @@ fn report(name: &str, baseline: bool, n: u64, (created, fired): (f64, f64)) {
     );
 }
 
+/// What is left to fire in the fleet.
+const LEFT: &str =
+    "SELECT (SELECT count(*) FROM tw_fleet_timers) + (SELECT count(*) FROM tw_fleet_fires)";
+
 /// Created per second and fired per second: writers add `n` timers due at once, the
 /// nodes fire them as they come; fired counts up to the last one acknowledged.
 fn fleet(server: &TestServer, n: u64) -> (f64, f64) {
     let start = Instant::now();
-    let created = write_all(server, n, |tx, key| {
-        let timer = NewTimer {
-            key,
-            name: "charge",
-            payload: b"0123456789abcdef",
-            due_ms: now_ms(),
-            period_ms: 0,
-            replace: false,
-        };
-        add_timer(tx, DEFAULT_SHARDS, &timer).expect("add");
-    });
-    let mut db = connect(server);
-    wait_empty(
-        &mut db,
-        "SELECT (SELECT count(*) FROM tw_fleet_timers) + (SELECT count(*) FROM tw_fleet_fires)",
-    );
+    let created = write_all(server, n, |tx, key| add_charge(tx, key, now_ms()));
+    wait_empty(&mut connect(server), LEFT);
     (n as f64 / created, n as f64 / start.elapsed().as_secs_f64())
+}
+
+fn add_charge(tx: &mut postgres::Transaction<'_>, key: u64, due_ms: i64) {
+    let timer = NewTimer {
+        key,
+        name: "charge",
+        payload: b"0123456789abcdef",
+        due_ms,
+        period_ms: 0,
+        replace: false,
+    };
+    add_timer(tx, DEFAULT_SHARDS, &timer).expect("add");
+}
+
+fn insert_job(tx: &mut postgres::Transaction<'_>, key: u64, due_ms: i64) {
+    tx.execute(
+        "INSERT INTO jobs (key, due_ms, payload) VALUES ($1, $2, $3)",
+        &[&(key as i64), &due_ms, &&b"0123456789abcdef"[..]],
+    )
+    .expect("insert");
 }
 
 /// The same load on a plain job table claimed by three threads.
@@ -91,26 +125,63 @@ fn baseline(server: &TestServer, n: u64) -> (f64, f64) {
          CREATE INDEX jobs_due ON jobs (due_ms);",
     )
     .expect("the job table");
-    let done = Arc::new(AtomicBool::new(false));
-    let claimers: Vec<_> = (0..WRITERS)
-        .map(|_| {
-            let (conninfo, done) = (server.conninfo(), Arc::clone(&done));
-            std::thread::spawn(move || claim_jobs(&conninfo, &done))
-        })
-        .collect();
+    let claimers = Claimers::start(server);
     let start = Instant::now();
-    let created = write_all(server, n, |tx, key| {
-        tx.execute(
-            "INSERT INTO jobs (key, due_ms, payload) VALUES ($1, $2, $3)",
-            &[&(key as i64), &now_ms(), &&b"0123456789abcdef"[..]],
-        )
-        .expect("insert");
-    });
+    let created = write_all(server, n, |tx, key| insert_job(tx, key, now_ms()));
     wait_empty(&mut db, "SELECT count(*) FROM jobs");
     let fired = n as f64 / start.elapsed().as_secs_f64();
-    done.store(true, Ordering::SeqCst);
-    claimers.into_iter().for_each(|c| c.join().unwrap());
+    drop(claimers);
     (n as f64 / created, fired)
+}
+
+/// Adds per second with nothing due (`add` of `n` rows due in an hour), then fired per
+/// second once one UPDATE of `table` made them all due, until `left` counts none; the
+/// claimers run from `claim()` until the end.
+fn split<C>(
+    server: &TestServer,
+    n: u64,
+    table: &str,
+    left: &str,
+    add: impl Fn(&mut postgres::Transaction<'_>, u64, i64) + Sync,
+    claim: impl FnOnce() -> C,
+) -> (f64, f64) {
+    let later = now_ms() + 3_600_000;
+    let added = write_all(server, n, |tx, key| add(tx, key + n, later));
+    let claimers = claim();
+    let mut db = connect(server);
+    let start = Instant::now();
+    db.execute(&format!("UPDATE {table} SET due_ms = $1"), &[&now_ms()])
+        .expect("all due");
+    wait_empty(&mut db, left);
+    let fired = n as f64 / start.elapsed().as_secs_f64();
+    drop(claimers);
+    (n as f64 / added, fired)
+}
+
+/// Three threads claiming due jobs until dropped.
+struct Claimers {
+    done: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Claimers {
+    fn start(server: &TestServer) -> Self {
+        let done = Arc::new(AtomicBool::new(false));
+        let threads = (0..WRITERS)
+            .map(|_| {
+                let (conninfo, done) = (server.conninfo(), Arc::clone(&done));
+                std::thread::spawn(move || claim_jobs(&conninfo, &done))
+            })
+            .collect();
+        Self { done, threads }
+    }
+}
+
+impl Drop for Claimers {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::SeqCst);
+        self.threads.drain(..).for_each(|c| c.join().unwrap());
+    }
 }
 
 fn claim_jobs(conninfo: &str, done: &AtomicBool) {

@@ -8,6 +8,9 @@
 //! error rather than ignored.
 
 use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
 
 use native_tls::{Certificate, TlsConnector};
 use postgres::config::SslMode;
@@ -33,7 +36,14 @@ pub struct ConnectOptions {
     config: Config,
     verify: Verify,
     root_cert: Option<String>,
+    /// Connection attempts given up at the timeout and still waiting for the server (all
+    /// the clones of these options together).
+    abandoned: Arc<AtomicUsize>,
 }
+
+/// At most this many attempts given up at the timeout wait for a paused server at once;
+/// past it an attempt fails at once.
+const MAX_ABANDONED: usize = 4;
 
 impl ConnectOptions {
     /// Parses `conninfo`; an error names the problem, never the string's secrets.
@@ -67,6 +77,7 @@ impl ConnectOptions {
             config,
             verify,
             root_cert,
+            abandoned: Arc::default(),
         })
     }
 
@@ -75,8 +86,73 @@ impl ConnectOptions {
         self.config.get_ssl_mode() == SslMode::Require
     }
 
+    /// These options with connection attempts cut off after `limit` (unless the string set
+    /// a shorter `connect_timeout`): a server that does not answer (stopped, or its
+    /// postmaster paused: the socket connects, the startup waits) is an error after
+    /// `limit`, not a wait without end.
+    pub fn with_connect_timeout(&self, limit: Duration) -> Self {
+        let mut options = self.clone();
+        if options
+            .config
+            .get_connect_timeout()
+            .is_none_or(|set| *set > limit)
+        {
+            options.config.connect_timeout(limit);
+        }
+        options
+    }
+
+    /// How long a connection attempt may take (the string's `connect_timeout`, else a
+    /// minute).
+    pub fn connect_timeout(&self) -> Duration {
+        self.config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(Duration::from_secs(60))
+    }
+
     /// Opens a connection; an error carries PostgreSQL's reason, without the password.
+    /// With a `connect_timeout`, the whole attempt (the socket and the startup) ends at
+    /// it: the client's own timeout covers only the socket, and a paused postmaster
+    /// accepts the socket and never answers. The attempt then goes on in a thread of its
+    /// own (its connection closed if it comes); at most four of them wait at once, past
+    /// which an attempt fails at once.
     pub fn connect(&self) -> Result<Client> {
+        let Some(limit) = self.config.get_connect_timeout().copied() else {
+            return self.connect_now();
+        };
+        if self.abandoned.load(Ordering::SeqCst) >= MAX_ABANDONED {
+            return Err(no_answer(limit));
+        }
+        let (sender, receiver) = mpsc::channel();
+        let gave_up = Arc::new(Mutex::new(false));
+        let (options, waiter) = (self.clone(), Arc::clone(&gave_up));
+        std::thread::Builder::new()
+            .name("timerwheel-fleet-connect".into())
+            .spawn(move || {
+                let connected = options.connect_now();
+                if *waiter.lock().unwrap_or_else(|p| p.into_inner()) {
+                    options.abandoned.fetch_sub(1, Ordering::SeqCst); // its client dropped
+                } else {
+                    let _ = sender.send(connected);
+                }
+            })
+            .map_err(|e| FleetError::Connect(format!("a thread: {e}")))?;
+        if let Ok(connected) = receiver.recv_timeout(limit) {
+            return connected;
+        }
+        // Under the lock: either the attempt ended and sent its result, or it will see
+        // that nobody waits and count itself out.
+        let mut gave_up = gave_up.lock().unwrap_or_else(|p| p.into_inner());
+        if let Ok(connected) = receiver.try_recv() {
+            return connected;
+        }
+        *gave_up = true;
+        self.abandoned.fetch_add(1, Ordering::SeqCst);
+        Err(no_answer(limit))
+    }
+
+    fn connect_now(&self) -> Result<Client> {
         let tls = self.tls_connector()?;
         self.config
             .connect(tls)
@@ -109,6 +185,10 @@ impl ConnectOptions {
             _ => message.to_owned(),
         }
     }
+}
+
+fn no_answer(limit: Duration) -> FleetError {
+    FleetError::Connect(format!("the server did not answer within {limit:?}"))
 }
 
 /// `message` without `conninfo` and without any `password=` value or URL password in it.

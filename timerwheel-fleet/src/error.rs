@@ -29,6 +29,30 @@ pub enum FleetError {
     Invalid(String),
     /// The database refused a statement or the connection broke.
     Database(String),
+    /// PostgreSQL did not answer (`cause`, as the client saw it): `pending` changes wait in
+    /// the node's buffer, to be written when it answers again.
+    Unreachable {
+        /// Why: the connection's error (never the connection string).
+        cause: String,
+        /// Changes waiting in the buffer.
+        pending: usize,
+    },
+    /// PostgreSQL did not answer and the buffer of unwritten changes holds its bound: the
+    /// change was not taken (nothing of it is kept or written).
+    BufferFull {
+        /// The buffer's bound ([`crate::Settings::buffer`]).
+        bound: usize,
+        /// Why PostgreSQL is unreachable.
+        cause: String,
+    },
+    /// The shard count changed (an explicit migration) since the writer read it: nothing
+    /// was written; read it again ([`crate::check_schema`]).
+    ShardCount {
+        /// The count the write was made for.
+        expected: i32,
+        /// The count in the database.
+        found: i32,
+    },
 }
 
 impl fmt::Display for FleetError {
@@ -49,6 +73,19 @@ impl fmt::Display for FleetError {
             ),
             Self::Invalid(why) => write!(f, "invalid argument: {why}"),
             Self::Database(why) => write!(f, "database error: {why}"),
+            Self::Unreachable { cause, pending } => write!(
+                f,
+                "PostgreSQL unreachable ({cause}): {pending} changes wait in the buffer"
+            ),
+            Self::BufferFull { bound, cause } => write!(
+                f,
+                "PostgreSQL unreachable ({cause}) and the buffer holds its bound of \
+                 {bound} unwritten changes: the change was not taken"
+            ),
+            Self::ShardCount { expected, found } => write!(
+                f,
+                "the shard count changed from {expected} to {found}: nothing was written"
+            ),
         }
     }
 }

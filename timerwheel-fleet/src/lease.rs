@@ -83,7 +83,7 @@ impl Node {
         &self.held
     }
 
-    /// The schema's shard count.
+    /// The schema's shard count, as of its last tick.
     pub fn shard_count(&self) -> i32 {
         self.shards
     }
@@ -120,6 +120,9 @@ impl Node {
             ..Rebalance::default()
         };
         let mut held = renewed;
+        // The count moves only by an explicit migration (`set_shard_count`), which bumps
+        // every epoch: the renewal above then found nothing and this takes the new shards.
+        self.shards = check_schema(&mut tx)?;
         let share = fair_share(&mut tx, self.shards)?;
         if held.len() > share {
             let excess: Vec<(i32, i64)> = held

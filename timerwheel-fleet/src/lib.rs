@@ -10,6 +10,9 @@
 //! - [`lease`]: acquire, renew, rebalance, release; the fence.
 //! - [`store`]: adds from any node, fenced claims of due timers, acks, take-over, the
 //!   near window (what a node would load into its wheel).
+//! - [`changes`]: adds, resets and deletes through a node, with a bounded buffer of the
+//!   changes made while PostgreSQL does not answer, and their statuses.
+//! - [`reshard`]: the explicit migration that changes the number of shards.
 //! - [`runner`]: a node that runs timers: a wheel of wake-ups for its shards' near window,
 //!   fenced claims when it wakes, the handlers by name, take-over and paging as time moves.
 //!
@@ -19,18 +22,22 @@
 //! connection strings as libpq (key=value and URLs). What it lacks of libpq's TLS
 //! (`verify-ca`, `verify-full`, `sslrootcert`) [`conn`] adds with `native-tls`.
 
+pub mod changes;
 pub mod conn;
 pub mod error;
 pub mod lease;
+pub mod reshard;
 pub mod runner;
 pub mod schema;
 pub mod server;
 pub mod shard;
 pub mod store;
 
+pub use changes::{Change, Outcome, Status, DEFAULT_BUFFER};
 pub use conn::ConnectOptions;
 pub use error::{FleetError, Result};
 pub use lease::{fence, fence_all, Node, Rebalance, DEFAULT_TTL};
+pub use reshard::{set_shard_count, Resharded};
 pub use runner::{FleetHandler, NodeEvent, Runner, RunnerBuilder, Settings};
 pub use schema::{check_schema, create_schema, migrate, SCHEMA_VERSION};
 pub use shard::{shard_of, DEFAULT_SHARDS};

@@ -43,12 +43,13 @@ use postgres::Client;
 use timerwheel_core::durable::Ack;
 use timerwheel_core::{BoxTask, Config, Runtime};
 
+use crate::changes::{Change, Status, Writer, DEFAULT_BUFFER};
 use crate::error::{FleetError, Result};
 use crate::lease::{Node, Rebalance};
 use crate::store::{
-    ack, claim_due, due_points, take_over_fires, unacked_fires, Fire, FleetToken, CHANNEL,
+    ack, claim_due, due_points, take_over_fires, unacked_fires, Fire, FleetToken, NewTimer, CHANNEL,
 };
-use crate::ConnectOptions;
+use crate::{ConnectOptions, Key};
 
 /// A handler of fleet timers: given the fire (its token carries the shard's epoch) and the
 /// payload; [`Ack::Now`] acknowledges it at once, [`Ack::Later`] leaves it to
@@ -90,6 +91,10 @@ pub struct Settings {
     /// Listens for adds and resets from other nodes (LISTEN/NOTIFY); without it they wait
     /// for the poll when they fall due behind the window's loaded edge.
     pub listen: bool,
+    /// The bound of the buffer of changes made through the node ([`Runner::add`], ...)
+    /// while PostgreSQL does not answer: past it a change is refused
+    /// ([`FleetError::BufferFull`]).
+    pub buffer: usize,
 }
 
 impl Default for Settings {
@@ -100,6 +105,7 @@ impl Default for Settings {
             poll: Duration::from_millis(500),
             batch: 500,
             listen: true,
+            buffer: DEFAULT_BUFFER,
         }
     }
 }
@@ -146,6 +152,8 @@ impl RunnerBuilder {
         if s.window < s.ttl / 2 || s.poll.is_zero() || s.batch < 1 {
             return Err(FleetError::Invalid(format!("runner settings {s:?}")));
         }
+        // A server that accepts nothing is an error after a TTL, not a wait without end.
+        let options = &options.with_connect_timeout(s.ttl);
         let node = Node::join(options.connect()?, name, s.ttl)?;
         let runtime = Arc::new(
             Runtime::<BoxTask>::new(Config::default())
@@ -161,6 +169,8 @@ impl RunnerBuilder {
             wake: Arc::new(Wake::default()),
             stop: AtomicBool::new(false),
             unsure: AtomicBool::new(false),
+            delivered: Mutex::default(),
+            writer: Writer::new(options.clone(), s.buffer),
         });
         let firer_client = options.connect()?;
         let app = Mutex::new(options.connect()?);
@@ -226,7 +236,50 @@ impl Runner {
         if app.is_closed() {
             *app = self.state.options.connect()?;
         }
-        self.state.ack_by_shard(&mut app, tokens)
+        let acked = self.state.ack_by_shard(&mut app, tokens);
+        if acked.is_err() && app.is_closed() {
+            // The server restarted since the connection's last use: an ack is by token
+            // (once however often it is made), so once more on a new connection.
+            *app = self.state.options.connect()?;
+            return self.state.ack_by_shard(&mut app, tokens);
+        }
+        acked
+    }
+
+    /// Adds `timer` (see [`crate::changes`]: written, or buffered while PostgreSQL does not
+    /// answer, or refused past the buffer's bound).
+    pub fn add(&self, timer: &NewTimer<'_>) -> Result<Status> {
+        self.change(Change::add(timer))
+    }
+
+    /// Moves the next deadline of the timer (key, name) to `due_ms`, as [`Runner::add`].
+    pub fn reset(&self, key: Key, name: &str, due_ms: i64) -> Result<Status> {
+        let name = name.to_owned();
+        self.change(Change::Reset { key, name, due_ms })
+    }
+
+    /// Removes the timer (key, name), as [`Runner::add`].
+    pub fn delete(&self, key: Key, name: &str) -> Result<Status> {
+        let name = name.to_owned();
+        self.change(Change::Delete { key, name })
+    }
+
+    /// Writes a change: see [`crate::changes`].
+    pub fn change(&self, change: Change) -> Result<Status> {
+        self.state
+            .writer
+            .apply(change, &|event| self.state.report(event))
+    }
+
+    /// Writes the buffered changes now: [`FleetError::Unreachable`] (with how many wait)
+    /// when PostgreSQL does not answer.
+    pub fn flush_changes(&self) -> Result<()> {
+        self.state.writer.flush(&|event| self.state.report(event))
+    }
+
+    /// Changes waiting in the buffer.
+    pub fn pending_changes(&self) -> usize {
+        self.state.writer.pending()
     }
 
     /// The shards it may fire now, with their epochs: none once the TTL passed since its
@@ -315,8 +368,15 @@ struct State {
     wake: Arc<Wake>,
     stop: AtomicBool,
     /// Set when a claim or an ack failed midway: whether it committed is unknown, so the
-    /// firer delivers the unacknowledged fires of its shards again.
+    /// firer reads the unacknowledged fires of its shards again.
     unsure: AtomicBool,
+    /// The fires handed to a handler and not acknowledged yet, under the epochs they were
+    /// delivered with, and whether the handler said [`Ack::Now`]: a fire read again under
+    /// the same epoch (after a broken connection) is acknowledged again if so, and never
+    /// handed to its handler twice. Only the leases it holds: bounded by their fires.
+    delivered: Mutex<HashMap<FleetToken, bool>>,
+    /// The changes made through the node, and their buffer.
+    writer: Writer,
 }
 
 impl State {
@@ -346,20 +406,29 @@ impl State {
         lock(&self.leases).held.remove(&shard);
     }
 
-    /// Hands `fires` to their handlers and acknowledges those that said [`Ack::Now`].
+    /// Hands `fires` to their handlers, each once per epoch, and acknowledges those that
+    /// said [`Ack::Now`].
     fn deliver(&self, client: &mut Client, fires: &[Fire]) {
         let mut done = Vec::new();
         for fire in fires {
-            match self.handlers.get(&fire.token.name) {
-                Some(handler) => {
-                    if handler(fire) == Ack::Now {
-                        done.push(fire.token.clone());
-                    }
+            let earlier = lock(&self.delivered).get(&fire.token).copied();
+            let acked_now = match (earlier, self.handlers.get(&fire.token.name)) {
+                (Some(acked_now), _) => acked_now,
+                (None, Some(handler)) => {
+                    let acked_now = handler(fire) == Ack::Now;
+                    lock(&self.delivered).insert(fire.token.clone(), acked_now);
+                    acked_now
                 }
-                None => self.report(NodeEvent::Error(format!(
-                    "no handler is registered as {:?}: the fire stays unacknowledged",
-                    fire.token.name
-                ))),
+                (None, None) => {
+                    self.report(NodeEvent::Error(format!(
+                        "no handler is registered as {:?}: the fire stays unacknowledged",
+                        fire.token.name
+                    )));
+                    false
+                }
+            };
+            if acked_now {
+                done.push(fire.token.clone());
             }
         }
         if let Err(error) = self.ack_by_shard(client, &done) {
@@ -378,6 +447,7 @@ impl State {
         }
         match ack(client, &self.name, tokens) {
             Ok(n) => {
+                self.settled(tokens);
                 self.report(NodeEvent::Acked(n));
                 return Ok(n);
             }
@@ -393,9 +463,11 @@ impl State {
             match ack(client, &self.name, group) {
                 Ok(n) => {
                     acked += n;
+                    self.settled(group);
                     self.report(NodeEvent::Acked(n));
                 }
                 Err(FleetError::Fenced { shard, epoch }) => {
+                    self.settled(group); // the shard's next owner delivers them again
                     self.report(NodeEvent::AckRefused(shard, epoch));
                     refused.get_or_insert(FleetError::Fenced { shard, epoch });
                 }
@@ -403,6 +475,14 @@ impl State {
             }
         }
         refused.map_or(Ok(acked), Err)
+    }
+
+    /// Forgets `tokens` delivered: acknowledged, or refused for good.
+    fn settled(&self, tokens: &[FleetToken]) {
+        let mut delivered = lock(&self.delivered);
+        for token in tokens {
+            delivered.remove(token);
+        }
     }
 
     /// A new connection, every 100 ms until the server answers (or the node stops).
@@ -428,6 +508,10 @@ fn drive(state: &State, runtime: &Runtime<BoxTask>, mut node: Node) -> Node {
                 renewed(state, &node, change, began);
                 take_over(state, &mut node, &acquired);
                 window.page_in(state, runtime, &mut node, &acquired);
+                // The server answers: the changes buffered while it did not are written,
+                // for half a renew interval at most (the rest at the next tick).
+                let budget = node.renew_interval() / 2;
+                state.writer.flush_for(budget, &|event| state.report(event));
             }
             Err(error) => {
                 state.report(NodeEvent::Error(error.to_string()));
@@ -451,6 +535,9 @@ fn renewed(state: &State, node: &Node, change: Rebalance, began: Instant) {
         let mut leases = lock(&state.leases);
         leases.held = node.held().clone();
         leases.renewed_at = Some(began);
+        // A fire of a lease it no longer holds is delivered again by the shard's owner.
+        let held = &leases.held;
+        lock(&state.delivered).retain(|t, _| held.get(&t.shard) == Some(&t.shard_epoch));
     }
     for (shard, epoch) in change.acquired {
         state.report(NodeEvent::Acquired(shard, epoch));

@@ -63,7 +63,7 @@ CREATE INDEX tw_fleet_fires_shard ON tw_fleet_fires (shard);
 ";
 
 /// The advisory lock that serialises schema creation and migration ("twfl").
-const SCHEMA_LOCK: i64 = 0x7477_666c;
+pub(crate) const SCHEMA_LOCK: i64 = 0x7477_666c;
 
 /// The migrations: `MIGRATIONS[i]` takes a schema of version `i + 1` to `i + 2`, in the
 /// same transaction as the version's update. Empty while version 1 is the only one.
@@ -72,11 +72,7 @@ const MIGRATIONS: &[&str] = &[];
 /// Creates the schema with `shards` shards, all free; on a database that has it already,
 /// checks it (same version) and changes nothing.
 pub fn create_schema(client: &mut impl GenericClient, shards: i32) -> Result<()> {
-    if !(1..=65_536).contains(&shards) {
-        return Err(FleetError::Invalid(format!(
-            "{shards} shards (1 to 65536 allowed)"
-        )));
-    }
+    check_count(shards)?;
     let mut tx = client.transaction()?;
     // Two nodes creating the schema at once: the second waits, then finds it.
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
@@ -126,6 +122,16 @@ pub fn migrate(client: &mut impl GenericClient) -> Result<()> {
     }
     tx.execute("UPDATE tw_fleet_meta SET version = $1", &[&SCHEMA_VERSION])?;
     tx.commit()?;
+    Ok(())
+}
+
+/// Refuses a shard count out of 1 to 65536.
+pub(crate) fn check_count(shards: i32) -> Result<()> {
+    if !(1..=65_536).contains(&shards) {
+        return Err(FleetError::Invalid(format!(
+            "{shards} shards (1 to 65536 allowed)"
+        )));
+    }
     Ok(())
 }
 

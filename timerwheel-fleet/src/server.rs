@@ -70,7 +70,18 @@ impl TestServer {
 
     /// Stops the server at once (`immediate`: as a crash would) and starts it again.
     pub fn restart(&self) {
+        self.stop();
+        self.start_again();
+    }
+
+    /// Stops the server at once (`immediate`: as a crash would); its port refuses
+    /// connections until [`start_again`](Self::start_again).
+    pub fn stop(&self) {
         self.run("pg_ctl", &self.pg_ctl_args("stop"));
+    }
+
+    /// Starts the stopped server again (after its crash recovery).
+    pub fn start_again(&self) {
         self.run("pg_ctl", &self.pg_ctl_args("start"));
     }
 

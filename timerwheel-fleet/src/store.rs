@@ -9,6 +9,7 @@ use postgres::GenericClient;
 
 use crate::error::{FleetError, Result};
 use crate::lease::{fence, fence_all};
+use crate::schema::check_schema;
 use crate::shard::shard_of;
 use crate::Key;
 
@@ -66,19 +67,15 @@ pub struct Fire {
     pub next_ms: Option<i64>,
 }
 
-/// Adds a timer (from any node); returns its version. An existing (key, name) is an
-/// error unless `timer.replace`.
+/// Adds a timer (from any node) for a schema of `shards` shards; returns its version. An
+/// existing (key, name) is an error unless `timer.replace`; a schema whose shard count is
+/// no longer `shards` (a migration ran) refuses it ([`FleetError::ShardCount`]).
 pub fn add_timer(
     client: &mut impl GenericClient,
     shards: i32,
     timer: &NewTimer<'_>,
 ) -> Result<i64> {
-    if timer.period_ms < 0 || timer.name.is_empty() {
-        return Err(FleetError::Invalid(format!(
-            "timer ({}, {:?}) with period {}",
-            timer.key, timer.name, timer.period_ms
-        )));
-    }
+    check_timer(timer.key, timer.name, timer.period_ms)?;
     let on_conflict = if timer.replace {
         "ON CONFLICT (key, name) DO UPDATE SET due_ms = EXCLUDED.due_ms,
              period_ms = EXCLUDED.period_ms, payload = EXCLUDED.payload,
@@ -86,12 +83,18 @@ pub fn add_timer(
     } else {
         "ON CONFLICT (key, name) DO NOTHING"
     };
+    // Reading the count takes the table's lock before the statement's snapshot: a
+    // migration (which locks it ACCESS EXCLUSIVE) waits for this add's transaction and
+    // re-homes its row, or this add waits for the migration and, the count having moved,
+    // writes nothing.
     let row = client.query_opt(
         &format!(
             "WITH added AS (
                  INSERT INTO tw_fleet_timers
                      (shard, key, name, due_ms, period_ms, payload, version)
-                 VALUES ($1, $2, $3, $4, $5, $6, nextval('tw_fleet_version')) {on_conflict}
+                 SELECT $1, $2, $3, $4, $5, $6, nextval('tw_fleet_version')
+                 FROM tw_fleet_meta WHERE shards = $7
+                 {on_conflict}
                  RETURNING shard, due_ms, version)
              SELECT version FROM added, LATERAL ({NOTIFY}) AS n"
         ),
@@ -102,11 +105,32 @@ pub fn add_timer(
             &timer.due_ms,
             &timer.period_ms,
             &timer.payload,
+            &shards,
         ],
     )?;
-    row.map(|r| r.get(0)).ok_or_else(|| {
-        FleetError::Invalid(format!("timer ({}, {:?}) exists", timer.key, timer.name))
-    })
+    if let Some(row) = row {
+        return Ok(row.get(0));
+    }
+    match check_schema(client)? {
+        found if found != shards => Err(FleetError::ShardCount {
+            expected: shards,
+            found,
+        }),
+        _ => Err(FleetError::Invalid(format!(
+            "timer ({}, {:?}) exists",
+            timer.key, timer.name
+        ))),
+    }
+}
+
+/// Refuses a timer with an empty name or a negative period (before anything is written).
+pub(crate) fn check_timer(key: Key, name: &str, period_ms: i64) -> Result<()> {
+    if period_ms < 0 || name.is_empty() {
+        return Err(FleetError::Invalid(format!(
+            "timer ({key}, {name:?}) with period {period_ms}"
+        )));
+    }
+    Ok(())
 }
 
 /// Moves the next deadline of the timer (key, name) to `due_ms` (from any node); `false` if

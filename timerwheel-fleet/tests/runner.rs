@@ -5,45 +5,13 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use support::{add_charge, connect, fleet_server, now_ms};
+use support::{add_charge, connect, fleet_server, now_ms, Log};
 use timerwheel_core::durable::Ack;
-use timerwheel_fleet::{
-    delete_timer, reset_timer, shard_of, ConnectOptions, Fire, Runner, Settings,
-};
+use timerwheel_fleet::{delete_timer, reset_timer, shard_of, Fire, Settings};
 
 const SHARDS: i32 = 8;
-
-type Log = Arc<Mutex<Vec<(Fire, i64)>>>;
-
-fn start(
-    server: &timerwheel_fleet::server::TestServer,
-    settings: Settings,
-    ack: Ack,
-) -> (Runner, Log) {
-    let log: Log = Arc::default();
-    let sink = Arc::clone(&log);
-    let runner = Runner::builder()
-        .settings(settings)
-        .handler("charge", move |fire| {
-            sink.lock().unwrap().push((fire.clone(), now_ms()));
-            ack
-        })
-        .start(&ConnectOptions::parse(&server.conninfo()).unwrap(), "a")
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while runner.firing().len() < SHARDS as usize {
-        assert!(
-            Instant::now() < deadline,
-            "no leases: {:?}",
-            runner.firing()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (runner, log)
-}
 
 fn wait_fired(log: &Log, n: usize, timeout: Duration) -> Vec<(Fire, i64)> {
     let deadline = Instant::now() + timeout;
@@ -66,7 +34,7 @@ fn timers_beyond_the_window_page_in_as_time_moves_and_fire_on_time_without_the_p
         poll: Duration::from_secs(60), // only the wheel can wake it in time
         ..Settings::default()
     };
-    let (runner, log) = start(&server, settings, Ack::Now);
+    let (runner, log) = support::start_runner(&server, SHARDS, settings, Ack::Now);
     // The hour-away timers first: their 5,000 inserts take seconds on a loaded machine,
     // and the near ones must still be beyond the window when the check below runs.
     let far = now_ms() + 3_600_000;
@@ -146,7 +114,7 @@ fn worst_delay_of_changes_from_another_node(settings: Settings) -> i64 {
     for key in 100..110 {
         add_charge(&mut elsewhere, SHARDS, key, hour); // beyond the window: not loaded
     }
-    let (runner, log) = start(&server, settings, Ack::Now);
+    let (runner, log) = support::start_runner(&server, SHARDS, settings, Ack::Now);
     add_charge(&mut elsewhere, SHARDS, 999, now_ms() + 1_500);
     std::thread::sleep(Duration::from_millis(800)); // the window is loaded past now
     assert!(delete_timer(&mut elsewhere, 999, "charge").unwrap());
@@ -192,7 +160,7 @@ fn a_held_ack_is_refused_once_the_shard_moved_and_nothing_more_of_it_fires() {
         ttl: Duration::from_secs(1),
         ..Settings::default()
     };
-    let (runner, log) = start(&server, settings, Ack::Later);
+    let (runner, log) = support::start_runner(&server, SHARDS, settings, Ack::Later);
     add_charge(&mut db, SHARDS, 1, now_ms());
     add_charge(&mut db, SHARDS, 2, now_ms());
     let fired = wait_fired(&log, 2, Duration::from_secs(10));
@@ -253,7 +221,7 @@ fn every_point_of_a_periodic_timer_fires_on_time_without_the_poll() {
         poll: Duration::from_secs(60),
         ..Settings::default()
     };
-    let (runner, log) = start(&server, settings, Ack::Now);
+    let (runner, log) = support::start_runner(&server, SHARDS, settings, Ack::Now);
     let first = now_ms() + 500;
     support::add_named(&mut db, SHARDS, (5, "charge"), first, 300);
     let fired = wait_fired(&log, 6, Duration::from_secs(10));

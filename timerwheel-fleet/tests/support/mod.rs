@@ -9,8 +9,11 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use timerwheel_core::durable::Ack;
 use timerwheel_fleet::server::TestServer;
-use timerwheel_fleet::{add_timer, create_schema, ConnectOptions, NewTimer};
+use timerwheel_fleet::{
+    add_timer, create_schema, ConnectOptions, Fire, NewTimer, Runner, Settings,
+};
 
 /// A cluster with the schema of `shards` shards.
 pub fn fleet_server(shards: i32) -> TestServer {
@@ -245,4 +248,49 @@ pub fn add_named(
         replace: false,
     };
     add_timer(client, shards, &timer).unwrap();
+}
+
+/// The fires a [`Runner`]'s handler got, with when (ms since the Unix epoch).
+pub type Log = Arc<Mutex<Vec<(Fire, i64)>>>;
+
+/// A [`Runner`] named "a" in this process, its handler of "charge" logging each fire and
+/// answering `ack`; returns once it holds all `shards`.
+pub fn start_runner(
+    server: &TestServer,
+    shards: i32,
+    settings: Settings,
+    ack: Ack,
+) -> (Runner, Log) {
+    let log: Log = Arc::default();
+    let sink = Arc::clone(&log);
+    let runner = Runner::builder()
+        .settings(settings)
+        .handler("charge", move |fire| {
+            sink.lock().unwrap().push((fire.clone(), now_ms()));
+            ack
+        })
+        .start(&ConnectOptions::parse(&server.conninfo()).unwrap(), "a")
+        .unwrap();
+    wait_for("the leases", Duration::from_secs(30), || {
+        runner.firing().len() == shards as usize
+    });
+    (runner, log)
+}
+
+/// Waits up to `timeout` for `done`; fails the test naming `what` after it.
+pub fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: not after {timeout:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The keys of the fires in `log`, in the order they came.
+pub fn keys(log: &Log) -> Vec<u64> {
+    log.lock()
+        .unwrap()
+        .iter()
+        .map(|(f, _)| f.token.key)
+        .collect()
 }
