@@ -313,6 +313,9 @@ fn write_loop(shared: &Shared, mut sink: Box<dyn Sink>) {
                     queue.first_queued = Some(Instant::now());
                 }
             }
+            // The queue has room again: the callers waiting for it queue the next batch
+            // while this one commits.
+            shared.committed.notify_all();
             (batch, closing)
         };
         let result = sink.commit(&batch);
