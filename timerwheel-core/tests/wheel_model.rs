@@ -5,7 +5,11 @@
 mod wheel_harness;
 
 use proptest::prelude::*;
+use timerwheel_core::wheel::DRAIN_CHUNK;
 use wheel_harness::{Checks, Harness, Op, When};
+
+/// The wheel's default geometry (the fuzz target `wheel_ops` uses a small drain chunk).
+const DEFAULT_CHUNK: u32 = DRAIN_CHUNK.trailing_zeros();
 
 /// Shifts of the level granularities (powers of 64), the overflow range and beyond.
 fn boundary_shift() -> impl Strategy<Value = u32> {
@@ -74,7 +78,7 @@ proptest! {
         ops in prop::collection::vec(op(), 1..300),
         follow_next_expiry in any::<bool>(),
     ) {
-        let mut h = Harness::new(limit, start, Checks::EveryOp);
+        let mut h = Harness::new(limit, start, Checks::EveryOp, DEFAULT_CHUNK);
         for op in &ops {
             h.run(op);
         }
@@ -90,7 +94,7 @@ proptest! {
         start in start(),
         deadlines in prop::collection::vec(deadline(), 1..200),
     ) {
-        let mut h = Harness::new(None, start, Checks::EveryOp);
+        let mut h = Harness::new(None, start, Checks::EveryOp, DEFAULT_CHUNK);
         for when in deadlines {
             h.insert(when.resolve(start));
             h.check();

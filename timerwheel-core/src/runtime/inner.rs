@@ -761,8 +761,7 @@ impl<T: Task> Inner<T> {
         stats.workers_spawned = counts.spawned as u64;
         stats.workers_retired = counts.retired as u64;
         stats.queue_depth = counts.queued as u64;
-        stats.late_p50_us = self.lateness.quantile(0.50);
-        stats.late_p99_us = self.lateness.quantile(0.99);
+        [stats.late_p50_us, stats.late_p99_us] = self.lateness.quantiles([0.50, 0.99]);
         stats.late_max_us = self.lateness.max();
         stats.callback_panics = self.panics.load(Relaxed);
         stats.slow_callbacks = self.slow_callbacks.load(Relaxed);

@@ -157,9 +157,19 @@ impl Histogram {
         self.buckets.iter().map(|b| b.load(Relaxed)).collect()
     }
 
-    /// The value at quantile `q` (0..=1): the upper edge of its bucket, capped by the max.
-    pub(crate) fn quantile(&self, q: f64) -> u64 {
-        quantile(&self.counts(), q, self.max())
+    /// The values at quantiles `qs` (each 0..=1): the upper edges of their buckets, capped
+    /// by the max, all from one reading of the buckets (so they are ordered as `qs` are),
+    /// taken on the stack: a stats call allocates nothing. The buckets above the max's are
+    /// empty and not read (the max is read first: a sample recorded since may be left out,
+    /// as if the reading were taken a moment earlier).
+    pub(crate) fn quantiles<const N: usize>(&self, qs: [f64; N]) -> [u64; N] {
+        let max = self.max();
+        let used = bucket_of(max) + 1;
+        let mut counts = [0; BUCKETS];
+        for (count, bucket) in counts[..used].iter_mut().zip(self.buckets.iter()) {
+            *count = bucket.load(Relaxed);
+        }
+        qs.map(|q| quantile(&counts[..used], q, max))
     }
 
     /// The fixed buckets, cumulative as the exposition gives them, and the sum.
@@ -312,15 +322,27 @@ mod tests {
     }
 
     #[test]
+    fn quantiles_read_below_the_max_agree_with_a_reading_of_every_bucket() {
+        let h = Histogram::new();
+        assert_eq!(h.quantiles([0.5, 1.0]), [0, 0]);
+        for v in [0, 3, 17, 1_000, 1 << 40, u64::MAX - 1, u64::MAX] {
+            h.record(v);
+            let qs = [0.0, 0.25, 0.5, 0.99, 1.0];
+            let all = qs.map(|q| quantile(&h.counts(), q, h.max()));
+            assert_eq!(h.quantiles(qs), all, "after {v}");
+        }
+    }
+
+    #[test]
     fn quantiles_follow_the_samples() {
         let h = Histogram::new();
         for v in 1..=1000 {
             h.record(v);
         }
-        let p50 = h.quantile(0.5);
+        let [p50, p99, p100] = h.quantiles([0.5, 0.99, 1.0]);
         assert!((450..=570).contains(&p50), "{p50}");
-        assert!(h.quantile(0.99) >= 990);
-        assert_eq!(h.quantile(1.0), 1000);
+        assert!(p99 >= 990);
+        assert_eq!(p100, 1000);
         assert_eq!(h.max(), 1000);
     }
 }

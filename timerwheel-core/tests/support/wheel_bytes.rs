@@ -7,9 +7,13 @@ use super::wheel_harness::{Checks, Harness, Op, When};
 
 /// Most operations taken from one input.
 const MAX_OPS: usize = 1_000;
-/// Most entries one input inserts: enough for an upper slot to be moved down in several
-/// chunks of `DRAIN_CHUNK` (256), few enough for the fuzzer to run thousands a second.
-const MAX_INSERTS: u64 = 512;
+/// Log2 of the least number of entries the wheel moves down per step: 4 instead of the
+/// default 256, so that an upper slot is moved down in several chunks with a few entries.
+const DRAIN_CHUNK_SHIFT: u32 = 2;
+/// Most entries one input inserts: enough for several chunks of `DRAIN_CHUNK_SHIFT`, for
+/// the pool to grow twice (64, 128 nodes) and for a batch of removes to fill
+/// `UNLINK_BATCH` (64); few enough for the fuzzer to run tens of thousands a second.
+const MAX_INSERTS: u64 = 128;
 /// Shifts of the level granularities (powers of 64), the overflow range and beyond.
 const SHIFTS: [u32; 10] = [6, 12, 18, 24, 30, 36, 37, 42, 48, 63];
 /// How far a bulk insert spreads its deadlines.
@@ -121,7 +125,7 @@ pub fn run(data: &[u8]) {
     let limit = bytes.limit();
     let start = bytes.start();
     let follow_next_expiry = bytes.byte() % 2 == 0;
-    let mut harness = Harness::new(limit, start, Checks::AtEnd);
+    let mut harness = Harness::new(limit, start, Checks::AtEnd, DRAIN_CHUNK_SHIFT);
     let mut inserts_left = MAX_INSERTS;
     for _ in 0..MAX_OPS {
         if bytes.is_empty() {

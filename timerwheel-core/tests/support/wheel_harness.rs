@@ -1,4 +1,5 @@
-//! The wheel next to a reference model kept in a `BTreeMap`, driven by [`Op`]s; shared by
+//! The wheel next to a reference model (entries by node index, a min-heap of the pending
+//! ones' firing orders), driven by [`Op`]s; shared by
 //! the property tests (`wheel_model.rs`), the fuzz target `wheel_ops` and its stable replay.
 //!
 //! The model knows, for every entry, its deadline, whether it is pending or detached (by
@@ -12,7 +13,8 @@
 //! runs tens of thousands of inputs a second, checks the cheap invariants after each one
 //! and every entry at the end. Either way every entry handed out is checked as it comes.
 
-use std::collections::BTreeSet;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use timerwheel_core::wheel::{Full, Key, Wheel};
 
@@ -96,8 +98,10 @@ struct Model {
     /// Entries by their key's node index (the wheel's indices are dense): O(1) lookups.
     entries: Vec<Option<Entry>>,
     len: usize,
-    /// `(order, key)` of every pending entry.
-    queue: BTreeSet<(u64, u64)>,
+    /// `(order, key)` of every pending entry, smallest first, and stale pairs: an entry
+    /// detached or given another order leaves its pair behind, dropped once it comes to the
+    /// top ([`Model::earliest`]). Cheaper than an ordered set's removal in the middle.
+    queue: BinaryHeap<Reverse<(u64, u64)>>,
     /// Every live key, for picking one at random in O(1).
     live: Vec<u64>,
 }
@@ -141,7 +145,7 @@ impl Model {
             slot,
         };
         self.live.push(raw);
-        self.queue.insert((order, raw));
+        self.queue.push(Reverse((order, raw)));
         let index = key.index() as usize;
         if self.entries.len() <= index {
             self.entries.resize_with(index + 1, || None);
@@ -162,16 +166,12 @@ impl Model {
         entry.deadline = deadline;
         entry.order = order;
         entry.pending = true;
-        self.queue.insert((order, raw));
+        self.queue.push(Reverse((order, raw)));
     }
 
+    /// Marks the entry not pending; its pair in `queue` goes stale.
     fn detach(&mut self, raw: u64) {
-        let entry = self.get_mut(raw);
-        if entry.pending {
-            entry.pending = false;
-            let order = entry.order;
-            self.queue.remove(&(order, raw));
-        }
+        self.get_mut(raw).pending = false;
     }
 
     fn remove(&mut self, raw: u64) -> Entry {
@@ -185,9 +185,28 @@ impl Model {
         entry
     }
 
-    /// The earliest firing order of a pending entry.
-    fn earliest(&self) -> Option<u64> {
-        self.queue.first().map(|&(order, _)| order)
+    /// The earliest firing order of a pending entry, and its key.
+    fn earliest(&mut self) -> Option<(u64, u64)> {
+        while let Some(&Reverse((order, raw))) = self.queue.peek() {
+            if self
+                .find(raw)
+                .is_some_and(|e| e.pending && e.order == order)
+            {
+                return Some((order, raw));
+            }
+            self.queue.pop();
+        }
+        None
+    }
+
+    /// The distinct firing orders of the pending entries.
+    fn pending_orders(&self) -> Vec<u64> {
+        let mut orders: Vec<u64> = (self.live.iter().map(|&raw| self.get(raw)))
+            .filter_map(|e| e.pending.then_some(e.order))
+            .collect();
+        orders.sort_unstable();
+        orders.dedup();
+        orders
     }
 
     /// Up to `n` entries spread over all of them.
@@ -212,24 +231,38 @@ pub struct Harness {
     model: Model,
     stale: Vec<Key>,
     next_value: u64,
+    /// What the last advance handed out (kept to reuse its memory).
+    fired: Vec<(Key, u64)>,
+    /// What the last expire handed out (kept to reuse its memory).
+    expired: Vec<Key>,
 }
 
+/// Entries the model and the buffers make room for at once (they grow past it).
+const ROOM: usize = 256;
+
 impl Harness {
-    pub fn new(limit: Option<usize>, start: u64, checks: Checks) -> Self {
-        let mut wheel = limit.map_or_else(Wheel::new, Wheel::with_limit);
+    /// A wheel at `start` holding at most `limit` entries, moving upper slots down in
+    /// chunks of at least `2^drain_chunk_shift` entries.
+    pub fn new(limit: Option<usize>, start: u64, checks: Checks, drain_chunk_shift: u32) -> Self {
+        let mut wheel = Wheel::with_drain_chunk(limit.unwrap_or(usize::MAX), drain_chunk_shift);
         assert_eq!(wheel.now(), 0);
         assert_eq!(wheel.advance(start, |_, _| panic!("empty wheel fired")), 0);
         let model = Model {
             now: start,
+            entries: Vec::with_capacity(ROOM),
+            queue: BinaryHeap::with_capacity(ROOM),
+            live: Vec::with_capacity(ROOM),
             ..Model::default()
         };
-        let h = Harness {
+        let mut h = Harness {
             wheel,
             limit,
             checks,
             model,
-            stale: Vec::new(),
+            stale: Vec::with_capacity(ROOM),
             next_value: 0,
+            fired: Vec::with_capacity(ROOM),
+            expired: Vec::with_capacity(ROOM),
         };
         h.check();
         h
@@ -264,7 +297,7 @@ impl Harness {
         self.check_after_op();
     }
 
-    fn check_after_op(&self) {
+    fn check_after_op(&mut self) {
         match self.checks {
             Checks::EveryOp => self.check(),
             Checks::AtEnd => self.check_counts(),
@@ -319,13 +352,14 @@ impl Harness {
     }
 
     fn advance(&mut self, target: u64) {
-        let mut fired = Vec::new();
+        let mut fired = std::mem::take(&mut self.fired);
+        fired.clear();
         let n = self
             .wheel
             .advance(target, |key, value| fired.push((key, value)));
         assert_eq!(n, fired.len(), "advance's count");
         self.settle(target, fired.iter().map(|&(key, _)| key));
-        for (key, value) in fired {
+        for &(key, value) in &fired {
             let entry = self.model.remove(key.to_u64());
             assert_eq!(
                 value, entry.value,
@@ -333,14 +367,16 @@ impl Harness {
             );
             self.stale.push(key);
         }
+        self.fired = fired;
     }
 
     fn expire(&mut self, target: u64, remove: bool) {
-        let mut fired = Vec::new();
-        let n = self.wheel.expire(target, |key| fired.push(key));
-        assert_eq!(n, fired.len(), "expire's count");
-        for key in self.settle(target, fired) {
-            self.model.detach(key.to_u64());
+        let mut expired = std::mem::take(&mut self.expired);
+        expired.clear();
+        let n = self.wheel.expire(target, |key| expired.push(key));
+        assert_eq!(n, expired.len(), "expire's count");
+        self.settle(target, expired.iter().copied());
+        for &key in &expired {
             if remove {
                 let entry = self.model.remove(key.to_u64());
                 assert_eq!(
@@ -351,16 +387,16 @@ impl Harness {
                 self.stale.push(key);
             }
         }
+        self.expired = expired;
     }
 
     /// Checks that `fired` (in the order handed out) is exactly the due set of an advance to
     /// `target`, in firing order, and moves the model's clock; the fired entries are
-    /// detached in the model. Returns `fired` again.
-    fn settle<I: IntoIterator<Item = Key>>(&mut self, target: u64, fired: I) -> Vec<Key> {
-        let fired: Vec<Key> = fired.into_iter().collect();
+    /// detached in the model.
+    fn settle(&mut self, target: u64, fired: impl Iterator<Item = Key>) {
         let now = self.model.now;
         let mut last_order = 0;
-        for key in &fired {
+        for key in fired {
             let raw = key.to_u64();
             let entry = self.model.find(raw);
             if !entry.is_some_and(|e| e.pending && e.order <= target && target >= now) {
@@ -375,13 +411,12 @@ impl Harness {
             last_order = order;
             self.model.detach(raw);
         }
-        let first_due = self.model.queue.first().filter(|&&(o, _)| o <= target);
-        if let Some(&(order, raw)) = first_due.filter(|_| target >= now) {
+        let first_due = self.model.earliest().filter(|&(o, _)| o <= target);
+        if let Some((order, raw)) = first_due.filter(|_| target >= now) {
             let what = self.model.describe(raw);
             panic!("advance to {target} (now {now}) missed {what} (order {order})");
         }
         self.model.now = now.max(target);
-        fired
     }
 
     /// A stale key is refused everywhere, including by the mutating calls.
@@ -403,7 +438,7 @@ impl Harness {
 
     /// Everything observable agrees with the model (for a sample of the entries when
     /// there are many and the checks run after every operation).
-    pub fn check(&self) {
+    pub fn check(&mut self) {
         let sample = match self.checks {
             Checks::EveryOp => SAMPLE_PER_OP,
             Checks::AtEnd => usize::MAX,
@@ -432,7 +467,7 @@ impl Harness {
     }
 
     /// The cheap invariants: the clock, the count, and `next_expiry`.
-    fn check_counts(&self) {
+    fn check_counts(&mut self) {
         self.check_clock_and_len();
         self.check_next_expiry();
     }
@@ -443,14 +478,14 @@ impl Harness {
         assert_eq!(self.wheel.is_empty(), self.model.len() == 0, "is_empty()");
     }
 
-    fn check_next_expiry(&self) {
+    fn check_next_expiry(&mut self) {
         self.check_next_expiry_is(self.wheel.next_expiry());
     }
 
     /// `next` (what `next_expiry` returned) agrees with the model.
-    fn check_next_expiry_is(&self, next: Option<u64>) {
+    fn check_next_expiry_is(&mut self, next: Option<u64>) {
         let now = self.model.now;
-        let Some(earliest) = self.model.earliest() else {
+        let Some((earliest, _)) = self.model.earliest() else {
             return assert_eq!(next, None, "next_expiry with nothing pending");
         };
         let t = next.expect("next_expiry is None with entries pending");
@@ -470,8 +505,7 @@ impl Harness {
     /// it once a step: it is the costliest of the cheap checks).
     pub fn finish(&mut self) {
         self.check();
-        let mut orders: Vec<u64> = self.model.queue.iter().map(|&(order, _)| order).collect();
-        orders.dedup();
+        let orders = self.model.pending_orders();
         let bound = STEPS_PER_DEADLINE * (orders.len() + 1);
         let mut steps = 0;
         loop {

@@ -569,12 +569,13 @@ fn default_config() -> tw_config {
     DEFAULT.with(|cfg| *cfg)
 }
 
-/// A manual wheel's config: a virtual clock mostly (one input in eight sleeps a tick of
-/// real time), maybe a small capacity.
+/// A manual wheel's config: a virtual clock mostly (one input in 32 runs on the real clock
+/// and sleeps a tick of real time: a sleep takes longer than a whole input on a virtual
+/// one), maybe a small capacity.
 fn config(bytes: &mut Bytes) -> tw_config {
     let mut cfg = default_config();
     cfg.manual = 1;
-    cfg.clock = u32::from(bytes.byte() % 8 != 0);
+    cfg.clock = u32::from(bytes.byte() % 32 != 0);
     cfg.tick_us = TICK_US;
     cfg.max_timers = match bytes.byte() % 4 {
         0 => u64::from(bytes.byte() % 16),
