@@ -294,10 +294,13 @@ impl<T: Task + From<BoxTask>> Shared<T> {
 
     /// A timer's task ran: journal the fire, schedule a periodic timer's next point, and
     /// hand the fire to its handler. A task that a reset or delete overtook does nothing.
-    /// Fires wait for the store as changes do (a store behind its timers' fires held up
-    /// every other change, and a crash lost more than the delay).
+    /// A fire first waits for the store as changes do (a store behind its timers' fires
+    /// held up every other change, and a crash lost more than the delay), before it ends
+    /// or moves its timer: a reset or delete that finds it fired then finds its handler
+    /// running, not waiting.
     fn fire(self: &Arc<Self>, key: Key, name: &str, epoch: u64, occurrence_ms: i64, id: TimerId) {
-        let (fire, seq) = {
+        self.journal.wait_backlog(self.journal.next_seq());
+        let fire = {
             let mut live = self.lock();
             if live.closed {
                 return;
@@ -317,7 +320,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
                 payload: timer.stored.payload.clone(),
             };
             let next_ms = self.next_point(&timer.stored);
-            let seq = self.journal.push(Change::Fire {
+            self.journal.push(Change::Fire {
                 fire: fire.clone(),
                 next_ms,
             });
@@ -337,9 +340,8 @@ impl<T: Task + From<BoxTask>> Shared<T> {
                 }
             }
             live.fires.insert(fire.token.clone(), fire.clone());
-            (fire, seq)
+            fire
         };
-        self.journal.wait_backlog(seq);
         self.deliver(&fire);
     }
 

@@ -5,7 +5,7 @@
 //! Opening checks before it writes: a file that is not a timerwheel store, a damaged one,
 //! another schema version or a path that cannot be written is refused and left untouched.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
@@ -144,13 +144,9 @@ impl SqliteSink {
         tx.commit().map_err(writable)
     }
 
-    /// Applies `change`; a fire in `folded` (acknowledged in the same batch) never touches
-    /// the fires table, neither by its fire nor by its acknowledgement.
-    fn apply(
-        statements: &mut Statements<'_>,
-        change: &Change,
-        folded: &HashSet<&Token>,
-    ) -> rusqlite::Result<()> {
+    /// Applies `change`; a fire not `kept` does not insert its row in the fires table (its
+    /// ack follows in the same batch).
+    fn apply(statements: &mut Statements<'_>, change: &Change, kept: bool) -> rusqlite::Result<()> {
         match change {
             Change::Add(t) => {
                 statements.get(Sql::Add)?.execute(params![
@@ -180,16 +176,12 @@ impl SqliteSink {
                     .get(Sql::Delete)?
                     .execute(params![*key as i64, name])?;
             }
-            Change::Fire { fire, next_ms } => {
-                let kept = !folded.contains(&fire.token);
-                Self::apply_fire(statements, fire, *next_ms, kept)?;
-            }
+            Change::Fire { fire, next_ms } => Self::apply_fire(statements, fire, *next_ms, kept)?,
             Change::Generation(generation) => {
                 statements
                     .get(Sql::Generation)?
                     .execute(params![*generation as i64])?;
             }
-            Change::Ack(token) if folded.contains(token) => {}
             Change::Ack(token) => {
                 statements.get(Sql::Ack)?.execute(params![
                     token.key as i64,
@@ -301,11 +293,12 @@ impl Sink for SqliteSink {
         let Some(last) = fresh.last().map(|e| e.seq) else {
             return Ok(());
         };
-        let folded = acked_in_batch(&fresh);
+        let acked_next = fires_acked_next(&fresh);
         let tx = self.conn.transaction().map_err(sql)?;
         let mut statements = Statements::new(&tx);
         for event in fresh {
-            Self::apply(&mut statements, &event.change, &folded).map_err(sql)?;
+            let kept = !acked_next.contains(&event.seq);
+            Self::apply(&mut statements, &event.change, kept).map_err(sql)?;
         }
         drop(statements);
         tx.prepare_cached("UPDATE meta SET seq = ?1 WHERE id = 0")
@@ -315,26 +308,26 @@ impl Sink for SqliteSink {
     }
 }
 
-/// The fires of `events` acknowledged in `events` too: a batch commits all of it or none,
-/// so their rows in the fires table would be inserted and deleted in one transaction.
-fn acked_in_batch<'e>(events: &[&'e Event]) -> HashSet<&'e Token> {
-    let acked: HashSet<&Token> = events
-        .iter()
-        .filter_map(|e| match &e.change {
-            Change::Ack(token) => Some(token),
-            _ => None,
-        })
-        .collect();
-    if acked.is_empty() {
-        return acked;
+/// The sequences of the fires in `events` whose token's next fire or ack there is its ack:
+/// the ack deletes the row, so the fire need not insert it (a batch commits all of it or
+/// none). Acks are always applied: a fire of the same token committed before leaves a row.
+fn fires_acked_next(events: &[&Event]) -> HashSet<u64> {
+    let mut pending: HashMap<&Token, u64> = HashMap::new();
+    let mut skipped = HashSet::new();
+    for event in events {
+        match &event.change {
+            Change::Fire { fire, .. } => {
+                pending.insert(&fire.token, event.seq);
+            }
+            Change::Ack(token) => {
+                if let Some(seq) = pending.remove(token) {
+                    skipped.insert(seq);
+                }
+            }
+            _ => {}
+        }
     }
-    events
-        .iter()
-        .filter_map(|e| match &e.change {
-            Change::Fire { fire, .. } if acked.contains(&fire.token) => Some(&fire.token),
-            _ => None,
-        })
-        .collect()
+    skipped
 }
 
 /// The statements a batch applies, one per kind of change.
@@ -562,7 +555,7 @@ mod tests {
     }
 
     #[test]
-    fn fires_acknowledged_in_their_own_batch_or_a_later_one_are_gone_as_in_the_model() {
+    fn fires_and_acks_in_one_batch_or_across_batches_leave_what_the_model_leaves() {
         let dir = std::env::temp_dir().join(format!("tw-sqlite-fold-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -585,6 +578,11 @@ mod tests {
             ],
             vec![fire(3000, 4000), ack(2000), fire(4000, 5000), ack(4000)],
             vec![ack(4000), fire(5000, 6000)],
+            // An ack before its fire, a fire acked and fired again, a fire committed
+            // before and fired and acked again.
+            vec![ack(7000), fire(7000, 8000), fire(9000, 10000)],
+            vec![fire(8000, 9000), ack(8000), fire(8000, 9000)],
+            vec![fire(9000, 10000), ack(9000)],
         ];
         let mut model = Snapshot::default();
         let mut seq = 0;
@@ -606,7 +604,7 @@ mod tests {
         let stored = SqliteSink::open(&path).unwrap().load().unwrap();
         assert_eq!(stored, model);
         let left: Vec<i64> = stored.fires.keys().map(|t| t.occurrence_ms).collect();
-        assert_eq!(left, [3000, 5000]);
+        assert_eq!(left, [3000, 5000, 7000, 8000]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
