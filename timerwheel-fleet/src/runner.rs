@@ -51,6 +51,9 @@ use crate::store::{
 };
 use crate::{ConnectOptions, Key};
 
+/// The shortest a node's connection attempt may take before it is given up.
+const LEAST_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A handler of fleet timers: given the fire (its token carries the shard's epoch) and the
 /// payload; [`Ack::Now`] acknowledges it at once, [`Ack::Later`] leaves it to
 /// [`Runner::ack`].
@@ -152,8 +155,10 @@ impl RunnerBuilder {
         if s.window < s.ttl / 2 || s.poll.is_zero() || s.batch < 1 {
             return Err(FleetError::Invalid(format!("runner settings {s:?}")));
         }
-        // A server that accepts nothing is an error after a TTL, not a wait without end.
-        let options = &options.with_connect_timeout(s.ttl);
+        // A server that accepts nothing is an error after a TTL (at least a few seconds: a
+        // loaded machine took over a second to answer a short test TTL's reconnect), not
+        // a wait without end. Leases, not connection attempts, stop the firing.
+        let options = &options.with_connect_timeout(s.ttl.max(LEAST_CONNECT_TIMEOUT));
         let node = Node::join(options.connect()?, name, s.ttl)?;
         let runtime = Arc::new(
             Runtime::<BoxTask>::new(Config::default())
