@@ -182,6 +182,7 @@ fn fleet_against_postgres() {
     an_ack_after_another_node_took_the_shard_is_fenced(&server);
     a_database_without_the_schema_is_refused_clearly(&server);
     a_handler_acks_but_cannot_leave_its_own_node(&server);
+    changes_wait_in_a_bounded_buffer_while_postgres_is_down(&server);
 }
 
 fn a_timer_added_through_c_fires_once_with_its_token(server: &TestServer) {
@@ -367,6 +368,58 @@ fn a_handler_acks_but_cannot_leave_its_own_node(server: &TestServer) {
     );
     let unacked = sql(server, "SELECT count(*) FROM tw_fleet_fires WHERE key = 11");
     assert_eq!(unacked, 0, "acknowledged from inside its handler");
+    destroy(f);
+}
+
+/// Last: it stops the server for a while.
+fn changes_wait_in_a_bounded_buffer_while_postgres_is_down(server: &TestServer) {
+    let fired = Mutex::new(Vec::new());
+    let mut settings = quick();
+    settings.buffer = 2;
+    let f = node(Some(&settings), &fired);
+    assert_eq!(join(f, &server.conninfo(), c"d"), tw_status::TW_OK);
+    let later = now_ms() + 3_600_000;
+    assert_eq!(add(f, 21, c"charge", b"", later), tw_status::TW_OK);
+    server.stop();
+    assert_eq!(
+        add(f, 22, c"charge", b"", later),
+        tw_status::TW_ERR_UNREACHABLE,
+        "kept"
+    );
+    assert!(error(f).contains("1 changes wait"), "{}", error(f));
+    // SAFETY: a live node and a NUL-terminated name.
+    let deleted = unsafe { tw_fleet_delete(f, 21, c"charge".as_ptr()) };
+    assert_eq!(deleted, tw_status::TW_ERR_UNREACHABLE, "kept");
+    assert_eq!(
+        add(f, 23, c"charge", b"", later),
+        tw_status::TW_ERR_FULL,
+        "past the bound: not kept"
+    );
+    assert!(!error(f).contains(&server.conninfo()), "{}", error(f));
+    let mut pending = 0;
+    // SAFETY: a live node and a writable count.
+    let flushed = unsafe { tw_fleet_flush(f, &mut pending) };
+    assert_eq!((flushed, pending), (tw_status::TW_ERR_UNREACHABLE, 2));
+
+    server.start_again();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        // SAFETY: a live node and a writable count.
+        let flushed = unsafe { tw_fleet_flush(f, &mut pending) };
+        if flushed == tw_status::TW_OK || Instant::now() > deadline {
+            assert_eq!((flushed, pending), (tw_status::TW_OK, 0), "{}", error(f));
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let count = |key| {
+        sql(
+            server,
+            &format!("SELECT count(*) FROM tw_fleet_timers WHERE key = {key}"),
+        )
+    };
+    // Written in order: the add of 22, then the delete of 21; the refused add of 23 never.
+    assert_eq!((count(21), count(22), count(23)), (0, 1, 0));
     destroy(f);
 }
 
