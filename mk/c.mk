@@ -102,8 +102,8 @@ CPP_FLAGS := -std=c++17 $(C_WARN) -pthread -g -O1 -Iinclude -Ibindings/cpp -Ites
 test-cpp: lib fleet-test-server | $(C_BUILD)
 	$(CXX) $(CPP_FLAGS) tests/cpp/test_wrapper.cpp -o $(C_BUILD)/test_wrapper $(C_LINK)
 	$(C_BUILD)/test_wrapper
-	$(CXX) $(CPP_FLAGS) tests/cpp/test_fleet.cpp -o $(C_BUILD)/test_fleet_cpp $(C_LINK)
-	$(C_BUILD)/test_fleet_cpp
+	$(CXX) $(CPP_FLAGS) $(C_SANITIZE) tests/cpp/test_fleet.cpp -o $(C_BUILD)/test_fleet_cpp $(C_LINK)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 $(C_BUILD)/test_fleet_cpp
 	$(CXX) -std=c++17 $(C_WARN) -pthread -g -O1 $(C_SANITIZE) -Iinclude -Ibindings/cpp \
 	  -Itests/c tests/cpp/test_groups.cpp -o $(C_BUILD)/test_groups_cpp $(C_LINK)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 $(C_BUILD)/test_groups_cpp
