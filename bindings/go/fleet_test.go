@@ -132,6 +132,8 @@ func TestFleet(t *testing.T) {
 	t.Run("AckAfterAnotherNodeTookTheShardIsFenced", func(t *testing.T) { fleetFenced(t, s) })
 	t.Run("HandlerCannotCloseItsNode", func(t *testing.T) { fleetHandlerCallsBack(t, s) })
 	t.Run("BadArgumentsChangeNothing", func(t *testing.T) { fleetBadArguments(t, s) })
+	// Last: it stops the server for a while.
+	t.Run("ChangesWaitInABoundedBuffer", func(t *testing.T) { fleetBuffered(t, s) })
 }
 
 func fleetFiresOnce(t *testing.T, s *fleetServer) {
@@ -288,6 +290,65 @@ func fleetBadArguments(t *testing.T, s *fleetServer) {
 	}
 	if after := s.sql(t, "SELECT count(*) FROM tw_fleet_timers"); after != before {
 		t.Fatalf("timers %s, were %s", after, before)
+	}
+}
+
+func fleetBuffered(t *testing.T, s *fleetServer) {
+	settings := quickFleet
+	settings.Buffer = 2
+	f, err := NewFleet(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Handle("charge", func(FleetToken, []byte) Ack { return AckLater }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Join(s.conninfo, "go-d"); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := f.Add(DurableTimer{Key: 21, Name: "charge", First: later}); err != nil {
+		t.Fatal(err)
+	}
+	s.sql(t, `\stop`)
+	started := false
+	defer func() {
+		if !started {
+			s.sql(t, `\start`)
+		}
+	}()
+	if err := f.Add(DurableTimer{Key: 22, Name: "charge", First: later}); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("an add while PostgreSQL is down: %v, want ErrUnreachable (kept)", err)
+	}
+	if err := f.Delete(21, "charge"); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("a delete while PostgreSQL is down: %v, want ErrUnreachable (kept)", err)
+	}
+	if err := f.Add(DurableTimer{Key: 23, Name: "charge", First: later}); !errors.Is(err, ErrFull) {
+		t.Fatalf("an add past the buffer's bound: %v, want ErrFull", err)
+	}
+	if pending, err := f.Flush(); pending != 2 || !errors.Is(err, ErrUnreachable) ||
+		strings.Contains(err.Error(), s.conninfo) {
+		t.Fatalf("Flush while down: %d, %v", pending, err)
+	}
+	s.sql(t, `\start`)
+	started = true
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		pending, err := f.Flush()
+		if err == nil && pending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Flush after the restart: %d, %v", pending, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Written in order: the add of 22, then the delete of 21; the refused add of 23 never.
+	for key, want := range map[int]string{21: "0", 22: "1", 23: "0"} {
+		if got := s.sql(t, fmt.Sprintf("SELECT count(*) FROM tw_fleet_timers WHERE key = %d", key)); got != want {
+			t.Errorf("timers of key %d: %s, want %s", key, got, want)
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ from timerwheel import (
     DurableExistsError,
     DurableNoHandlerError,
     DurableStoreError,
+    FleetBufferFullError,
     FleetFencedError,
     FleetUnreachableError,
     TimerwheelBusyError,
@@ -210,3 +211,29 @@ def test_bad_arguments_raise_clearly_and_change_nothing(server):
         with pytest.raises(RuntimeError, match="before join"):
             fleet.register_handler("late", Recorder())
         assert server.sql("SELECT count(*) FROM tw_fleet_timers") == before
+
+
+def test_changes_wait_in_a_bounded_buffer_while_postgres_is_down(server):
+    """Last in the module: it stops the server for a while."""
+    fleet = timerwheel.Fleet(buffer=2, **QUICK)
+    fleet.register_handler("charge", Recorder())
+    later = now() + 3600
+    with fleet.join(server.conninfo, "py-d"):
+        assert fleet.add(21, "charge", later) == "written"
+        server.sql("\\stop")
+        try:
+            assert fleet.add(22, "charge", later) == "buffered"
+            assert fleet.delete(21, "charge") == "buffered"
+            with pytest.raises(FleetBufferFullError, match="not taken"):
+                fleet.add(23, "charge", later)
+            assert fleet.pending == 2
+            with pytest.raises(FleetUnreachableError, match="2 changes wait") as down:
+                fleet.flush()
+            assert server.conninfo not in str(down.value)
+        finally:
+            server.sql("\\start")
+        wait_until(lambda: fleet.pending == 0, timeout=20)
+        fleet.flush()
+    count = "SELECT count(*) FROM tw_fleet_timers WHERE key = {}"
+    # Written in order: the add of 22, then the delete of 21; the refused add of 23 never.
+    assert [server.sql(count.format(k)) for k in (21, 22, 23)] == ["0", "1", "0"]

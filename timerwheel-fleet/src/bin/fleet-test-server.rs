@@ -7,7 +7,8 @@
 //! exits with status 3 (the tests skip with that reason). Then each line on stdin is one
 //! SQL statement (the tests' view of the tables, and what another node would do), answered
 //! by one line: `ok VALUE` (the first column of the first row, empty if none) or `error
-//! MESSAGE`.
+//! MESSAGE`; or `\stop` (the server stops at once, as a crash would) and `\start` (it
+//! starts again), answered `ok `.
 
 use std::io::{BufRead, Write};
 
@@ -30,7 +31,7 @@ fn main() {
         std::process::exit(3);
     }
     let server = TestServer::start();
-    let connected = ConnectOptions::parse(&server.conninfo()).and_then(|o| o.connect());
+    let connected = connect(&server);
     let mut client = match connected.and_then(|mut c| create_schema(&mut c, shards).map(|()| c)) {
         Ok(client) => client,
         Err(error) => {
@@ -43,12 +44,32 @@ fn main() {
     let mut out = std::io::stdout();
     for line in std::io::stdin().lock().lines() {
         let Ok(statement) = line else { break };
-        let answer = run(&mut client, &statement);
+        let answer = match statement.as_str() {
+            "\\stop" => {
+                server.stop();
+                "ok ".to_owned()
+            }
+            "\\start" => {
+                server.start_again();
+                match connect(&server) {
+                    Ok(fresh) => {
+                        client = fresh;
+                        "ok ".to_owned()
+                    }
+                    Err(error) => format!("error {error}"),
+                }
+            }
+            _ => run(&mut client, &statement),
+        };
         if writeln!(out, "{}", answer.replace('\n', " ")).is_err() || out.flush().is_err() {
             break;
         }
     }
     drop(server);
+}
+
+fn connect(server: &TestServer) -> timerwheel_fleet::Result<Client> {
+    ConnectOptions::parse(&server.conninfo()).and_then(|o| o.connect())
 }
 
 /// `ok VALUE` or `error MESSAGE` for one statement.
