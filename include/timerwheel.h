@@ -808,7 +808,9 @@ enum tw_status tw_fleet_handler_register(struct tw_fleet *f, const char *name, t
  * Joins the fleet at `conninfo` (a libpq connection string: key=value pairs or a URL; TLS
  * settings pass through, docs/fleet.md) as `node_name`, and starts firing the timers of
  * the shards it gets. The schema must exist (docs/fleet.md: it is created by an explicit
- * call, never here). Handlers may run before it returns. Returns TW_OK, or TW_ERR_INVALID
+ * call, never here). Handlers may run before it returns (the unacknowledged fires of the
+ * shards it takes over); their calls on the node wait until it has joined. Returns TW_OK,
+ * or TW_ERR_INVALID
  * (`f`, `conninfo` or `node_name` NULL, a connection string that cannot be parsed, a node
  * name empty or not UTF-8, settings out of range), TW_ERR_UNREACHABLE (PostgreSQL did not
  * answer or refused the connection), TW_ERR_STORE (no fleet schema, another schema

@@ -6,7 +6,7 @@
 use std::cell::Cell;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::ptr::NonNull;
-use std::sync::{Mutex, MutexGuard, RwLock};
+use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use timerwheel_core::durable::Ack;
@@ -216,13 +216,17 @@ impl tw_fleet {
         &self,
         call: impl FnOnce(&Runner) -> Result<R, FleetError>,
     ) -> Result<R, tw_status> {
-        let runner = self.runner.read().unwrap_or_else(|p| p.into_inner());
-        if let Some(runner) = runner.as_ref() {
+        if let Some(runner) = self.runner().as_ref() {
             return self.result(call(runner));
         }
-        // tw_fleet_join takes the registering lock before this one: not both at once here.
-        drop(runner);
-        if self.joining().is_some() {
+        // Not joined, joining, or left. A join holds the registering lock until the node is
+        // published, and its handlers may call the node meanwhile (a take-over): they wait
+        // for it here (the lock first, as tw_fleet_join takes them), then find the node.
+        let registering = self.joining();
+        if let Some(runner) = self.runner().as_ref() {
+            return self.result(call(runner));
+        }
+        if registering.is_some() {
             return Err(self.refuse(
                 tw_status::TW_ERR_INVALID,
                 "the node has not joined (tw_fleet_join)".to_owned(),
@@ -232,6 +236,10 @@ impl tw_fleet {
             tw_status::TW_ERR_SHUTDOWN,
             "the node left the fleet (tw_fleet_leave)".to_owned(),
         ))
+    }
+
+    fn runner(&self) -> RwLockReadGuard<'_, Option<Runner>> {
+        self.runner.read().unwrap_or_else(|p| p.into_inner())
     }
 
     fn joining(&self) -> MutexGuard<'_, Option<RunnerBuilder>> {
@@ -372,7 +380,9 @@ pub unsafe extern "C" fn tw_fleet_handler_register(
 /// Joins the fleet at `conninfo` (a libpq connection string: key=value pairs or a URL; TLS
 /// settings pass through, docs/fleet.md) as `node_name`, and starts firing the timers of
 /// the shards it gets. The schema must exist (docs/fleet.md: it is created by an explicit
-/// call, never here). Handlers may run before it returns. Returns TW_OK, or TW_ERR_INVALID
+/// call, never here). Handlers may run before it returns (the unacknowledged fires of the
+/// shards it takes over); their calls on the node wait until it has joined. Returns TW_OK,
+/// or TW_ERR_INVALID
 /// (`f`, `conninfo` or `node_name` NULL, a connection string that cannot be parsed, a node
 /// name empty or not UTF-8, settings out of range), TW_ERR_UNREACHABLE (PostgreSQL did not
 /// answer or refused the connection), TW_ERR_STORE (no fleet schema, another schema

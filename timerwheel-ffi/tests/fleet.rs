@@ -182,6 +182,7 @@ fn fleet_against_postgres() {
     an_ack_after_another_node_took_the_shard_is_fenced(&server);
     a_database_without_the_schema_is_refused_clearly(&server);
     a_handler_acks_but_cannot_leave_its_own_node(&server);
+    a_handler_run_by_the_join_may_call_its_node(&server);
     changes_wait_in_a_bounded_buffer_while_postgres_is_down(&server);
 }
 
@@ -369,6 +370,53 @@ fn a_handler_acks_but_cannot_leave_its_own_node(server: &TestServer) {
     let unacked = sql(server, "SELECT count(*) FROM tw_fleet_fires WHERE key = 11");
     assert_eq!(unacked, 0, "acknowledged from inside its handler");
     destroy(f);
+}
+
+/// A node that joins takes over the unacknowledged fires of its shards and hands them to
+/// its handlers while tw_fleet_join is still under way: their calls on the node work.
+fn a_handler_run_by_the_join_may_call_its_node(server: &TestServer) {
+    let fired = Mutex::new(Vec::new());
+    let mut f = ptr::null_mut();
+    let settings = quick();
+    // SAFETY: valid arguments; `fired` outlives the node.
+    unsafe {
+        assert_eq!(tw_fleet_create(&settings, &mut f), tw_status::TW_OK);
+        let ctx = ptr::from_ref(&fired).cast_mut().cast();
+        let registered = tw_fleet_handler_register(f, c"call_back".as_ptr(), Some(record), ctx);
+        assert_eq!(registered, tw_status::TW_OK);
+    }
+    assert_eq!(join(f, &server.conninfo(), c"e"), tw_status::TW_OK);
+    assert_eq!(add(f, 12, c"call_back", b"", now_ms()), tw_status::TW_OK);
+    assert_eq!(wait_for(&fired, 1).len(), 1);
+    destroy(f); // left unacknowledged: the next owner delivers it again
+
+    let shared = CallBack {
+        node: AtomicPtr::new(ptr::null_mut()),
+        statuses: Mutex::new(Vec::new()),
+    };
+    let mut g = ptr::null_mut();
+    // SAFETY: valid arguments; `shared` outlives the node.
+    unsafe {
+        assert_eq!(tw_fleet_create(&settings, &mut g), tw_status::TW_OK);
+        let ctx = ptr::from_ref(&shared).cast_mut().cast();
+        let registered = tw_fleet_handler_register(g, c"call_back".as_ptr(), Some(call_back), ctx);
+        assert_eq!(registered, tw_status::TW_OK);
+    }
+    shared.node.store(g, Ordering::SeqCst);
+    assert_eq!(join(g, &server.conninfo(), c"e"), tw_status::TW_OK);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while shared.statuses.lock().unwrap().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let statuses = shared.statuses.lock().unwrap().clone();
+    assert_eq!(
+        statuses.first(),
+        Some(&("ack", tw_status::TW_OK)),
+        "{statuses:?}"
+    );
+    let unacked = sql(server, "SELECT count(*) FROM tw_fleet_fires WHERE key = 12");
+    assert_eq!(unacked, 0, "acknowledged by the handler the take-over ran");
+    destroy(g);
 }
 
 /// Last: it stops the server for a while.

@@ -184,6 +184,15 @@ impl RunnerBuilder {
         });
         let firer_client = options.connect()?;
         let app = Mutex::new(options.connect()?);
+        // Every connection before the first thread: a join refused midway leaves none running.
+        let listener_client = match s.listen {
+            true => {
+                let mut client = options.connect()?;
+                client.batch_execute(&format!("LISTEN {CHANNEL}"))?;
+                Some(client)
+            }
+            false => None,
+        };
         let driver = {
             let (state, runtime) = (Arc::clone(&state), Arc::clone(&runtime));
             std::thread::Builder::new()
@@ -198,17 +207,15 @@ impl RunnerBuilder {
                 .spawn(move || fire_loop(&state, &runtime, firer_client))
                 .map_err(|e| FleetError::Invalid(format!("a thread: {e}")))?
         };
-        let listener = match s.listen {
-            true => {
-                let mut client = options.connect()?;
-                client.batch_execute(&format!("LISTEN {CHANNEL}"))?;
+        let listener = match listener_client {
+            Some(client) => {
                 let (state, runtime) = (Arc::clone(&state), Arc::clone(&runtime));
                 let spawned = std::thread::Builder::new()
                     .name("timerwheel-fleet-listener".into())
                     .spawn(move || listen(&state, &runtime, client));
                 Some(spawned.map_err(|e| FleetError::Invalid(format!("a thread: {e}")))?)
             }
-            false => None,
+            None => None,
         };
         Ok(Runner {
             state,
