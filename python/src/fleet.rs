@@ -162,18 +162,15 @@ impl Fleet {
         what: &str,
         call: impl FnOnce(&Runner) -> Result<R, FleetError> + Send,
     ) -> PyResult<R> {
-        let result = py.detach(|| match &*self.read() {
-            Phase::Joined(runner) => Ok(call(runner)),
-            Phase::Registering(_) => Err("has not joined (join() first)"),
-            Phase::Left => Err("left the fleet"),
-        });
-        match result {
-            Ok(done) => done.map_err(|err| fleet_error(err, what)),
-            Err("left the fleet") => Err(TimerwheelClosedError::new_err(format!(
+        py.detach(|| match &*self.read() {
+            Phase::Joined(runner) => call(runner).map_err(|err| fleet_error(err, what)),
+            Phase::Registering(_) => Err(wrong_mode(&format!(
+                "{what}: the node has not joined (join() first)"
+            ))),
+            Phase::Left => Err(TimerwheelClosedError::new_err(format!(
                 "{what}: the node left the fleet"
             ))),
-            Err(why) => Err(wrong_mode(&format!("{what}: the node {why}"))),
-        }
+        })
     }
 
     fn change(&self, py: Python<'_>, what: &str, change: Change) -> PyResult<&'static str> {
@@ -266,20 +263,28 @@ impl Fleet {
             other => fleet_error(other, "join"),
         })?;
         let fleet = slf.get();
-        let joined = py.detach(|| {
+        py.detach(|| {
             let mut phase = fleet.phase.write().unwrap_or_else(|p| p.into_inner());
             let builder = match &*phase {
                 Phase::Registering(builder) => builder.clone(),
-                Phase::Joined(_) => return Ok(Err("join: the node joined already")),
-                Phase::Left => return Ok(Err("join: the node left the fleet")),
+                Phase::Joined(_) => {
+                    return Err(TimerwheelBusyError::new_err(
+                        "join: the node joined already",
+                    ))
+                }
+                Phase::Left => {
+                    return Err(TimerwheelBusyError::new_err(
+                        "join: the node left the fleet",
+                    ))
+                }
             };
-            *phase = Phase::Joined(Box::new(builder.start(&options, node_name)?));
-            Ok(Ok(()))
-        });
-        match joined.map_err(|err| fleet_error(err, "join"))? {
-            Ok(()) => Ok(slf),
-            Err(why) => Err(TimerwheelBusyError::new_err(why)),
-        }
+            let runner = builder
+                .start(&options, node_name)
+                .map_err(|err| fleet_error(err, "join"))?;
+            *phase = Phase::Joined(Box::new(runner));
+            Ok(())
+        })?;
+        Ok(slf)
     }
 
     /// Adds the timer (key, name), first due at the Unix time `first`, then every `period`
