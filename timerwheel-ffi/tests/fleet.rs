@@ -513,6 +513,25 @@ fn bad_arguments_are_refused_and_change_nothing() {
             tw_status::TW_ERR_INVALID
         );
         assert!(f.is_null());
+        // A newer caller's struct: a setting this library does not know is refused, not
+        // dropped; zeros past its fields are accepted.
+        #[repr(C)]
+        struct Newer {
+            settings: tw_fleet_settings,
+            unknown: u64,
+        }
+        let mut newer = Newer {
+            settings: quick(),
+            unknown: 1,
+        };
+        newer.settings.size = size_of::<Newer>();
+        // The whole struct, as C passes it (a pointer to its first field).
+        let whole = |n: &Newer| ptr::from_ref(n).cast::<tw_fleet_settings>();
+        let created = tw_fleet_create(whole(&newer), &mut f);
+        assert_eq!(created, tw_status::TW_ERR_INVALID);
+        newer.unknown = 0;
+        assert_eq!(tw_fleet_create(whole(&newer), &mut f), tw_status::TW_OK);
+        assert_eq!(tw_fleet_destroy(f), tw_status::TW_OK);
         tw_fleet_settings_init(ptr::null_mut());
 
         let f = node(None, &fired);
