@@ -99,9 +99,11 @@ test-c-valgrind-all:
 
 CPP_FLAGS := -std=c++17 $(C_WARN) -pthread -g -O1 -Iinclude -Ibindings/cpp -Itests/c
 
-test-cpp: lib | $(C_BUILD)
+test-cpp: lib fleet-test-server | $(C_BUILD)
 	$(CXX) $(CPP_FLAGS) tests/cpp/test_wrapper.cpp -o $(C_BUILD)/test_wrapper $(C_LINK)
 	$(C_BUILD)/test_wrapper
+	$(CXX) $(CPP_FLAGS) $(C_SANITIZE) tests/cpp/test_fleet.cpp -o $(C_BUILD)/test_fleet_cpp $(C_LINK)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 $(C_BUILD)/test_fleet_cpp
 	$(CXX) -std=c++17 $(C_WARN) -pthread -g -O1 $(C_SANITIZE) -Iinclude -Ibindings/cpp \
 	  -Itests/c tests/cpp/test_groups.cpp -o $(C_BUILD)/test_groups_cpp $(C_LINK)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 $(C_BUILD)/test_groups_cpp

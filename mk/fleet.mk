@@ -1,6 +1,6 @@
 # The fleet store (timerwheel-fleet: durable timers on PostgreSQL, shards under leases).
 # Its tests start private PostgreSQL clusters on loopback ports (mk/deps.sh: postgresql).
-.PHONY: test-fleet bench-fleet
+.PHONY: test-fleet bench-fleet fleet-test-server
 
 # FLEET_TEST selects tests by name, e.g. make test-fleet FLEET_TEST=kill
 FLEET_TEST ?=
@@ -28,3 +28,8 @@ DEMO_FLEET_ARGS ?=
 demo-fleet:
 	$(call need,postgresql)
 	$(CARGO) run --release -q -p timerwheel-fleet --example demo_fleet -- $(DEMO_FLEET_ARGS)
+
+# A private cluster for the bindings' tests (make test-python, check-go): prints its
+# connection string, runs SQL from stdin, stops at its end (src/bin/fleet-test-server.rs).
+fleet-test-server:
+	$(CARGO) build --release -q -p timerwheel-fleet --bin fleet-test-server

@@ -62,12 +62,12 @@ go_test_fresh = for m in $(GO_MODULES); do (cd $$m && \
 
 # The fast tier (make check): the tests against this build, without the race detector.
 # GO_TEST_FLAGS picks tests, e.g. make check-go GO_TEST_FLAGS="-run TestUseAfterClose -v".
-check-go: go-toolchain go-fresh
+check-go: go-toolchain go-fresh fleet-test-server
 	$(call go_test_fresh,$(GO_TEST_FLAGS))
 
 # The tests with the race detector against the committed library, then against a fresh
 # build of the sources.
-test-go: check-fmt-go lint-go check-go-lib go-fresh
+test-go: check-fmt-go lint-go check-go-lib go-fresh fleet-test-server
 	for m in $(GO_MODULES); do (cd $$m && $(GO_TEST) -race -count=1 ./...) || exit 1; done
 	$(call go_test_fresh,-race)
 

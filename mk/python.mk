@@ -15,12 +15,15 @@ venv:
 		{ test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV); } && \
 		$(PIP_INSTALL) $(VENV_TOOLS); }
 
-# Builds the abi3 extension (release) with the venv's maturin and installs the package.
+# Builds the abi3 extension (release) with the venv's maturin and installs the package,
+# with timerwheel.Fleet (the cargo feature `fleet`, which the manylinux wheel leaves out:
+# its PostgreSQL client links OpenSSL; docs/fleet.md).
 python-install: venv
-	PATH="$(VENV)/bin:$$PATH" $(PIP_INSTALL) --no-build-isolation ./python
+	PATH="$(VENV)/bin:$$PATH" MATURIN_PEP517_ARGS="--features fleet" \
+	  $(PIP_INSTALL) --no-build-isolation ./python
 
 # PYTEST_ARGS picks tests, e.g. make test-python PYTEST_ARGS="-k never_early".
-test-python: python-install
+test-python: python-install fleet-test-server
 	$(VENV_PY) -m pytest python/tests -q $(PYTEST_ARGS)
 
 bench-python: python-install

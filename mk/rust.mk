@@ -15,13 +15,15 @@ lint-rust:
 
 # The docs without warnings, then the workspace's unit, integration, property and doc tests
 # (a few seconds once built; loom, fuzzing and the soak are in mk/reliability.mk; the fleet
-# crate's tests start PostgreSQL clusters and run in test-fleet, mk/fleet.mk).
+# crate's tests start PostgreSQL clusters and run in test-fleet, mk/fleet.mk; the FFI
+# crate's tests/fleet.rs, the tw_fleet_* calls, starts one cluster here).
 # RUST_TESTED: the packages of that build. Other cargo commands of make test that need no
 # more (the soak, the fuzz replays) select the same, so that the core and the FFI crate are
 # compiled once for them all: -p timerwheel-core alone resolves other features of the
 # dependencies, and cargo builds the whole chain again.
 RUST_TESTED := --workspace --exclude timerwheel-fleet
 test-rust: check-fmt-rust lint-rust
+	$(call need,postgresql)
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps -q
 	$(CARGO) test --release $(RUST_TESTED)
 

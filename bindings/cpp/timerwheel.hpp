@@ -132,6 +132,18 @@ inline void check(tw_status status, const char *call) {
     if (status != TW_OK) throw Error(status, call);
 }
 
+/* Throws for a failure, with the message `explain` writes (tw_durable_error,
+ * tw_fleet_error) when there is one. */
+template <class Explain>
+void check_explained(tw_status status, const char *call, Explain explain) {
+    if (status == TW_OK) return;
+    char message[512] = "";
+    std::size_t needed = 0;
+    if (explain(message, sizeof message, &needed) == TW_OK && message[0])
+        throw Error(status, call, message);
+    throw Error(status, call);
+}
+
 inline std::chrono::system_clock::time_point from_unix_ms(std::int64_t ms) {
     return std::chrono::system_clock::time_point(std::chrono::milliseconds(ms));
 }
@@ -605,12 +617,9 @@ private:
 
     /* Throws for a failure, with tw_durable_error's message when the store has one. */
     void durable_check(tw_status status, const char *call) const {
-        if (status == TW_OK) return;
-        char message[512] = "";
-        std::size_t needed = 0;
-        if (tw_durable_error(wheel_, message, sizeof message, &needed) == TW_OK && message[0])
-            throw Error(status, call, message);
-        throw Error(status, call);
+        detail::check_explained(status, call, [this](char *buf, std::size_t len, std::size_t *needed) {
+            return tw_durable_error(wheel_, buf, len, needed);
+        });
     }
 
     void reset_handle() noexcept {
@@ -729,6 +738,155 @@ private:
     tw_wheel *wheel_ = nullptr;  // null once moved from
     tw_group_id id_ = 0;
     bool owned_ = true;  // false once deleted, closed or moved from
+};
+
+/* A fleet on PostgreSQL (docs/fleet.md; the library's feature `fleet`, on by default): the
+ * node's settings, filled with the defaults (ttl_ms, window_ms, poll_ms, batch, listen,
+ * buffer); change the fields you need. */
+struct FleetSettings : tw_fleet_settings {
+    FleetSettings() noexcept : tw_fleet_settings() { tw_fleet_settings_init(this); }
+};
+
+/* A fire of a fleet timer: store it with the fire's effect, then Fleet::ack it. A fire
+ * delivered again by the shard's next owner has the same key, name, occurrence and
+ * version under a greater epoch. */
+struct FleetToken {
+    std::uint64_t key = 0;
+    std::string name;
+    std::chrono::system_clock::time_point occurrence; /* the scheduled deadline (ms) */
+    std::int64_t version = 0;
+    std::int32_t shard = 0;
+    std::int64_t epoch = 0; /* the shard's epoch when delivered */
+
+    bool operator==(const FleetToken &o) const {
+        return key == o.key && name == o.name && occurrence == o.occurrence &&
+               version == o.version && shard == o.shard && epoch == o.epoch;
+    }
+};
+
+/* A fleet timer's handler, on one of the node's threads: the fire's token and the timer's
+ * payload. An exception from it cannot unwind into C: it is swallowed and the fire stays
+ * unacknowledged. */
+using FleetHandler = std::function<Ack(const FleetToken &, const std::string &payload)>;
+
+/* A node of a fleet, owned: non-copyable, movable. Register handlers, join, then add,
+ * reset, remove and ack timers; the destructor leaves the fleet (handing its shards over)
+ * and frees the node. A change returns true once committed and false once kept in the
+ * node's buffer because PostgreSQL did not answer (written when it answers); every other
+ * failure throws an Error with tw_fleet_error's message (never the connection string). */
+class Fleet {
+public:
+    explicit Fleet(const FleetSettings &settings = FleetSettings()) {
+        detail::check(tw_fleet_create(&settings, &fleet_), "tw_fleet_create");
+    }
+    ~Fleet() {
+        if (fleet_ != nullptr) tw_fleet_destroy(fleet_);
+    }
+    Fleet(const Fleet &) = delete;
+    Fleet &operator=(const Fleet &) = delete;
+    Fleet(Fleet &&o) noexcept
+        : fleet_(std::exchange(o.fleet_, nullptr)), handlers_(std::move(o.handlers_)) {}
+    Fleet &operator=(Fleet &&o) noexcept {
+        if (this != &o) {
+            if (fleet_ != nullptr) tw_fleet_destroy(fleet_);
+            fleet_ = std::exchange(o.fleet_, nullptr);
+            handlers_ = std::move(o.handlers_);
+        }
+        return *this;
+    }
+
+    /* Registers `handler` for the timers named `name`, before join. */
+    void handle(const std::string &name, FleetHandler handler) {
+        if (!handler) throw Error(TW_ERR_INVALID, "tw_fleet_handler_register", "empty handler");
+        auto owned = std::make_unique<FleetHandler>(std::move(handler));
+        check(tw_fleet_handler_register(fleet_, name.c_str(), &Fleet::dispatch, owned.get()),
+              "tw_fleet_handler_register");
+        handlers_.push_back(std::move(owned));
+    }
+
+    /* Joins the fleet at `conninfo` (a libpq connection string) as `node_name`. */
+    void join(const std::string &conninfo, const std::string &node_name) {
+        check(tw_fleet_join(fleet_, conninfo.c_str(), node_name.c_str()), "tw_fleet_join");
+    }
+
+    /* Adds the timer (key, name), first due at `first`, then every `period` (zero: once). */
+    template <class Rep = std::int64_t, class Period = std::milli>
+    bool add(std::uint64_t key, const std::string &name, const std::string &payload,
+             std::chrono::system_clock::time_point first,
+             std::chrono::duration<Rep, Period> period = std::chrono::milliseconds(0),
+             bool replace = false) {
+        return written(tw_fleet_add(fleet_, key, name.c_str(), payload.data(), payload.size(),
+                                    detail::to_unix_ms(first), detail::to_ms(period),
+                                    replace ? TW_DURABLE_REPLACE : 0u),
+                       "tw_fleet_add");
+    }
+
+    /* Moves the next deadline of (key, name); Error(TW_ERR_NOT_FOUND) if there is none. */
+    bool reset(std::uint64_t key, const std::string &name, std::chrono::system_clock::time_point when) {
+        return written(tw_fleet_reset(fleet_, key, name.c_str(), detail::to_unix_ms(when)),
+                       "tw_fleet_reset");
+    }
+
+    /* Removes (key, name); Error(TW_ERR_NOT_FOUND) if there is none. */
+    bool remove(std::uint64_t key, const std::string &name) {
+        return written(tw_fleet_delete(fleet_, key, name.c_str()), "tw_fleet_delete");
+    }
+
+    /* Acknowledges fires, many per call; returns how many matched an unacknowledged fire.
+     * Error(TW_ERR_FENCED) when a token's shard moved past its epoch (the other shards'
+     * tokens are acknowledged). */
+    std::size_t ack(const std::vector<FleetToken> &tokens) {
+        std::vector<tw_fleet_token> raw;
+        raw.reserve(tokens.size());
+        for (const FleetToken &t : tokens)
+            raw.push_back(tw_fleet_token{t.key, t.name.c_str(), detail::to_unix_ms(t.occurrence),
+                                         t.version, t.shard, t.epoch});
+        std::size_t acked = 0;
+        check(tw_fleet_ack(fleet_, raw.data(), raw.size(), &acked), "tw_fleet_ack");
+        return acked;
+    }
+
+    /* Writes the buffered changes; Error(TW_ERR_UNREACHABLE) while PostgreSQL does not
+     * answer. */
+    void flush() { check(tw_fleet_flush(fleet_, nullptr), "tw_fleet_flush"); }
+
+    /* Stops firing and hands every shard back at once; Error(TW_ERR_BUSY) from one of its
+     * handlers. */
+    void leave() { check(tw_fleet_leave(fleet_), "tw_fleet_leave"); }
+
+    /* The C handle (null once moved from). */
+    tw_fleet *get() const noexcept { return fleet_; }
+
+private:
+    static std::int32_t dispatch(const tw_fleet_token *raw, const void *payload, std::size_t len,
+                                 void *ctx) noexcept {
+        try {
+            FleetToken token{raw->key,     raw->name,  detail::from_unix_ms(raw->occurrence_unix_ms),
+                             raw->version, raw->shard, raw->epoch};
+            std::string bytes(static_cast<const char *>(payload), len);
+            return static_cast<std::int32_t>((*static_cast<FleetHandler *>(ctx))(token, bytes));
+        } catch (...) {
+            return TW_ACK_LATER;
+        }
+    }
+
+    /* True once written, false once buffered; throws for the rest. */
+    bool written(tw_status status, const char *call) const {
+        if (status == TW_ERR_UNREACHABLE) return false;
+        check(status, call);
+        return true;
+    }
+
+    /* Throws for a failure, with tw_fleet_error's message when the node has one. */
+    void check(tw_status status, const char *call) const {
+        detail::check_explained(status, call, [this](char *buf, std::size_t len, std::size_t *needed) {
+            return tw_fleet_error(fleet_, buf, len, needed);
+        });
+    }
+
+    tw_fleet *fleet_ = nullptr;
+    /* The handlers, at stable addresses; destroyed after the node. */
+    std::vector<std::unique_ptr<FleetHandler>> handlers_;
 };
 
 }  // namespace timerwheel

@@ -44,8 +44,16 @@ func cDurableOpen(w cWheel) C.tw_status {
 
 // cDurableAdd adds the durable timer t.
 func cDurableAdd(w cWheel, t DurableTimer) C.tw_status {
-	cname := C.CString(t.Name)
-	defer C.free(unsafe.Pointer(cname))
+	return withCTimer(t, func(name *C.char, payload unsafe.Pointer, flags C.uint32_t) C.tw_status {
+		return C.tw_status(C.tw_durable_add(w, C.uint64_t(t.Key), name, payload,
+			C.size_t(len(t.Payload)), C.int64_t(ceilUnixMilli(t.First)),
+			C.uint64_t(millis(t.Period)), flags))
+	})
+}
+
+// withCTimer calls add with t's name, a C copy of its payload (NULL when empty) and its
+// flags, freed after it returned.
+func withCTimer(t DurableTimer, add func(name *C.char, payload unsafe.Pointer, flags C.uint32_t) C.tw_status) C.tw_status {
 	var payload unsafe.Pointer
 	if len(t.Payload) > 0 {
 		payload = C.CBytes(t.Payload)
@@ -55,23 +63,28 @@ func cDurableAdd(w cWheel, t DurableTimer) C.tw_status {
 	if t.Replace {
 		flags = C.TW_DURABLE_REPLACE
 	}
-	return C.tw_status(C.tw_durable_add(w, C.uint64_t(t.Key), cname, payload,
-		C.size_t(len(t.Payload)), C.int64_t(ceilUnixMilli(t.First)), C.uint64_t(millis(t.Period)),
-		flags))
+	return withCName(t.Name, func(name *C.char) C.tw_status { return add(name, payload, flags) })
+}
+
+// withCName calls call with a C copy of name, freed after it returned.
+func withCName(name string, call func(*C.char) C.tw_status) C.tw_status {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	return call(cname)
 }
 
 // cDurableReset moves the next deadline of the durable timer (key, name) to when.
 func cDurableReset(w cWheel, key uint64, name string, when time.Time) C.tw_status {
-	cname := C.CString(name)
-	defer C.free(unsafe.Pointer(cname))
-	return C.tw_status(C.tw_durable_reset(w, C.uint64_t(key), cname, C.int64_t(ceilUnixMilli(when))))
+	return withCName(name, func(name *C.char) C.tw_status {
+		return C.tw_status(C.tw_durable_reset(w, C.uint64_t(key), name, C.int64_t(ceilUnixMilli(when))))
+	})
 }
 
 // cDurableDelete removes the durable timer (key, name).
 func cDurableDelete(w cWheel, key uint64, name string) C.tw_status {
-	cname := C.CString(name)
-	defer C.free(unsafe.Pointer(cname))
-	return C.tw_status(C.tw_durable_delete(w, C.uint64_t(key), cname))
+	return withCName(name, func(name *C.char) C.tw_status {
+		return C.tw_status(C.tw_durable_delete(w, C.uint64_t(key), name))
+	})
 }
 
 // cDurableAck acknowledges tokens; how many matched an unacknowledged fire.
@@ -128,10 +141,18 @@ func cDurableStats(w cWheel) (DurableStats, C.tw_status) {
 
 // cDurableError is the message of the wheel's last durable error ("" if none).
 func cDurableError(w cWheel) string {
+	return cText(func(buf *C.char, n C.size_t, needed *C.size_t) C.tw_status {
+		return C.tw_status(C.tw_durable_error(w, buf, n, needed))
+	})
+}
+
+// cText is the text a call writes as tw_metrics_text does ("" if it fails), its buffer
+// grown to the size the call asks for.
+func cText(write func(buf *C.char, n C.size_t, needed *C.size_t) C.tw_status) string {
 	buf := make([]byte, 512)
 	for {
 		var needed C.size_t
-		status := C.tw_durable_error(w, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &needed)
+		status := write((*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &needed)
 		switch {
 		case status == C.TW_ERR_TOO_SMALL:
 			buf = make([]byte, int(needed))

@@ -37,6 +37,13 @@ var (
 	// ErrStore reports that the durable store refused or failed; the error is a
 	// *StoreError with the store's message.
 	ErrStore = statusError(C.TW_ERR_STORE)
+	// ErrUnreachable reports that PostgreSQL did not answer a Fleet: Join could not
+	// connect, a change was kept in the node's buffer (written when it answers), or Flush
+	// left changes there.
+	ErrUnreachable = statusError(C.TW_ERR_UNREACHABLE)
+	// ErrFenced reports a Fleet.Ack of a token whose shard moved past its epoch: refused,
+	// and delivered again by the shard's new owner.
+	ErrFenced = statusError(C.TW_ERR_FENCED)
 )
 
 // statusError is the package's error of a tw_status: the library's text of it.
@@ -69,6 +76,8 @@ var statusErrors = [...]error{
 	C.TW_ERR_EXISTS:       ErrExists,
 	C.TW_ERR_NO_HANDLER:   ErrNoHandler,
 	C.TW_ERR_STORE:        ErrStore,
+	C.TW_ERR_UNREACHABLE:  ErrUnreachable,
+	C.TW_ERR_FENCED:       ErrFenced,
 }
 
 // errFromCode returns the error of a tw_status code; unknown codes wrap ErrInternal.

@@ -172,9 +172,18 @@ fn no_store(what: &str) -> PyErr {
 /// A handler that raises is reported (`sys.unraisablehook`) and its fire stays
 /// unacknowledged: it is delivered again after a restart.
 fn call_handler(handler: &Py<PyAny>, fired: &Fired<'_>) -> Ack {
+    ask(handler, Token::from_core(fired.token), fired.payload)
+}
+
+/// Calls `handler(token, payload)` (a durable or a fleet timer's), taking the GIL: its truth
+/// says "acknowledge now"; an exception is reported (`sys.unraisablehook`) and the fire
+/// stays unacknowledged.
+pub fn ask<T>(handler: &Py<PyAny>, token: T, payload: &[u8]) -> Ack
+where
+    T: for<'py> IntoPyObject<'py>,
+{
     let answer = Python::try_attach(|py| {
-        let token = Token::from_core(fired.token);
-        let payload = PyBytes::new(py, fired.payload);
+        let payload = PyBytes::new(py, payload);
         match handler.call1(py, (token, payload)) {
             Ok(result) => result.is_truthy(py).unwrap_or(false),
             Err(err) => {

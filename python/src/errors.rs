@@ -16,6 +16,12 @@ pyo3::import_exception!(timerwheel._errors, TimerwheelGroupClosedError);
 pyo3::import_exception!(timerwheel._errors, DurableExistsError);
 pyo3::import_exception!(timerwheel._errors, DurableNoHandlerError);
 pyo3::import_exception!(timerwheel._errors, DurableStoreError);
+#[cfg(feature = "fleet")]
+pyo3::import_exception!(timerwheel._errors, FleetUnreachableError);
+#[cfg(feature = "fleet")]
+pyo3::import_exception!(timerwheel._errors, FleetFencedError);
+#[cfg(feature = "fleet")]
+pyo3::import_exception!(timerwheel._errors, FleetBufferFullError);
 
 /// The exception for `err`, raised by the operation `what` (e.g. "call_later"): the
 /// runtime's message after the operation's name.
@@ -64,5 +70,26 @@ pub fn durable_error(err: DurableError, what: &str) -> PyErr {
         DurableError::Store(_) => DurableStoreError::new_err(message),
         DurableError::Invalid(_) => PyValueError::new_err(message),
         DurableError::Runtime(err) => to_py(err, what),
+    }
+}
+
+/// The exception for a refused fleet call `what` (e.g. "add"): never the connection string
+/// (the fleet's errors carry none).
+#[cfg(feature = "fleet")]
+pub fn fleet_error(err: timerwheel_fleet::FleetError, what: &str) -> PyErr {
+    use timerwheel_fleet::FleetError;
+    let message = format!("{what}: {err}");
+    match err {
+        FleetError::Invalid(_) => PyValueError::new_err(message),
+        FleetError::Exists { .. } => DurableExistsError::new_err(message),
+        FleetError::Fenced { .. } => FleetFencedError::new_err(message),
+        FleetError::Connect(_) | FleetError::Unreachable { .. } => {
+            FleetUnreachableError::new_err(message)
+        }
+        FleetError::BufferFull { .. } => FleetBufferFullError::new_err(message),
+        FleetError::NoSchema
+        | FleetError::SchemaVersion { .. }
+        | FleetError::Database(_)
+        | FleetError::ShardCount { .. } => DurableStoreError::new_err(message),
     }
 }

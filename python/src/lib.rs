@@ -8,6 +8,8 @@
 mod convert;
 mod durable;
 mod errors;
+#[cfg(feature = "fleet")]
+mod fleet;
 mod gil;
 mod group;
 mod stats;
@@ -23,6 +25,11 @@ fn _timerwheel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<timer::Timer>()?;
     m.add_class::<group::Group>()?;
     m.add_class::<durable::Token>()?;
+    #[cfg(feature = "fleet")]
+    {
+        m.add_class::<fleet::Fleet>()?;
+        m.add_class::<fleet::FleetToken>()?;
+    }
     m.add_function(wrap_pyfunction!(wheel::_exiting, m)?)?;
     m.add_function(wrap_pyfunction!(wheel::defaults, m)?)?;
     m.add_function(wrap_pyfunction!(wheel::_default_wheel, m)?)?;

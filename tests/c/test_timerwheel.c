@@ -117,12 +117,12 @@ static int drive_until(tw_wheel *w, const long *counter, long want) {
 
 static void test_version_and_status_str(void) {
     CHECK(tw_version() != NULL && strlen(tw_version()) >= 5);
-    for (int s = TW_OK; s <= TW_ERR_STORE; s++) {
+    for (int s = TW_OK; s <= TW_ERR_FENCED; s++) {
         const char *text = tw_status_str((tw_status)s);
         CHECK(text != NULL && *text != '\0' && strcmp(text, "unknown status") != 0);
         for (int t = TW_OK; t < s; t++) CHECK(strcmp(text, tw_status_str((tw_status)t)) != 0);
     }
-    CHECK(strcmp(tw_status_str((tw_status)(TW_ERR_STORE + 1)), "unknown status") == 0);
+    CHECK(strcmp(tw_status_str((tw_status)(TW_ERR_FENCED + 1)), "unknown status") == 0);
     CHECK(strcmp(tw_status_str((tw_status)-1), "unknown status") == 0);
 }
 

@@ -212,11 +212,16 @@ impl CHandler {
         // SAFETY: the non-NULL handler registered with `ctx`; the token and the payload
         // are valid during the call, as the header says.
         let answer = unsafe { (self.f)(&token, payload.as_ptr().cast(), payload.len(), self.ctx) };
-        if answer == TW_ACK_NOW {
-            Ack::Now
-        } else {
-            Ack::Later
-        }
+        ack_of(answer)
+    }
+}
+
+/// A C handler's answer: TW_ACK_NOW, or anything else for later.
+pub(crate) fn ack_of(answer: i32) -> Ack {
+    if answer == TW_ACK_NOW {
+        Ack::Now
+    } else {
+        Ack::Later
     }
 }
 
@@ -242,7 +247,7 @@ unsafe fn wheel<'a>(w: *const tw_wheel) -> Result<&'a tw_wheel, tw_status> {
 ///
 /// # Safety
 /// `name` is NULL or NUL-terminated.
-unsafe fn name<'a>(name: *const c_char) -> Result<&'a str, tw_status> {
+pub(crate) unsafe fn name<'a>(name: *const c_char) -> Result<&'a str, tw_status> {
     if name.is_null() {
         return Err(tw_status::TW_ERR_INVALID);
     }
@@ -365,15 +370,11 @@ pub unsafe extern "C" fn tw_durable_add(
         let slot = unsafe { wheel(w) }?.durable();
         // SAFETY: the caller passes NULL or a NUL-terminated name.
         let name = unsafe { self::name(name) }?;
-        if flags & !TW_DURABLE_REPLACE != 0 || (payload.is_null() && len > 0) {
+        if flags & !TW_DURABLE_REPLACE != 0 {
             return Err(tw_status::TW_ERR_INVALID);
         }
-        let payload: &[u8] = if len == 0 {
-            &[]
-        } else {
-            // SAFETY: non-NULL and valid for `len` bytes by this function's contract.
-            unsafe { std::slice::from_raw_parts(payload.cast(), len) }
-        };
+        // SAFETY: valid for `len` bytes by this function's contract.
+        let payload = unsafe { bytes(payload, len) }?;
         let timer = DurableTimer {
             key,
             name,
@@ -385,6 +386,31 @@ pub unsafe extern "C" fn tw_durable_add(
         let store = slot.store()?;
         slot.result(store.add(&timer))
     })
+}
+
+/// An array from C: `n` items at `items`, which may be NULL only with 0; `TW_ERR_INVALID`
+/// for NULL with more.
+///
+/// # Safety
+/// `items` is NULL or valid for `n` items during `'a`.
+pub(crate) unsafe fn slice<'a, T>(items: *const T, n: usize) -> Result<&'a [T], tw_status> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if items.is_null() {
+        return Err(tw_status::TW_ERR_INVALID);
+    }
+    // SAFETY: non-NULL and valid for `n` items by this function's contract.
+    Ok(unsafe { std::slice::from_raw_parts(items, n) })
+}
+
+/// A payload from C: `len` bytes at `payload` (NULL only with 0).
+///
+/// # Safety
+/// `payload` is NULL or valid for `len` bytes during `'a`.
+pub(crate) unsafe fn bytes<'a>(payload: *const c_void, len: usize) -> Result<&'a [u8], tw_status> {
+    // SAFETY: by this function's contract.
+    unsafe { slice(payload.cast(), len) }
 }
 
 /// Moves the next deadline of the durable timer (key, name) to `unix_ms`. Returns TW_OK, or
@@ -451,15 +477,8 @@ pub unsafe extern "C" fn tw_durable_ack(
         let slot = unsafe { wheel(w) }?.durable();
         // SAFETY: the caller passes NULL or a writable size_t; NULL asks for no count.
         let acked = unsafe { Out::new(acked) }.ok();
-        if tokens.is_null() && n > 0 {
-            return Err(tw_status::TW_ERR_INVALID);
-        }
-        let raw: &[tw_token] = if n == 0 {
-            &[]
-        } else {
-            // SAFETY: non-NULL and valid for `n` tokens by this function's contract.
-            unsafe { std::slice::from_raw_parts(tokens, n) }
-        };
+        // SAFETY: NULL or valid for `n` tokens by this function's contract.
+        let raw = unsafe { slice(tokens, n) }?;
         let mut owned = Vec::with_capacity(n);
         for token in raw {
             owned.push(Token {

@@ -10,6 +10,8 @@
 
 mod boundary;
 pub mod durable;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 mod handle;
 mod ptr;
 mod sized;
@@ -44,6 +46,12 @@ pub use durable::{
     tw_durable_ack, tw_durable_add, tw_durable_delete, tw_durable_error, tw_durable_flush,
     tw_durable_flush_to, tw_durable_open, tw_durable_reset, tw_handler_register, TW_ACK_LATER,
     TW_ACK_NOW, TW_DURABLE_REPLACE,
+};
+#[cfg(feature = "fleet")]
+pub use fleet::{
+    tw_fleet, tw_fleet_ack, tw_fleet_create, tw_fleet_delete, tw_fleet_destroy, tw_fleet_error,
+    tw_fleet_flush, tw_fleet_handler, tw_fleet_handler_register, tw_fleet_join, tw_fleet_leave,
+    tw_fleet_reset, tw_fleet_settings, tw_fleet_settings_init, tw_fleet_token,
 };
 pub use groups::{
     tw_group_add, tw_group_add_at, tw_group_add_periodic, tw_group_add_periodic_at, tw_group_close,

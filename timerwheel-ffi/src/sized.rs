@@ -56,7 +56,7 @@ unsafe impl SizedStruct for tw_config {
 }
 
 /// Where each field of `T` ends, for a struct whose fields after the size are 8 bytes each.
-const fn eight_byte_field_ends<T, const N: usize>() -> [usize; N] {
+pub(crate) const fn eight_byte_field_ends<T, const N: usize>() -> [usize; N] {
     assert!(N == size_of::<T>() / size_of::<u64>());
     let mut ends = [0; N];
     let mut i = 0;

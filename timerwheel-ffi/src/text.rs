@@ -50,6 +50,12 @@ fn message(s: RawStatus) -> &'static CStr {
         status if status == tw_status::TW_ERR_STORE as u32 => {
             c"the durable store refused or failed (tw_durable_error says why)"
         }
+        status if status == tw_status::TW_ERR_UNREACHABLE as u32 => {
+            c"PostgreSQL did not answer (tw_fleet_error says why)"
+        }
+        status if status == tw_status::TW_ERR_FENCED as u32 => {
+            c"refused: the lease of the shard moved past the token's epoch"
+        }
         status => Error::ALL
             .into_iter()
             .find(|&error| tw_status::from(error) as u32 == status)
@@ -71,7 +77,7 @@ mod tests {
 
     #[test]
     fn every_status_has_its_own_message() {
-        let all: Vec<_> = (0..13).map(text).collect();
+        let all: Vec<_> = (0..15).map(text).collect();
         assert!(all.iter().all(|m| *m != "unknown status"));
         let mut unique = all.clone();
         unique.sort();
@@ -80,7 +86,7 @@ mod tests {
         for error in Error::ALL {
             assert_eq!(text(tw_status::from(error) as u32), error.message());
         }
-        assert_eq!(text(13), "unknown status");
+        assert_eq!(text(15), "unknown status");
         assert_eq!(text(u32::MAX), "unknown status");
     }
 }

@@ -61,6 +61,15 @@ pub enum tw_status {
     TW_ERR_NO_HANDLER = 11,
     /// The durable store refused or failed: tw_durable_error gives the message.
     TW_ERR_STORE = 12,
+    /// PostgreSQL did not answer (a fleet node, docs/fleet.md): tw_fleet_join could not
+    /// connect; a change (tw_fleet_add, _reset, _delete) was kept in the node's buffer and
+    /// is written when it answers; tw_fleet_flush left changes in the buffer.
+    /// tw_fleet_error says why.
+    TW_ERR_UNREACHABLE = 13,
+    /// Refused by a fence (a fleet node): the lease of the token's shard moved past its
+    /// epoch (another node took it, or it expired), so nothing was written; the shard's
+    /// new owner delivers the fire again.
+    TW_ERR_FENCED = 14,
 }
 
 impl From<Error> for tw_status {

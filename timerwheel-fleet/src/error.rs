@@ -27,6 +27,13 @@ pub enum FleetError {
     },
     /// A bad argument (a shard count out of range, an empty node name, ...).
     Invalid(String),
+    /// An add without `replace` of a (key, name) that exists: nothing was written.
+    Exists {
+        /// The timer's key.
+        key: u64,
+        /// The timer's name.
+        name: String,
+    },
     /// The database refused a statement or the connection broke.
     Database(String),
     /// PostgreSQL did not answer (`cause`, as the client saw it): `pending` changes wait in
@@ -72,6 +79,7 @@ impl fmt::Display for FleetError {
                 "refused: the lease of shard {shard} moved past epoch {epoch}"
             ),
             Self::Invalid(why) => write!(f, "invalid argument: {why}"),
+            Self::Exists { key, name } => write!(f, "timer ({key}, {name:?}) exists"),
             Self::Database(why) => write!(f, "database error: {why}"),
             Self::Unreachable { cause, pending } => write!(
                 f,

@@ -24,6 +24,9 @@ use crate::schema::check_schema;
 /// The lease time-to-live unless told otherwise.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
 
+/// The shortest lease TTL a node takes.
+pub(crate) const MIN_TTL: Duration = Duration::from_millis(100);
+
 /// What a tick changed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Rebalance {
@@ -51,7 +54,7 @@ impl Node {
         if name.is_empty() {
             return Err(FleetError::Invalid("an empty node name".into()));
         }
-        if ttl < Duration::from_millis(100) {
+        if ttl < MIN_TTL {
             return Err(FleetError::Invalid(format!("a lease TTL of {ttl:?}")));
         }
         let shards = prepare(&mut client, ttl)?;

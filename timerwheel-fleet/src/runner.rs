@@ -45,7 +45,7 @@ use timerwheel_core::{BoxTask, Config, Runtime};
 
 use crate::changes::{Change, Status, Writer, DEFAULT_BUFFER};
 use crate::error::{FleetError, Result};
-use crate::lease::{Node, Rebalance};
+use crate::lease::{Node, Rebalance, MIN_TTL};
 use crate::store::{
     ack, claim_due, due_points, take_over_fires, unacked_fires, Fire, FleetToken, NewTimer, CHANNEL,
 };
@@ -114,7 +114,7 @@ impl Default for Settings {
 }
 
 /// Registers handlers, then starts a [`Runner`].
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct RunnerBuilder {
     settings: Settings,
     handlers: HashMap<String, FleetHandler>,
@@ -143,6 +143,11 @@ impl RunnerBuilder {
         self
     }
 
+    /// Whether a handler is registered as `name`.
+    pub fn has_handler(&self, name: &str) -> bool {
+        self.handlers.contains_key(name)
+    }
+
     /// Called with every [`NodeEvent`], from the node's threads.
     pub fn observer(mut self, observer: impl Fn(&NodeEvent) + Send + Sync + 'static) -> Self {
         self.observer = Some(Arc::new(observer));
@@ -152,7 +157,7 @@ impl RunnerBuilder {
     /// Joins the fleet as `name` and starts firing the timers of the shards it gets.
     pub fn start(self, options: &ConnectOptions, name: &str) -> Result<Runner> {
         let s = self.settings;
-        if s.window < s.ttl / 2 || s.poll.is_zero() || s.batch < 1 {
+        if s.ttl < MIN_TTL || s.window < s.ttl / 2 || s.poll.is_zero() || s.batch < 1 {
             return Err(FleetError::Invalid(format!("runner settings {s:?}")));
         }
         // A server that accepts nothing is an error after a TTL (at least a few seconds: a
@@ -179,6 +184,15 @@ impl RunnerBuilder {
         });
         let firer_client = options.connect()?;
         let app = Mutex::new(options.connect()?);
+        // Every connection before the first thread: a join refused midway leaves none running.
+        let listener_client = match s.listen {
+            true => {
+                let mut client = options.connect()?;
+                client.batch_execute(&format!("LISTEN {CHANNEL}"))?;
+                Some(client)
+            }
+            false => None,
+        };
         let driver = {
             let (state, runtime) = (Arc::clone(&state), Arc::clone(&runtime));
             std::thread::Builder::new()
@@ -193,17 +207,15 @@ impl RunnerBuilder {
                 .spawn(move || fire_loop(&state, &runtime, firer_client))
                 .map_err(|e| FleetError::Invalid(format!("a thread: {e}")))?
         };
-        let listener = match s.listen {
-            true => {
-                let mut client = options.connect()?;
-                client.batch_execute(&format!("LISTEN {CHANNEL}"))?;
+        let listener = match listener_client {
+            Some(client) => {
                 let (state, runtime) = (Arc::clone(&state), Arc::clone(&runtime));
                 let spawned = std::thread::Builder::new()
                     .name("timerwheel-fleet-listener".into())
                     .spawn(move || listen(&state, &runtime, client));
                 Some(spawned.map_err(|e| FleetError::Invalid(format!("a thread: {e}")))?)
             }
-            false => None,
+            None => None,
         };
         Ok(Runner {
             state,
@@ -280,6 +292,11 @@ impl Runner {
     /// when PostgreSQL does not answer.
     pub fn flush_changes(&self) -> Result<()> {
         self.state.writer.flush(&|event| self.state.report(event))
+    }
+
+    /// Whether a handler is registered as `name` on this node.
+    pub fn has_handler(&self, name: &str) -> bool {
+        self.state.handlers.contains_key(name)
     }
 
     /// Changes waiting in the buffer.

@@ -204,8 +204,18 @@ fn check(tool: &str, output: &Output, log: &Path) {
 /// The directory of `initdb` and `pg_ctl`: `$TW_PG_BIN`, else the newest
 /// `/usr/lib/postgresql/*/bin`, else the one on `PATH`.
 fn server_bin() -> PathBuf {
+    find_server_bin().expect("PostgreSQL's initdb not found: run `make deps`")
+}
+
+/// Whether PostgreSQL's server programs are installed (`TW_PG_BIN`, a Debian version
+/// directory, or `initdb` on PATH): a [`TestServer`] can start.
+pub fn server_installed() -> bool {
+    find_server_bin().is_some()
+}
+
+fn find_server_bin() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("TW_PG_BIN") {
-        return PathBuf::from(dir);
+        return Some(PathBuf::from(dir));
     }
     let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
         .into_iter()
@@ -216,11 +226,9 @@ fn server_bin() -> PathBuf {
         .collect();
     versions.sort();
     if let Some(bin) = versions.pop() {
-        return bin;
+        return Some(bin);
     }
-    which("initdb")
-        .and_then(|p| p.parent().map(Path::to_path_buf))
-        .expect("PostgreSQL's initdb not found: run `make deps`")
+    which("initdb").and_then(|p| p.parent().map(Path::to_path_buf))
 }
 
 fn which(tool: &str) -> Option<PathBuf> {

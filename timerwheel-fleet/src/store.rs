@@ -116,10 +116,10 @@ pub fn add_timer(
             expected: shards,
             found,
         }),
-        _ => Err(FleetError::Invalid(format!(
-            "timer ({}, {:?}) exists",
-            timer.key, timer.name
-        ))),
+        _ => Err(FleetError::Exists {
+            key: timer.key,
+            name: timer.name.to_owned(),
+        }),
     }
 }
 

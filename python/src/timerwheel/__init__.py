@@ -20,6 +20,9 @@ from ._errors import (
     DurableExistsError,
     DurableNoHandlerError,
     DurableStoreError,
+    FleetBufferFullError,
+    FleetFencedError,
+    FleetUnreachableError,
     TimerwheelBusyError,
     TimerwheelClosedError,
     TimerwheelError,
@@ -28,6 +31,10 @@ from ._errors import (
     TimerwheelGroupClosedError,
 )
 from ._timerwheel import Group, Timer, Token, __version__, defaults
+try:
+    from ._timerwheel import Fleet, FleetToken
+except ImportError:  # a build without the cargo feature `fleet` (the manylinux wheel)
+    pass
 from ._types import Stats
 from ._wheel import PendingTimer, Wheel
 from ._default import (
@@ -43,6 +50,9 @@ __all__ = [
     "DurableExistsError",
     "DurableNoHandlerError",
     "DurableStoreError",
+    "FleetBufferFullError",
+    "FleetFencedError",
+    "FleetUnreachableError",
     "Group",
     "PendingTimer",
     "Stats",
@@ -64,3 +74,6 @@ __all__ = [
     "future_later",
     "sleep",
 ]
+
+if "Fleet" in globals():
+    __all__ += ["Fleet", "FleetToken"]

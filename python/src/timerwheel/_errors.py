@@ -41,3 +41,19 @@ class DurableNoHandlerError(TimerwheelError, LookupError):
 class DurableStoreError(TimerwheelError, OSError):
     """The durable store refused or failed; the message says why (the path and, e.g.,
     "locked by another opener", "not a timerwheel store", a failed commit)."""
+
+
+class FleetUnreachableError(TimerwheelError, ConnectionError):
+    """PostgreSQL did not answer a fleet node: ``Fleet.join`` could not connect, or
+    ``Fleet.flush`` left changes in the node's buffer (``Fleet.pending`` counts them). The
+    message never holds the connection string."""
+
+
+class FleetFencedError(TimerwheelError):
+    """``Fleet.ack`` of a token whose shard moved past its epoch (another node took it, or
+    the lease expired): refused, and delivered again by the shard's new owner."""
+
+
+class FleetBufferFullError(TimerwheelFullError):
+    """PostgreSQL did not answer and the fleet node's buffer of unwritten changes holds its
+    bound (``Fleet(buffer=...)``): the change was not taken."""

@@ -221,6 +221,113 @@ class Token:
 Handler = Callable[[Token, bytes], bool]
 
 @final
+class FleetToken:
+    """Names one fire of a fleet timer; a fire delivered again by the shard's next owner has
+    the same key, name, occurrence and version under a greater epoch. Store it with the
+    fire's effect under a unique constraint, then ``Fleet.ack`` it. Equal tokens hash
+    alike."""
+
+    def __init__(
+        self, key: int, name: str, occurrence_ms: int, version: int, shard: int, epoch: int
+    ) -> None: ...
+    @property
+    def key(self) -> int:
+        """The timer's key (its hash picks the shard)."""
+    @property
+    def name(self) -> str:
+        """The timer's (handler's) name."""
+    @property
+    def occurrence_ms(self) -> int:
+        """The fire's scheduled deadline, in ms since the Unix epoch."""
+    @property
+    def occurrence(self) -> float:
+        """The same as a Unix time in seconds."""
+    @property
+    def version(self) -> int:
+        """The timer's incarnation: a replaced or re-added timer has a new one."""
+    @property
+    def shard(self) -> int:
+        """The key's shard."""
+    @property
+    def epoch(self) -> int:
+        """The shard's epoch when the fire was delivered: ``Fleet.ack`` refuses it
+        (FleetFencedError) once the lease moved on."""
+
+# A fleet timer's handler: called on one of the node's threads with the fire's token and
+# the timer's payload; returns whether to acknowledge the fire now.
+FleetHandler = Callable[[FleetToken, bytes], bool]
+
+# What a change through a fleet node returns: committed, or kept in the node's buffer while
+# PostgreSQL does not answer (written, in order, when it answers).
+ChangeStatus = Literal["written", "buffered"]
+
+@final
+class Fleet:
+    """A node of a fleet on PostgreSQL (docs/fleet.md; in builds with the cargo feature
+    ``fleet``). Register handlers, then ``join``; ``with fleet.join(conninfo, name):``
+    leaves on exit. Times are Unix times and seconds. A call before ``join`` raises
+    RuntimeError, after ``leave`` TimerwheelClosedError."""
+
+    def __init__(
+        self,
+        *,
+        ttl: float = 10.0,
+        window: float = 60.0,
+        poll: float = 0.5,
+        batch: int = 500,
+        listen: bool = True,
+        buffer: int = 10000,
+    ) -> None:
+        """The lease TTL (at least 0.1), the near window (at least ttl / 2), the longest
+        wait between claims, timers claimed per transaction, LISTEN/NOTIFY, and the bound
+        of the buffer of changes kept while PostgreSQL does not answer; checked by
+        ``join`` (ValueError)."""
+    def register_handler(self, name: str, handler: FleetHandler) -> None:
+        """Registers ``handler(token, payload)`` for the timers named ``name``, before
+        ``join()``; its truth acknowledges the fire at once (False: ``ack`` it later).
+        ValueError for a name taken or empty; RuntimeError after ``join``."""
+    def join(self, conninfo: str, node_name: str) -> Fleet:
+        """Joins the fleet at ``conninfo`` (a libpq connection string) as ``node_name``
+        and starts firing; returns the node. ValueError (a connection string that cannot
+        be parsed, bad settings), FleetUnreachableError, DurableStoreError (no fleet
+        schema: it is created by an explicit call, never here), TimerwheelBusyError (joined
+        or left already). No message holds the connection string."""
+    def add(
+        self,
+        key: int,
+        name: str,
+        first: float,
+        payload: bytes = b"",
+        period: Optional[float] = None,
+        replace: bool = False,
+    ) -> ChangeStatus:
+        """Adds the timer (key, name), first due at the Unix time ``first``, then every
+        ``period`` seconds (None: once). DurableNoHandlerError (no handler of this node is
+        registered under ``name``), DurableExistsError, FleetBufferFullError (PostgreSQL
+        does not answer and the buffer is full: not taken)."""
+    def reset(self, key: int, name: str, when: float) -> ChangeStatus:
+        """Moves the next deadline of the timer (key, name) to the Unix time ``when``;
+        TimerwheelError if there is none."""
+    def delete(self, key: int, name: str) -> ChangeStatus:
+        """Removes the timer (key, name); TimerwheelError if there is none."""
+    def ack(self, tokens: Sequence[FleetToken]) -> int:
+        """Acknowledges fires, shard by shard; returns how many tokens matched an
+        unacknowledged fire. FleetFencedError when a token's shard moved past its epoch
+        (the other shards' tokens are acknowledged)."""
+    def flush(self) -> None:
+        """Writes the buffered changes; FleetUnreachableError while PostgreSQL does not
+        answer."""
+    @property
+    def pending(self) -> int:
+        """Changes waiting in the buffer."""
+    def leave(self) -> None:
+        """Stops firing and hands every shard back at once (what is still buffered is
+        lost); then every call but ``leave`` raises TimerwheelClosedError.
+        TimerwheelBusyError from one of the node's handlers."""
+    def __enter__(self) -> Fleet: ...
+    def __exit__(self, *exc: object) -> Literal[False]: ...
+
+@final
 class Timer:
     """A scheduled timer. Dropping the handle does not cancel the timer."""
 

@@ -1,6 +1,6 @@
 """Calls that mypy --strict must reject, one per line marked "error" (tests/test_typing.py)."""
 
-from timerwheel import Wheel
+from timerwheel import Fleet, Token, Wheel
 from timerwheel.asyncio import LoopWheel
 
 
@@ -19,3 +19,10 @@ def use(wheel: Wheel, lw: LoopWheel) -> None:
     wheel.register_handler("charge", charge)  # error: a handler takes (Token, bytes)
     wheel.durable_add(1, "charge", 1e9, payload="text")  # error: a payload is bytes
     wheel.durable_ack([1, 2])  # error: tokens, not ints
+
+
+def use_fleet(fleet: Fleet, token: Token) -> None:
+    fleet.register_handler("charge", charge)  # error: a handler takes (FleetToken, bytes)
+    fleet.add(1, "charge", 1e9, payload="text")  # error: a payload is bytes
+    fleet.ack([token])  # error: fleet tokens, not a wheel's
+    written: bool = fleet.add(1, "charge", 1e9)  # error: "written" or "buffered"

@@ -5,7 +5,7 @@ from datetime import timedelta
 from typing import Optional
 
 import timerwheel
-from timerwheel import Stats, Timer, Token, Wheel
+from timerwheel import Fleet, FleetToken, Stats, Timer, Token, Wheel
 from timerwheel.asyncio import LoopTimer, LoopWheel
 
 
@@ -51,6 +51,22 @@ def durable(path: str) -> int:
         acked: int = w.durable_ack([Token(42, "charge", 1000, 1)])
         w.durable_delete(42, "charge")
         return acked + w.durable_flush() + w.durable_stats()["timers"]
+
+
+def on_fleet_charge(token: FleetToken, payload: bytes) -> bool:
+    return token.epoch > 0 and token.shard >= 0 and token.version > 0 and payload != b""
+
+
+def fleet(conninfo: str, now: float) -> int:
+    node = Fleet(ttl=2.0, window=10.0, poll=0.1, batch=100, listen=False, buffer=100)
+    node.register_handler("charge", on_fleet_charge)
+    with node.join(conninfo, "node-a") as joined:
+        status: str = joined.add(42, "charge", now + 1, payload=b"42", period=1.0)
+        joined.reset(42, "charge", now + 2)
+        joined.delete(42, "charge")
+        acked: int = joined.ack([FleetToken(42, "charge", 1000, 1, 3, 7)])
+        joined.flush()
+        return acked + joined.pending + len(status)
 
 
 with Wheel(tick=timedelta(milliseconds=1)) as w:
