@@ -883,13 +883,15 @@ enum tw_status tw_fleet_ack(struct tw_fleet *f, const struct tw_fleet_token *tok
 enum tw_status tw_fleet_flush(struct tw_fleet *f, size_t *pending);
 
 /**
- * Leaves the fleet in a planned way: stops firing, waits for the handlers under way, and
- * hands every shard back at once (the others take them at their next tick, no lease
- * expiring). Changes still in the buffer are lost (tw_fleet_flush first). Returns TW_OK,
- * or TW_ERR_BUSY (called from one of its handlers: it would wait for itself),
- * TW_ERR_INVALID (`f` NULL, not joined), TW_ERR_SHUTDOWN (it left already),
- * TW_ERR_UNREACHABLE or TW_ERR_STORE (the hand-over could not be written: the leases
- * expire after the TTL instead). Either way the node has left.
+ * Leaves the fleet in a planned way: writes the changes still buffered, stops firing,
+ * waits for the handlers under way, and hands every shard back at once (the others take
+ * them at their next tick, no lease expiring). Returns TW_OK, or TW_ERR_UNREACHABLE
+ * (PostgreSQL does not answer: when changes waited in the buffer the node has NOT left and
+ * keeps them, call it again later; when they were written but the hand-over was not, it
+ * has left and its leases expire after the TTL), TW_ERR_BUSY (called from one of its
+ * handlers: it would wait for itself), TW_ERR_INVALID (`f` NULL, not joined),
+ * TW_ERR_SHUTDOWN (it left already), TW_ERR_STORE (the hand-over failed otherwise; it has
+ * left).
  *
  * # Safety
  * `f` is NULL or a live node.
@@ -897,7 +899,9 @@ enum tw_status tw_fleet_flush(struct tw_fleet *f, size_t *pending);
 enum tw_status tw_fleet_leave(struct tw_fleet *f);
 
 /**
- * Frees the node, leaving the fleet first if it joined (errors ignored). Returns TW_OK, or
+ * Frees the node, leaving the fleet first if it joined (errors ignored: changes still in
+ * the buffer while PostgreSQL does not answer are dropped; tw_fleet_leave first keeps
+ * them). Returns TW_OK, or
  * TW_ERR_INVALID (`f` NULL), or TW_ERR_BUSY (called from one of its handlers; nothing is
  * freed). No other call on `f` may run at the same time or after it.
  *

@@ -779,6 +779,8 @@ public:
     explicit Fleet(const FleetSettings &settings = FleetSettings()) {
         detail::check(tw_fleet_create(&settings, &fleet_), "tw_fleet_create");
     }
+    /* Leaves if it joined and frees the node, dropping buffered changes it cannot write
+     * (leave() first keeps them: it throws instead). */
     ~Fleet() {
         if (fleet_ != nullptr) tw_fleet_destroy(fleet_);
     }
@@ -850,8 +852,9 @@ public:
      * answer. */
     void flush() { check(tw_fleet_flush(fleet_, nullptr), "tw_fleet_flush"); }
 
-    /* Stops firing and hands every shard back at once; Error(TW_ERR_BUSY) from one of its
-     * handlers. */
+    /* Writes what is buffered, stops firing and hands every shard back at once;
+     * Error(TW_ERR_UNREACHABLE) while PostgreSQL does not answer and changes wait (the node
+     * stays), Error(TW_ERR_BUSY) from one of its handlers. */
     void leave() { check(tw_fleet_leave(fleet_), "tw_fleet_leave"); }
 
     /* The C handle (null once moved from). */

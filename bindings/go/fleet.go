@@ -154,16 +154,18 @@ func (f *Fleet) Flush() (int, error) {
 	return pending, err
 }
 
-// Leave stops firing and hands every shard back at once (what is still buffered is lost:
-// Flush first). ErrBusy from one of the node's handlers; ErrClosed once it left.
+// Leave writes what is buffered, stops firing and hands every shard back at once.
+// ErrUnreachable while PostgreSQL does not answer and changes wait (the node stays and
+// keeps them); ErrBusy from one of the node's handlers; ErrClosed once it left.
 func (f *Fleet) Leave() error {
 	return f.call("Leave", func() C.tw_status { return cFleetLeave(f.c) })
 }
 
 // Close leaves the fleet if it joined and frees the node; later calls return ErrClosed.
-// From one of its handlers it returns ErrBusy and changes nothing.
+// From one of its handlers it returns ErrBusy, and while PostgreSQL does not answer
+// ErrUnreachable: then it frees nothing (a buffered change is kept; Close again later).
 func (f *Fleet) Close() error {
-	if err := f.Leave(); errors.Is(err, ErrBusy) {
+	if err := f.Leave(); errors.Is(err, ErrBusy) || errors.Is(err, ErrUnreachable) {
 		return err
 	}
 	if !f.gate.close() {

@@ -331,6 +331,16 @@ func fleetBuffered(t *testing.T, s *fleetServer) {
 		strings.Contains(err.Error(), s.conninfo) {
 		t.Fatalf("Flush while down: %d, %v", pending, err)
 	}
+	// Leaving or closing would drop them: both refuse, and the node keeps them.
+	if err := f.Leave(); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("Leave while down with changes buffered: %v, want ErrUnreachable", err)
+	}
+	if err := f.Close(); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("Close while down with changes buffered: %v, want ErrUnreachable", err)
+	}
+	if pending, _ := f.Flush(); pending != 2 {
+		t.Fatalf("after the refused Leave and Close %d changes wait, want 2", pending)
+	}
 	s.sql(t, `\start`)
 	started = true
 	deadline := time.Now().Add(20 * time.Second)

@@ -351,12 +351,18 @@ impl Fleet {
         self.with_runner(py, "pending", |runner| Ok(runner.pending_changes()))
     }
 
-    /// Stops firing and hands every shard back at once; a second call does nothing.
+    /// Writes what is buffered, stops firing and hands every shard back at once; a second
+    /// call does nothing. While PostgreSQL does not answer and changes wait, it raises and
+    /// the node stays.
     fn leave(&self, py: Python<'_>) -> PyResult<()> {
         if IN_HANDLER.with(Cell::get) {
             return Err(TimerwheelBusyError::new_err(
                 "leave: called from a handler of the node, it would wait for itself",
             ));
+        }
+        if matches!(*self.read(), Phase::Joined(_)) {
+            // Nothing buffered is dropped: while it cannot be written, the node stays.
+            self.with_runner(py, "leave", Runner::flush_changes)?;
         }
         py.detach(|| {
             let mut phase = self.phase.write().unwrap_or_else(|p| p.into_inner());

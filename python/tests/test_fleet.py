@@ -230,6 +230,10 @@ def test_changes_wait_in_a_bounded_buffer_while_postgres_is_down(server):
             with pytest.raises(FleetUnreachableError, match="2 changes wait") as down:
                 fleet.flush()
             assert server.conninfo not in str(down.value)
+            # A leave would drop them: it raises and the node stays, keeping them.
+            with pytest.raises(FleetUnreachableError, match="2 changes wait"):
+                fleet.leave()
+            assert fleet.pending == 2
         finally:
             server.sql("\\start")
         wait_until(lambda: fleet.pending == 0, timeout=20)

@@ -590,13 +590,15 @@ pub unsafe extern "C" fn tw_fleet_flush(f: *mut tw_fleet, pending: *mut usize) -
     })
 }
 
-/// Leaves the fleet in a planned way: stops firing, waits for the handlers under way, and
-/// hands every shard back at once (the others take them at their next tick, no lease
-/// expiring). Changes still in the buffer are lost (tw_fleet_flush first). Returns TW_OK,
-/// or TW_ERR_BUSY (called from one of its handlers: it would wait for itself),
-/// TW_ERR_INVALID (`f` NULL, not joined), TW_ERR_SHUTDOWN (it left already),
-/// TW_ERR_UNREACHABLE or TW_ERR_STORE (the hand-over could not be written: the leases
-/// expire after the TTL instead). Either way the node has left.
+/// Leaves the fleet in a planned way: writes the changes still buffered, stops firing,
+/// waits for the handlers under way, and hands every shard back at once (the others take
+/// them at their next tick, no lease expiring). Returns TW_OK, or TW_ERR_UNREACHABLE
+/// (PostgreSQL does not answer: when changes waited in the buffer the node has NOT left and
+/// keeps them, call it again later; when they were written but the hand-over was not, it
+/// has left and its leases expire after the TTL), TW_ERR_BUSY (called from one of its
+/// handlers: it would wait for itself), TW_ERR_INVALID (`f` NULL, not joined),
+/// TW_ERR_SHUTDOWN (it left already), TW_ERR_STORE (the hand-over failed otherwise; it has
+/// left).
 ///
 /// # Safety
 /// `f` is NULL or a live node.
@@ -608,8 +610,8 @@ pub unsafe extern "C" fn tw_fleet_leave(f: *mut tw_fleet) -> tw_status {
         if IN_HANDLER.with(Cell::get) {
             return Err(tw_status::TW_ERR_BUSY);
         }
-        let runner = node.with_runner(|_| Ok(()));
-        runner?;
+        // Nothing buffered is dropped: while it cannot be written, the node stays.
+        node.with_runner(Runner::flush_changes)?;
         let taken = node
             .runner
             .write()
@@ -622,7 +624,9 @@ pub unsafe extern "C" fn tw_fleet_leave(f: *mut tw_fleet) -> tw_status {
     })
 }
 
-/// Frees the node, leaving the fleet first if it joined (errors ignored). Returns TW_OK, or
+/// Frees the node, leaving the fleet first if it joined (errors ignored: changes still in
+/// the buffer while PostgreSQL does not answer are dropped; tw_fleet_leave first keeps
+/// them). Returns TW_OK, or
 /// TW_ERR_INVALID (`f` NULL), or TW_ERR_BUSY (called from one of its handlers; nothing is
 /// freed). No other call on `f` may run at the same time or after it.
 ///

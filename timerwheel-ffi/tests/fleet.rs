@@ -448,14 +448,25 @@ fn changes_wait_in_a_bounded_buffer_while_postgres_is_down(server: &TestServer) 
     // SAFETY: a live node and a writable count.
     let flushed = unsafe { tw_fleet_flush(f, &mut pending) };
     assert_eq!((flushed, pending), (tw_status::TW_ERR_UNREACHABLE, 2));
+    // A leave would drop them: it is refused, and the node stays.
+    // SAFETY: a live node.
+    let left = unsafe { tw_fleet_leave(f) };
+    assert_eq!(left, tw_status::TW_ERR_UNREACHABLE, "{}", error(f));
+    // SAFETY: a live node and a writable count.
+    let flushed = unsafe { tw_fleet_flush(f, &mut pending) };
+    assert_eq!(
+        (flushed, pending),
+        (tw_status::TW_ERR_UNREACHABLE, 2),
+        "still joined"
+    );
 
     server.start_again();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        // SAFETY: a live node and a writable count.
-        let flushed = unsafe { tw_fleet_flush(f, &mut pending) };
-        if flushed == tw_status::TW_OK || Instant::now() > deadline {
-            assert_eq!((flushed, pending), (tw_status::TW_OK, 0), "{}", error(f));
+        // SAFETY: a live node; it writes the buffer before it leaves.
+        let left = unsafe { tw_fleet_leave(f) };
+        if left == tw_status::TW_OK || Instant::now() > deadline {
+            assert_eq!(left, tw_status::TW_OK, "{}", error(f));
             break;
         }
         std::thread::sleep(Duration::from_millis(100));

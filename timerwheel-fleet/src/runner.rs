@@ -320,9 +320,15 @@ impl Runner {
         &self.runtime
     }
 
-    /// Stops firing and hands every shard back (free at once for the others).
+    /// Writes the changes still buffered, stops firing and hands every shard back (free at
+    /// once for the others). When PostgreSQL does not answer it leaves all the same and
+    /// returns the flush's error: what stayed in the buffer is lost. To keep it, call
+    /// [`flush_changes`](Self::flush_changes) until it succeeds first, as the bindings'
+    /// leave does (they refuse to leave while changes wait).
     pub fn leave(mut self) -> Result<()> {
-        self.stop().map_or(Ok(()), Node::leave)
+        let flushed = self.flush_changes();
+        let left = self.stop().map_or(Ok(()), Node::leave);
+        flushed.and(left)
     }
 
     fn stop(&mut self) -> Option<Node> {

@@ -321,9 +321,10 @@ class Fleet:
     def pending(self) -> int:
         """Changes waiting in the buffer."""
     def leave(self) -> None:
-        """Stops firing and hands every shard back at once (what is still buffered is
-        lost); then every call but ``leave`` raises TimerwheelClosedError.
-        TimerwheelBusyError from one of the node's handlers."""
+        """Writes what is buffered, stops firing and hands every shard back at once;
+        then every call but ``leave`` raises TimerwheelClosedError. While PostgreSQL
+        does not answer and changes wait, FleetUnreachableError, and the node stays
+        (nothing is dropped). TimerwheelBusyError from one of the node's handlers."""
     def __enter__(self) -> Fleet: ...
     def __exit__(self, *exc: object) -> Literal[False]: ...
 
