@@ -151,6 +151,9 @@ fn tls_settings_pass_through() {
     // The server has no TLS: require is refused, not downgraded.
     let error = ConnectOptions::parse(&plain).unwrap().connect().err();
     assert!(matches!(error, Some(FleetError::Connect(_))), "{error:?}");
+    // prefer goes on in plain text.
+    let preferred = format!("{} sslmode=prefer", server.conninfo());
+    assert_eq!(uses_tls(preferred), Ok(false));
     let disabled = format!("{} sslmode=disable", server.conninfo());
     let mut client = ConnectOptions::parse(&disabled).unwrap().connect().unwrap();
     let ssl: bool = client
@@ -192,53 +195,137 @@ fn certificate(dir: &std::path::Path, name: &str) -> (String, String) {
     (cert.display().to_string(), key.display().to_string())
 }
 
+/// A private cluster with TLS on, its certificate self-signed for `localhost`; also the
+/// certificate of another server (`other`). The directory holds the files.
+struct TlsServer {
+    server: TestServer,
+    cert: String,
+    other: String,
+    _dir: tempfile::TempDir,
+}
+
+impl TlsServer {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = certificate(dir.path(), "server");
+        let (other, _) = certificate(dir.path(), "other");
+        if std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .unwrap()
+            .stdout
+            == b"0\n"
+        {
+            let status = std::process::Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(dir.path())
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+        let server = TestServer::start_with(&[
+            "ssl = on",
+            &format!("ssl_cert_file = '{cert}'"),
+            &format!("ssl_key_file = '{key}'"),
+        ]);
+        Self {
+            server,
+            cert,
+            other,
+            _dir: dir,
+        }
+    }
+
+    /// A connection string to it by the host name `host`.
+    fn conninfo(&self, host: &str) -> String {
+        format!(
+            "host={host} port={} user=timerwheel dbname=timerwheel",
+            self.server.port()
+        )
+    }
+}
+
+/// Whether the connection `conninfo` opens is encrypted.
+fn uses_tls(conninfo: String) -> Result<bool, FleetError> {
+    let mut client = ConnectOptions::parse(&conninfo)?.connect()?;
+    Ok(client
+        .query_one(
+            "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            &[],
+        )
+        .unwrap()
+        .get(0))
+}
+
 #[test]
 fn tls_is_used_and_verified_as_the_string_asks() {
-    let dir = tempfile::tempdir().unwrap();
-    let (cert, key) = certificate(dir.path(), "server");
-    let (other, _) = certificate(dir.path(), "other");
-    if std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .unwrap()
-        .stdout
-        == b"0\n"
-    {
-        let status = std::process::Command::new("chown")
-            .args(["-R", "postgres:postgres"])
-            .arg(dir.path())
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-    let server = TestServer::start_with(&[
-        "ssl = on",
-        &format!("ssl_cert_file = '{cert}'"),
-        &format!("ssl_key_file = '{key}'"),
-    ]);
-    let base = format!(
-        "host=localhost port={} user=timerwheel dbname=timerwheel",
-        server.port()
-    );
-    let uses_tls = |conninfo: String| -> Result<bool, FleetError> {
-        let mut client = ConnectOptions::parse(&conninfo)?.connect()?;
-        Ok(client
-            .query_one(
-                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
-                &[],
-            )
-            .unwrap()
-            .get(0))
-    };
+    let tls = TlsServer::start();
+    let (base, cert, other) = (tls.conninfo("localhost"), &tls.cert, &tls.other);
+    // A self-signed certificate and no root: encrypted, not verified.
     assert_eq!(uses_tls(format!("{base} sslmode=require")), Ok(true));
+    assert_eq!(uses_tls(format!("{base} sslmode=prefer")), Ok(true));
     assert_eq!(uses_tls(format!("{base} sslmode=disable")), Ok(false));
     assert_eq!(
         uses_tls(format!("{base} sslmode=verify-full sslrootcert={cert}")),
         Ok(true)
     );
-    let wrong_root = uses_tls(format!("{base} sslmode=verify-full sslrootcert={other}"));
-    assert!(
-        matches!(wrong_root, Err(FleetError::Connect(_))),
-        "{wrong_root:?}"
+    assert_eq!(
+        uses_tls(format!("{base} sslmode=verify-ca sslrootcert={cert}")),
+        Ok(true)
     );
+    for refused in [
+        format!("{base} sslmode=verify-full sslrootcert={other}"),
+        format!("{base} sslmode=verify-ca sslrootcert={other}"),
+        // The system's roots do not hold a self-signed certificate.
+        format!("{base} sslmode=verify-full"),
+        format!("{base} sslmode=verify-ca sslrootcert=system"),
+    ] {
+        let error = uses_tls(refused.clone());
+        assert!(
+            matches!(error, Err(FleetError::Connect(_))),
+            "{refused}: {error:?}"
+        );
+    }
+}
+
+#[test]
+fn verify_ca_takes_a_certificate_for_another_name_verify_full_does_not() {
+    let tls = TlsServer::start();
+    // The certificate names localhost, not 127.0.0.1.
+    let (base, cert) = (tls.conninfo("127.0.0.1"), &tls.cert);
+    assert_eq!(
+        uses_tls(format!("{base} sslmode=verify-ca sslrootcert={cert}")),
+        Ok(true)
+    );
+    assert_eq!(uses_tls(format!("{base} sslmode=require")), Ok(true));
+    let secret = "pa55-in-the-string";
+    let conninfo = format!("{base} sslmode=verify-full sslrootcert={cert} password={secret}");
+    let error = uses_tls(conninfo.clone()).unwrap_err();
+    let text = format!("{error} / {error:?}");
+    assert!(matches!(error, FleetError::Connect(_)), "{text}");
+    assert!(text.contains("certificate"), "no reason given: {text}");
+    assert!(
+        !text.contains(secret) && !text.contains(&conninfo),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_unusable_sslrootcert_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.crt");
+    std::fs::write(&empty, "no certificate here\n").unwrap();
+    let missing = dir.path().join("missing.crt");
+    for (path, reason) in [(&empty, "no certificate"), (&missing, "unreadable")] {
+        let conninfo = format!(
+            "host=127.0.0.1 port=1 sslmode=verify-full sslrootcert={}",
+            path.display()
+        );
+        let error = ConnectOptions::parse(&conninfo)
+            .unwrap()
+            .connect()
+            .err()
+            .unwrap();
+        assert!(error.to_string().contains(reason), "{error}");
+    }
 }
