@@ -195,8 +195,65 @@ fn certificate(dir: &std::path::Path, name: &str) -> (String, String) {
     (cert.display().to_string(), key.display().to_string())
 }
 
-/// A private cluster with TLS on, its certificate self-signed for `localhost`; also the
-/// certificate of another server (`other`). The directory holds the files.
+/// A certificate for `localhost` signed by the authority `ca` (the files of
+/// [`certificate`]), as a server outside tests has: not itself an authority.
+fn signed_certificate(dir: &std::path::Path, ca: &(String, String)) -> (String, String) {
+    let (csr, cert, key) = (
+        dir.join("signed.csr"),
+        dir.join("signed.crt"),
+        dir.join("signed.key"),
+    );
+    let run = |args: &[&std::ffi::OsStr]| {
+        let status = std::process::Command::new("openssl")
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("openssl");
+        assert!(status.success(), "openssl {args:?}");
+    };
+    run(&[
+        "req".as_ref(),
+        "-new".as_ref(),
+        "-nodes".as_ref(),
+        "-subj".as_ref(),
+        "/CN=localhost".as_ref(),
+        "-addext".as_ref(),
+        "subjectAltName=DNS:localhost".as_ref(),
+        "-keyout".as_ref(),
+        key.as_os_str(),
+        "-out".as_ref(),
+        csr.as_os_str(),
+    ]);
+    run(&[
+        "x509".as_ref(),
+        "-req".as_ref(),
+        "-days".as_ref(),
+        "1".as_ref(),
+        "-copy_extensions".as_ref(),
+        "copy".as_ref(),
+        "-in".as_ref(),
+        csr.as_os_str(),
+        "-CA".as_ref(),
+        ca.0.as_ref(),
+        "-CAkey".as_ref(),
+        ca.1.as_ref(),
+        "-out".as_ref(),
+        cert.as_os_str(),
+    ]);
+    (cert.display().to_string(), key.display().to_string())
+}
+
+/// Who signed the certificate of a [`TlsServer`].
+#[derive(PartialEq)]
+enum Issuer {
+    /// The server itself: its own certificate is the root.
+    SelfSigned,
+    /// An authority, whose certificate is the root.
+    Authority,
+}
+
+/// A private cluster with TLS on, its certificate for `localhost`; `cert` is the root that
+/// verifies it, `other` the root of another server. The directory holds the files.
 struct TlsServer {
     server: TestServer,
     cert: String,
@@ -205,10 +262,14 @@ struct TlsServer {
 }
 
 impl TlsServer {
-    fn start() -> Self {
+    fn start(issuer: Issuer) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let (cert, key) = certificate(dir.path(), "server");
+        let (root, root_key) = certificate(dir.path(), "server");
         let (other, _) = certificate(dir.path(), "other");
+        let (cert, key) = match issuer {
+            Issuer::SelfSigned => (root.clone(), root_key),
+            Issuer::Authority => signed_certificate(dir.path(), &(root.clone(), root_key)),
+        };
         if std::process::Command::new("id")
             .arg("-u")
             .output()
@@ -230,7 +291,7 @@ impl TlsServer {
         ]);
         Self {
             server,
-            cert,
+            cert: root,
             other,
             _dir: dir,
         }
@@ -259,7 +320,7 @@ fn uses_tls(conninfo: String) -> Result<bool, FleetError> {
 
 #[test]
 fn tls_is_used_and_verified_as_the_string_asks() {
-    let tls = TlsServer::start();
+    let tls = TlsServer::start(Issuer::SelfSigned);
     let (base, cert, other) = (tls.conninfo("localhost"), &tls.cert, &tls.other);
     // A self-signed certificate and no root: encrypted, not verified.
     assert_eq!(uses_tls(format!("{base} sslmode=require")), Ok(true));
@@ -290,7 +351,7 @@ fn tls_is_used_and_verified_as_the_string_asks() {
 
 #[test]
 fn verify_ca_takes_a_certificate_for_another_name_verify_full_does_not() {
-    let tls = TlsServer::start();
+    let tls = TlsServer::start(Issuer::SelfSigned);
     // The certificate names localhost, not 127.0.0.1.
     let (base, cert) = (tls.conninfo("127.0.0.1"), &tls.cert);
     assert_eq!(
@@ -308,6 +369,41 @@ fn verify_ca_takes_a_certificate_for_another_name_verify_full_does_not() {
         !text.contains(secret) && !text.contains(&conninfo),
         "{text}"
     );
+}
+
+#[test]
+fn a_certificate_from_an_authority_is_checked_by_chain_and_name() {
+    let tls = TlsServer::start(Issuer::Authority);
+    let (ca, other) = (&tls.cert, &tls.other);
+    let (by_name, by_address) = (tls.conninfo("localhost"), tls.conninfo("127.0.0.1"));
+    for (conninfo, expected) in [
+        (
+            format!("{by_name} sslmode=verify-full sslrootcert={ca}"),
+            true,
+        ),
+        (
+            format!("{by_address} sslmode=verify-full sslrootcert={ca}"),
+            false,
+        ),
+        (
+            format!("{by_address} sslmode=verify-ca sslrootcert={ca}"),
+            true,
+        ),
+        (
+            format!("{by_name} sslmode=verify-ca sslrootcert={other}"),
+            false,
+        ),
+        (format!("{by_address} sslmode=require"), true),
+    ] {
+        let used = uses_tls(conninfo.clone());
+        match expected {
+            true => assert_eq!(used, Ok(true), "{conninfo}"),
+            false => assert!(
+                matches!(used, Err(FleetError::Connect(_))),
+                "{conninfo}: {used:?}"
+            ),
+        }
+    }
 }
 
 #[test]
