@@ -22,7 +22,7 @@ NAMES=(
     venv       # every virtualenv (test-python, test-python-dist, bench-report)
     sqlite3    # demo-billing, test-demo: the billing demo's --restart-at saves to SQLite
     postgresql # test-fleet, bench-fleet: a private PostgreSQL cluster (initdb, pg_ctl)
-    openssl    # test-fleet, bench-fleet: the PostgreSQL client's TLS (openssl-sys)
+    openssl    # test-fleet: the TLS tests make their certificates with the openssl command
 )
 
 # The Debian package that provides NAME.
@@ -32,7 +32,6 @@ package() {
     go) echo golang-go ;;
     venv) echo python3-venv ;;
     sqlite3) printf '%s\n' libsqlite3-dev sqlite3 ;;
-    openssl) echo libssl-dev ;;
     *) echo "$1" ;;
     esac
 }
@@ -46,7 +45,6 @@ present() {
     venv) "${PYTHON:-python3}" -c 'import ensurepip, venv' ;;
     sqlite3) pkg-config --exists sqlite3 && command -v sqlite3 ;;
     postgresql) compgen -G '/usr/lib/postgresql/*/bin/initdb' ;;
-    openssl) pkg-config --exists openssl ;;
     *) command -v "$1" ;;
     esac >/dev/null 2>&1
 }

@@ -15,12 +15,10 @@ venv:
 		{ test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV); } && \
 		$(PIP_INSTALL) $(VENV_TOOLS); }
 
-# Builds the abi3 extension (release) with the venv's maturin and installs the package,
-# with timerwheel.Fleet (the cargo feature `fleet`, which the manylinux wheel leaves out:
-# its PostgreSQL client links OpenSSL; docs/fleet.md).
+# Builds the abi3 extension (release) with the venv's maturin and installs the package
+# (with timerwheel.Fleet, the cargo feature `fleet`, on by default; docs/fleet.md).
 python-install: venv
-	PATH="$(VENV)/bin:$$PATH" MATURIN_PEP517_ARGS="--features fleet" \
-	  $(PIP_INSTALL) --no-build-isolation ./python
+	PATH="$(VENV)/bin:$$PATH" $(PIP_INSTALL) --no-build-isolation ./python
 
 # PYTEST_ARGS picks tests, e.g. make test-python PYTEST_ARGS="-k never_early".
 test-python: python-install fleet-test-server
@@ -48,7 +46,7 @@ sdist: venv
 
 # As a user of the wheel: installs it into a fresh virtualenv with no Rust toolchain on PATH
 # and runs the pytest suite against the installed package (tests/python-dist/run.sh).
-test-python-dist: wheel sdist
+test-python-dist: wheel sdist fleet-test-server
 	tests/python-dist/run.sh
 
 CHECK_TARGETS += test-python

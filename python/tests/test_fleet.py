@@ -27,8 +27,8 @@ from conftest import wait_until
 
 if not hasattr(timerwheel, "Fleet"):
     pytest.skip(
-        "this build of timerwheel has no Fleet (built without the cargo feature `fleet`, "
-        "as the manylinux wheel is: docs/fleet.md)",
+        "this build of timerwheel has no Fleet (built without the cargo feature `fleet`: "
+        "docs/fleet.md)",
         allow_module_level=True,
     )
 

@@ -59,6 +59,8 @@ drop_rust_from_path test-python-dist
 venv_python=$work/venv/bin/python
 "$venv_python" -m pip install -q --disable-pip-version-check --only-binary :all: "$wheel" pytest
 cp -r python/tests "$work/tests"
+# The fleet's tests start their cluster with the helper `make test-python-dist` builds.
+export TW_FLEET_TEST_SERVER=${TW_FLEET_TEST_SERVER:-$PWD/target/release/fleet-test-server}
 cd "$work"
 "$venv_python" -c '
 import pathlib, sys, timerwheel

@@ -4,7 +4,7 @@
 //! TLS, as libpq does it: `sslmode=disable` is plain text; `prefer` (the default) and
 //! `require` encrypt without checking the certificate; `verify-ca` and `verify-full`
 //! (key=value form) check it against `sslrootcert` (or the system's roots), `verify-full`
-//! also the host name. `sslcert`/`sslkey` (client certificates) are refused with a clear
+//! also the host name (the `tls` module). `sslcert`/`sslkey` (client certificates) are refused with a clear
 //! error rather than ignored.
 
 use std::str::FromStr;
@@ -12,23 +12,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use native_tls::{Certificate, TlsConnector};
 use postgres::config::SslMode;
 use postgres::{Client, Config};
-use postgres_native_tls::MakeTlsConnector;
 
 use crate::error::{describe, FleetError, Result};
-
-/// How the server's certificate is checked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Verify {
-    /// Encrypted when asked, the certificate not checked (libpq's `prefer`, `require`).
-    Nothing,
-    /// The certificate's chain (`verify-ca`).
-    Chain,
-    /// The chain and the host name (`verify-full`).
-    Full,
-}
+use crate::tls::{self, Verify};
 
 /// A parsed connection string. Its `Debug` shows no password.
 #[derive(Debug, Clone)]
@@ -153,28 +141,10 @@ impl ConnectOptions {
     }
 
     fn connect_now(&self) -> Result<Client> {
-        let tls = self.tls_connector()?;
+        let tls = tls::connector(self.verify, self.root_cert.as_deref())?;
         self.config
             .connect(tls)
             .map_err(|e| FleetError::Connect(self.redact_password(&describe(&e))))
-    }
-
-    fn tls_connector(&self) -> Result<MakeTlsConnector> {
-        let mut builder = TlsConnector::builder();
-        builder
-            .danger_accept_invalid_certs(self.verify == Verify::Nothing)
-            .danger_accept_invalid_hostnames(self.verify != Verify::Full);
-        if let Some(path) = &self.root_cert {
-            let pem = std::fs::read(path)
-                .map_err(|e| FleetError::Connect(format!("sslrootcert unreadable: {e}")))?;
-            let cert = Certificate::from_pem(&pem)
-                .map_err(|e| FleetError::Connect(format!("sslrootcert: {e}")))?;
-            builder.add_root_certificate(cert);
-        }
-        let connector = builder
-            .build()
-            .map_err(|e| FleetError::Connect(format!("TLS setup: {e}")))?;
-        Ok(MakeTlsConnector::new(connector))
     }
 
     fn redact_password(&self, message: &str) -> String {

@@ -107,12 +107,18 @@ impl From<postgres::Error> for FleetError {
 }
 
 /// PostgreSQL's message for `error`: the server's own text when it sent one, else the
-/// client's.
+/// client's with its causes (why a TLS handshake or a socket failed).
 pub(crate) fn describe(error: &postgres::Error) -> String {
-    match error.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => error.to_string(),
+    if let Some(db) = error.as_db_error() {
+        return format!("{} ({})", db.message(), db.code().code());
     }
+    let mut message = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(reason) = cause {
+        message = format!("{message}: {reason}");
+        cause = reason.source();
+    }
+    message
 }
 
 /// Shorthand for results of this crate.

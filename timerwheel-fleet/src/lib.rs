@@ -6,6 +6,7 @@
 //!
 //! - [`server`]: a private PostgreSQL cluster for tests, benchmarks and the demo.
 //! - [`conn`]: connection strings (TLS passed through; never repeated in an error).
+//! - `tls`: the certificate checks of each `sslmode`, with rustls.
 //! - [`schema`]: the tables, their version and migrations (created only when asked).
 //! - [`lease`]: acquire, renew, rebalance, release; the fence.
 //! - [`store`]: adds from any node, fenced claims of due timers, acks, take-over, the
@@ -20,7 +21,8 @@
 //! maintained, pure Rust (nothing to link: the C library, the Go module and the wheel need no
 //! system libpq), and blocking like the rest of the runtime's threads; it speaks the same
 //! connection strings as libpq (key=value and URLs). What it lacks of libpq's TLS
-//! (`verify-ca`, `verify-full`, `sslrootcert`) [`conn`] adds with `native-tls`.
+//! (`verify-ca`, `verify-full`, `sslrootcert`) [`conn`] adds with rustls (the `tls` module: pure
+//! Rust too, so the library links no OpenSSL).
 
 pub mod changes;
 pub mod conn;
@@ -32,6 +34,7 @@ pub mod schema;
 pub mod server;
 pub mod shard;
 pub mod store;
+mod tls;
 
 pub use changes::{Change, Outcome, Status, DEFAULT_BUFFER};
 pub use conn::ConnectOptions;

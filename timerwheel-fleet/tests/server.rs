@@ -151,6 +151,9 @@ fn tls_settings_pass_through() {
     // The server has no TLS: require is refused, not downgraded.
     let error = ConnectOptions::parse(&plain).unwrap().connect().err();
     assert!(matches!(error, Some(FleetError::Connect(_))), "{error:?}");
+    // prefer goes on in plain text.
+    let preferred = format!("{} sslmode=prefer", server.conninfo());
+    assert_eq!(uses_tls(preferred), Ok(false));
     let disabled = format!("{} sslmode=disable", server.conninfo());
     let mut client = ConnectOptions::parse(&disabled).unwrap().connect().unwrap();
     let ssl: bool = client
@@ -192,53 +195,233 @@ fn certificate(dir: &std::path::Path, name: &str) -> (String, String) {
     (cert.display().to_string(), key.display().to_string())
 }
 
+/// A certificate for `localhost` signed by the authority `ca` (the files of
+/// [`certificate`]), as a server outside tests has: not itself an authority.
+fn signed_certificate(dir: &std::path::Path, ca: &(String, String)) -> (String, String) {
+    let (csr, cert, key) = (
+        dir.join("signed.csr"),
+        dir.join("signed.crt"),
+        dir.join("signed.key"),
+    );
+    let run = |args: &[&std::ffi::OsStr]| {
+        let status = std::process::Command::new("openssl")
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("openssl");
+        assert!(status.success(), "openssl {args:?}");
+    };
+    run(&[
+        "req".as_ref(),
+        "-new".as_ref(),
+        "-nodes".as_ref(),
+        "-subj".as_ref(),
+        "/CN=localhost".as_ref(),
+        "-addext".as_ref(),
+        "subjectAltName=DNS:localhost".as_ref(),
+        "-keyout".as_ref(),
+        key.as_os_str(),
+        "-out".as_ref(),
+        csr.as_os_str(),
+    ]);
+    run(&[
+        "x509".as_ref(),
+        "-req".as_ref(),
+        "-days".as_ref(),
+        "1".as_ref(),
+        "-copy_extensions".as_ref(),
+        "copy".as_ref(),
+        "-in".as_ref(),
+        csr.as_os_str(),
+        "-CA".as_ref(),
+        ca.0.as_ref(),
+        "-CAkey".as_ref(),
+        ca.1.as_ref(),
+        "-out".as_ref(),
+        cert.as_os_str(),
+    ]);
+    (cert.display().to_string(), key.display().to_string())
+}
+
+/// Who signed the certificate of a [`TlsServer`].
+#[derive(PartialEq)]
+enum Issuer {
+    /// The server itself: its own certificate is the root.
+    SelfSigned,
+    /// An authority, whose certificate is the root.
+    Authority,
+}
+
+/// A private cluster with TLS on, its certificate for `localhost`; `cert` is the root that
+/// verifies it, `other` the root of another server. The directory holds the files.
+struct TlsServer {
+    server: TestServer,
+    cert: String,
+    other: String,
+    _dir: tempfile::TempDir,
+}
+
+impl TlsServer {
+    fn start(issuer: Issuer) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, root_key) = certificate(dir.path(), "server");
+        let (other, _) = certificate(dir.path(), "other");
+        let (cert, key) = match issuer {
+            Issuer::SelfSigned => (root.clone(), root_key),
+            Issuer::Authority => signed_certificate(dir.path(), &(root.clone(), root_key)),
+        };
+        if std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .unwrap()
+            .stdout
+            == b"0\n"
+        {
+            let status = std::process::Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(dir.path())
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+        let server = TestServer::start_with(&[
+            "ssl = on",
+            &format!("ssl_cert_file = '{cert}'"),
+            &format!("ssl_key_file = '{key}'"),
+        ]);
+        Self {
+            server,
+            cert: root,
+            other,
+            _dir: dir,
+        }
+    }
+
+    /// A connection string to it by the host name `host`.
+    fn conninfo(&self, host: &str) -> String {
+        format!(
+            "host={host} port={} user=timerwheel dbname=timerwheel",
+            self.server.port()
+        )
+    }
+}
+
+/// Whether the connection `conninfo` opens is encrypted.
+fn uses_tls(conninfo: String) -> Result<bool, FleetError> {
+    let mut client = ConnectOptions::parse(&conninfo)?.connect()?;
+    Ok(client
+        .query_one(
+            "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            &[],
+        )
+        .unwrap()
+        .get(0))
+}
+
 #[test]
 fn tls_is_used_and_verified_as_the_string_asks() {
-    let dir = tempfile::tempdir().unwrap();
-    let (cert, key) = certificate(dir.path(), "server");
-    let (other, _) = certificate(dir.path(), "other");
-    if std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .unwrap()
-        .stdout
-        == b"0\n"
-    {
-        let status = std::process::Command::new("chown")
-            .args(["-R", "postgres:postgres"])
-            .arg(dir.path())
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-    let server = TestServer::start_with(&[
-        "ssl = on",
-        &format!("ssl_cert_file = '{cert}'"),
-        &format!("ssl_key_file = '{key}'"),
-    ]);
-    let base = format!(
-        "host=localhost port={} user=timerwheel dbname=timerwheel",
-        server.port()
-    );
-    let uses_tls = |conninfo: String| -> Result<bool, FleetError> {
-        let mut client = ConnectOptions::parse(&conninfo)?.connect()?;
-        Ok(client
-            .query_one(
-                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
-                &[],
-            )
-            .unwrap()
-            .get(0))
-    };
+    let tls = TlsServer::start(Issuer::SelfSigned);
+    let (base, cert, other) = (tls.conninfo("localhost"), &tls.cert, &tls.other);
+    // A self-signed certificate and no root: encrypted, not verified.
     assert_eq!(uses_tls(format!("{base} sslmode=require")), Ok(true));
+    assert_eq!(uses_tls(format!("{base} sslmode=prefer")), Ok(true));
     assert_eq!(uses_tls(format!("{base} sslmode=disable")), Ok(false));
     assert_eq!(
         uses_tls(format!("{base} sslmode=verify-full sslrootcert={cert}")),
         Ok(true)
     );
-    let wrong_root = uses_tls(format!("{base} sslmode=verify-full sslrootcert={other}"));
-    assert!(
-        matches!(wrong_root, Err(FleetError::Connect(_))),
-        "{wrong_root:?}"
+    assert_eq!(
+        uses_tls(format!("{base} sslmode=verify-ca sslrootcert={cert}")),
+        Ok(true)
     );
+    for refused in [
+        format!("{base} sslmode=verify-full sslrootcert={other}"),
+        format!("{base} sslmode=verify-ca sslrootcert={other}"),
+        // The system's roots do not hold a self-signed certificate.
+        format!("{base} sslmode=verify-full"),
+        format!("{base} sslmode=verify-ca sslrootcert=system"),
+    ] {
+        let error = uses_tls(refused.clone());
+        assert!(
+            matches!(error, Err(FleetError::Connect(_))),
+            "{refused}: {error:?}"
+        );
+    }
+}
+
+#[test]
+fn verify_ca_takes_a_certificate_for_another_name_verify_full_does_not() {
+    let tls = TlsServer::start(Issuer::SelfSigned);
+    // The certificate names localhost, not 127.0.0.1.
+    let (base, cert) = (tls.conninfo("127.0.0.1"), &tls.cert);
+    assert_eq!(
+        uses_tls(format!("{base} sslmode=verify-ca sslrootcert={cert}")),
+        Ok(true)
+    );
+    assert_eq!(uses_tls(format!("{base} sslmode=require")), Ok(true));
+    let secret = "pa55-in-the-string";
+    let conninfo = format!("{base} sslmode=verify-full sslrootcert={cert} password={secret}");
+    let error = uses_tls(conninfo.clone()).unwrap_err();
+    let text = format!("{error} / {error:?}");
+    assert!(matches!(error, FleetError::Connect(_)), "{text}");
+    assert!(text.contains("certificate"), "no reason given: {text}");
+    assert!(
+        !text.contains(secret) && !text.contains(&conninfo),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_certificate_from_an_authority_is_checked_by_chain_and_name() {
+    let tls = TlsServer::start(Issuer::Authority);
+    let (ca, other) = (&tls.cert, &tls.other);
+    let (by_name, by_address) = (tls.conninfo("localhost"), tls.conninfo("127.0.0.1"));
+    for (conninfo, expected) in [
+        (
+            format!("{by_name} sslmode=verify-full sslrootcert={ca}"),
+            true,
+        ),
+        (
+            format!("{by_address} sslmode=verify-full sslrootcert={ca}"),
+            false,
+        ),
+        (
+            format!("{by_address} sslmode=verify-ca sslrootcert={ca}"),
+            true,
+        ),
+        (
+            format!("{by_name} sslmode=verify-ca sslrootcert={other}"),
+            false,
+        ),
+        (format!("{by_address} sslmode=require"), true),
+    ] {
+        let used = uses_tls(conninfo.clone());
+        match expected {
+            true => assert_eq!(used, Ok(true), "{conninfo}"),
+            false => assert!(
+                matches!(used, Err(FleetError::Connect(_))),
+                "{conninfo}: {used:?}"
+            ),
+        }
+    }
+}
+
+#[test]
+fn an_unusable_sslrootcert_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.crt");
+    std::fs::write(&empty, "no certificate here\n").unwrap();
+    let missing = dir.path().join("missing.crt");
+    for (path, reason) in [(&empty, "no certificate"), (&missing, "unreadable")] {
+        let conninfo = format!(
+            "host=127.0.0.1 port=1 sslmode=verify-full sslrootcert={}",
+            path.display()
+        );
+        let error = ConnectOptions::parse(&conninfo)
+            .unwrap()
+            .connect()
+            .err()
+            .unwrap();
+        assert!(error.to_string().contains(reason), "{error}");
+    }
 }
