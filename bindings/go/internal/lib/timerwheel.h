@@ -107,6 +107,19 @@ typedef enum tw_status {
    * The durable store refused or failed: tw_durable_error gives the message.
    */
   TW_ERR_STORE = 12,
+  /**
+   * PostgreSQL did not answer (a fleet node, docs/fleet.md): tw_fleet_join could not
+   * connect; a change (tw_fleet_add, _reset, _delete) was kept in the node's buffer and
+   * is written when it answers; tw_fleet_flush left changes in the buffer.
+   * tw_fleet_error says why.
+   */
+  TW_ERR_UNREACHABLE = 13,
+  /**
+   * Refused by a fence (a fleet node): the lease of the token's shard moved past its
+   * epoch (another node took it, or it expired), so nothing was written; the shard's
+   * new owner delivers the fire again.
+   */
+  TW_ERR_FENCED = 14,
 } tw_status;
 
 /**
@@ -206,6 +219,14 @@ typedef enum tw_missed_points {
 } tw_missed_points;
 
 /**
+ * A node of a fleet on PostgreSQL (docs/fleet.md): its settings and handlers, then the
+ * running node. Opaque; create it with tw_fleet_create and free it with tw_fleet_destroy.
+ * The tw_fleet_* calls are in a library built with the cargo feature `fleet` (the default;
+ * docs/c.md).
+ */
+typedef struct tw_fleet tw_fleet;
+
+/**
  * A timer wheel: its tick thread, its workers and its timers. Opaque; create it with
  * tw_create (or share tw_default) and free it with tw_destroy.
  */
@@ -296,6 +317,85 @@ typedef struct tw_durable_stats {
    */
   int64_t last_error;
 } tw_durable_stats;
+
+/**
+ * How a fleet node runs (tw_fleet_create). Fill it with tw_fleet_settings_init, then change
+ * what you need. It can gain fields at its end in later versions (docs/c.md, "ABI policy").
+ */
+typedef struct tw_fleet_settings {
+  /**
+   * sizeof(tw_fleet_settings) where the caller was compiled (tw_fleet_settings_init sets
+   * it); fields past it take their defaults. 0 stands for this first layout.
+   */
+  size_t size;
+  /**
+   * The lease TTL in ms, renewed every fifth of it: default 10000, at least 100. A node
+   * cut off from PostgreSQL stops firing this long after its last renewal.
+   */
+  uint64_t ttl_ms;
+  /**
+   * How far ahead the node loads its shards' timers, in ms: default 60000, at least
+   * half the TTL.
+   */
+  uint64_t window_ms;
+  /**
+   * The longest wait between two claims of due timers, in ms: default 500, at least 1.
+   */
+  uint64_t poll_ms;
+  /**
+   * Timers claimed per transaction: default 500, at least 1.
+   */
+  uint64_t batch;
+  /**
+   * Nonzero (the default): adds and resets from other nodes wake this one at once
+   * (LISTEN/NOTIFY); 0: they wait for the poll.
+   */
+  uint64_t listen;
+  /**
+   * Most changes kept while PostgreSQL does not answer: default 10000; past it a change
+   * is refused with TW_ERR_FULL.
+   */
+  uint64_t buffer;
+} tw_fleet_settings;
+
+/**
+ * Names one fire of a fleet timer; a fire delivered again has the same key, name,
+ * occurrence and version (under the epoch of the node that delivers it).
+ */
+typedef struct tw_fleet_token {
+  /**
+   * The application's key (its hash picks the shard).
+   */
+  uint64_t key;
+  /**
+   * The handler's name (NUL-terminated; in a handler, valid during the call only).
+   */
+  const char *name;
+  /**
+   * The scheduled deadline of this fire, ms since the Unix epoch.
+   */
+  int64_t occurrence_unix_ms;
+  /**
+   * The timer's incarnation: a replaced or re-added timer has a new one.
+   */
+  int64_t version;
+  /**
+   * The key's shard.
+   */
+  int32_t shard;
+  /**
+   * The shard's epoch when the fire was delivered: tw_fleet_ack refuses it
+   * (TW_ERR_FENCED) once the lease moved on.
+   */
+  int64_t epoch;
+} tw_fleet_token;
+
+/**
+ * A fleet timer's handler: the fire's token and the timer's payload (valid during the
+ * call). Returns TW_ACK_NOW (1) to acknowledge the fire at once, TW_ACK_LATER (0) when the
+ * application calls tw_fleet_ack after storing the token with its effect.
+ */
+typedef int32_t (*tw_fleet_handler)(const struct tw_fleet_token *token, const void *payload, size_t len, void *ctx);
 
 /**
  * How a wheel is set up. Fill it with `tw_config_init`, then change what you need.
@@ -667,6 +767,159 @@ enum tw_status tw_durable_error(const struct tw_wheel *w, char *buf, size_t len,
  * field is readable and which is writable for as many bytes as it says.
  */
 enum tw_status tw_durable_get_stats(const struct tw_wheel *w, struct tw_durable_stats *out);
+
+/**
+ * Fills `*settings` with the defaults: ttl_ms 10000, window_ms 60000, poll_ms 500, batch
+ * 500, listen 1, buffer 10000; and size = sizeof(tw_fleet_settings).
+ *
+ * Bad input: `settings` NULL does nothing.
+ *
+ * # Safety
+ * `settings` is NULL or valid for writing a `tw_fleet_settings` of this version.
+ */
+void tw_fleet_settings_init(struct tw_fleet_settings *settings);
+
+/**
+ * Creates a fleet node with `settings` (NULL: the defaults), not joined yet: register its
+ * handlers (tw_fleet_handler_register), then tw_fleet_join. `*out` receives it. Returns
+ * TW_OK, or TW_ERR_INVALID (`out` NULL, `settings` of a bad size or with bytes past this
+ * library's struct that are not zero). Ranges are checked by tw_fleet_join.
+ *
+ * # Safety
+ * `settings` is NULL or readable for as many bytes as its size says; `out` NULL or
+ * writable.
+ */
+enum tw_status tw_fleet_create(const struct tw_fleet_settings *settings, struct tw_fleet **out);
+
+/**
+ * Registers `handler` (with `ctx`) for the fleet timers named `name`, before
+ * tw_fleet_join. Returns TW_OK, or TW_ERR_INVALID (`f`, `name` or `handler` NULL, a name
+ * empty or not UTF-8, the name registered already), or TW_ERR_BUSY after tw_fleet_join.
+ *
+ * # Safety
+ * `f` is NULL or a live node; `name` NULL or NUL-terminated. `handler(token, payload, len,
+ * ctx)` runs on the node's threads (its firer; at a take-over of a shard, its driver: two
+ * at once at most), never on the thread that called tw_fleet_join. It may call every
+ * tw_fleet_* function of its node but tw_fleet_leave and tw_fleet_destroy (TW_ERR_BUSY).
+ */
+enum tw_status tw_fleet_handler_register(struct tw_fleet *f, const char *name, tw_fleet_handler handler, void *ctx);
+
+/**
+ * Joins the fleet at `conninfo` (a libpq connection string: key=value pairs or a URL; TLS
+ * settings pass through, docs/fleet.md) as `node_name`, and starts firing the timers of
+ * the shards it gets. The schema must exist (docs/fleet.md: it is created by an explicit
+ * call, never here). Handlers may run before it returns (the unacknowledged fires of the
+ * shards it takes over); their calls on the node wait until it has joined. Returns TW_OK,
+ * or TW_ERR_INVALID
+ * (`f`, `conninfo` or `node_name` NULL, a connection string that cannot be parsed, a node
+ * name empty or not UTF-8, settings out of range), TW_ERR_UNREACHABLE (PostgreSQL did not
+ * answer or refused the connection), TW_ERR_STORE (no fleet schema, another schema
+ * version), TW_ERR_BUSY (joined already), TW_ERR_SHUTDOWN (it left). tw_fleet_error says
+ * why; no message repeats the connection string. After a refusal other than BUSY and
+ * SHUTDOWN it can be called again.
+ *
+ * # Safety
+ * `f` is NULL or a live node; `conninfo` and `node_name` NULL or NUL-terminated.
+ */
+enum tw_status tw_fleet_join(struct tw_fleet *f, const char *conninfo, const char *node_name);
+
+/**
+ * Adds the fleet timer (key, name) with a copy of `payload` (`len` bytes; NULL with 0),
+ * first due at `first_unix_ms` (this node's wall clock), then every `period_ms` (0 =
+ * once), as tw_durable_add. `flags`: TW_DURABLE_REPLACE replaces a timer of the same
+ * (key, name). Returns TW_OK once committed, or TW_ERR_UNREACHABLE (PostgreSQL did not
+ * answer: the change waits in the node's buffer and is written, in order, when it answers;
+ * tw_fleet_flush), TW_ERR_FULL (did not answer and the buffer holds its bound: nothing
+ * kept), TW_ERR_INVALID (NULL arguments, unknown flags, a period over 2^63 - 1 ms, the node
+ * not joined), TW_ERR_NO_HANDLER (no handler registered on this node under `name`),
+ * TW_ERR_EXISTS, TW_ERR_STORE (the database refused it), TW_ERR_SHUTDOWN (it left).
+ *
+ * # Safety
+ * `f` is NULL or a live node; `name` NULL or NUL-terminated; `payload` valid for `len`
+ * bytes.
+ */
+enum tw_status tw_fleet_add(struct tw_fleet *f, uint64_t key, const char *name, const void *payload, size_t len, int64_t first_unix_ms, uint64_t period_ms, uint32_t flags);
+
+/**
+ * Moves the next deadline of the fleet timer (key, name) to `unix_ms`. Returns TW_OK, or
+ * TW_ERR_NOT_FOUND (no such timer), or as tw_fleet_add.
+ *
+ * # Safety
+ * As for tw_fleet_add.
+ */
+enum tw_status tw_fleet_reset(struct tw_fleet *f, uint64_t key, const char *name, int64_t unix_ms);
+
+/**
+ * Removes the fleet timer (key, name); its unacknowledged fires stay until acknowledged.
+ * Returns TW_OK, or TW_ERR_NOT_FOUND, or as tw_fleet_add.
+ *
+ * # Safety
+ * As for tw_fleet_add.
+ */
+enum tw_status tw_fleet_delete(struct tw_fleet *f, uint64_t key, const char *name);
+
+/**
+ * Acknowledges `n` tokens, shard by shard; `*acked` (unless NULL) counts those that
+ * matched an unacknowledged fire (on TW_OK). Returns TW_OK, or TW_ERR_FENCED (the lease of
+ * a token's shard moved past its epoch: that shard's tokens are refused, to be delivered
+ * again by its new owner; the other shards' are acknowledged), TW_ERR_INVALID (`tokens`
+ * NULL with `n` > 0, a token's name NULL, empty or not UTF-8, the node not joined),
+ * TW_ERR_UNREACHABLE, TW_ERR_STORE, TW_ERR_SHUTDOWN.
+ *
+ * # Safety
+ * `f` is NULL or a live node; `tokens` valid for `n` tokens whose names are
+ * NUL-terminated; `acked` NULL or writable.
+ */
+enum tw_status tw_fleet_ack(struct tw_fleet *f, const struct tw_fleet_token *tokens, size_t n, size_t *acked);
+
+/**
+ * Writes the changes buffered while PostgreSQL did not answer; `*pending` (unless NULL)
+ * receives how many still wait. Returns TW_OK (none waits), or TW_ERR_UNREACHABLE
+ * (PostgreSQL does not answer: they wait), TW_ERR_INVALID, TW_ERR_SHUTDOWN.
+ *
+ * # Safety
+ * `f` is NULL or a live node; `pending` NULL or writable.
+ */
+enum tw_status tw_fleet_flush(struct tw_fleet *f, size_t *pending);
+
+/**
+ * Leaves the fleet in a planned way: writes the changes still buffered, stops firing,
+ * waits for the handlers under way, and hands every shard back at once (the others take
+ * them at their next tick, no lease expiring). Returns TW_OK, or TW_ERR_UNREACHABLE
+ * (PostgreSQL does not answer: when changes waited in the buffer the node has NOT left and
+ * keeps them, call it again later; when they were written but the hand-over was not, it
+ * has left and its leases expire after the TTL), TW_ERR_BUSY (called from one of its
+ * handlers: it would wait for itself), TW_ERR_INVALID (`f` NULL, not joined),
+ * TW_ERR_SHUTDOWN (it left already), TW_ERR_STORE (the hand-over failed otherwise; it has
+ * left).
+ *
+ * # Safety
+ * `f` is NULL or a live node.
+ */
+enum tw_status tw_fleet_leave(struct tw_fleet *f);
+
+/**
+ * Frees the node, leaving the fleet first if it joined (errors ignored: changes still in
+ * the buffer while PostgreSQL does not answer are dropped; tw_fleet_leave first keeps
+ * them). Returns TW_OK, or
+ * TW_ERR_INVALID (`f` NULL), or TW_ERR_BUSY (called from one of its handlers; nothing is
+ * freed). No other call on `f` may run at the same time or after it.
+ *
+ * # Safety
+ * `f` is NULL or a live node, not used after this returns TW_OK.
+ */
+enum tw_status tw_fleet_destroy(struct tw_fleet *f);
+
+/**
+ * The message of the node's last error (empty if none), as tw_durable_error writes its
+ * text: TW_ERR_TOO_SMALL when `len` is short, `*needed` the size. It never holds the
+ * connection string or its password.
+ *
+ * # Safety
+ * `f` is NULL or a live node; `buf` NULL or valid for `len` bytes; `needed` NULL or
+ * writable.
+ */
+enum tw_status tw_fleet_error(const struct tw_fleet *f, char *buf, size_t len, size_t *needed);
 
 /**
  * Fills `*cfg` with the defaults: tick_us 1000, min_workers 1, max_workers = number of
