@@ -533,7 +533,7 @@ unsafe fn poke_null_wheel(bytes: &mut Bytes) {
     let mut id = 0;
     // SAFETY: every call must refuse the NULL wheel without touching anything.
     unsafe {
-        let user_data = 1 as *mut c_void;
+        let user_data = ptr::dangling_mut::<c_void>();
         expect(
             "tw_add NULL wheel",
             tw_add(null, 0, Some(on_fire), user_data, Some(on_drop), &mut id),
