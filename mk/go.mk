@@ -73,7 +73,7 @@ test-go: check-fmt-go lint-go check-go-lib go-fresh fleet-test-server
 
 # As `go get` would: the module served from a local proxy, used by a program of its own
 # module, with no Rust toolchain on PATH (tests/go-module/run.sh).
-test-go-module: go-toolchain check-go-lib
+test-go-module: go-toolchain check-go-lib fleet-test-server
 	tests/go-module/run.sh
 
 # W1, W2, W3 against time.AfterFunc / Stop / Reset: JSON lines, then a table of ratios.

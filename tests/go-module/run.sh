@@ -51,6 +51,10 @@ with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
             archive.write(path, prefix + os.path.relpath(path, "bindings/go"))
 ' "$module@$version/" "$proxy/$version.zip"
 
+# The package's fleet tests start their PostgreSQL with fleet-test-server, built by make
+# before the Rust toolchain leaves PATH.
+export TW_FLEET_TEST_SERVER=${TW_FLEET_TEST_SERVER:-$PWD/target/release/fleet-test-server}
+
 # PATH without cargo and rustc.
 drop_rust_from_path test-go-module
 export GOPROXY=file://$work/proxy GOSUMDB=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
