@@ -28,13 +28,13 @@ include $(filter-out mk/rust.mk,$(sort $(wildcard mk/*.mk)))
 # in one block: TEST_LANE_2 holds those that use neither target/ (whose libtimerwheel.so
 # cargo replaces at each build of the FFI crate, while the C, C++, Go and demo programs of
 # lane 1 load it) nor .venv; they build in directories of their own (fuzz/target,
-# target/loom, the Go cache) or build nothing, but for fleet-test-server in target/
-# (test-go-module's fleet tests start PostgreSQL with it; it links no FFI crate). Much of
-# lane 1 waits on sleeps, or runs on one CPU (valgrind, a single test thread); the fuzzers
-# of lane 2 take one CPU each in turn.
+# target/loom, the Go cache) or build nothing, but for the fleet crate in target/, which
+# links no FFI crate (test-fleet, and fleet-test-server, with which test-go-module's fleet
+# tests start PostgreSQL). Much of lane 1 waits on sleeps, or runs on one CPU (valgrind, a
+# single test thread); the fuzzers of lane 2 take one CPU each in turn.
 TEST_TIMES := $(CURDIR)/build/test-times
-TEST_LANE_2 = $(filter $(TEST_TARGETS),test-fuzz-nightly test-loom test-go-module check-help \
-  check-figures)
+TEST_LANE_2 = $(filter $(TEST_TARGETS),test-fuzz-nightly test-loom test-go-module test-fleet \
+  check-help check-figures)
 TEST_LANE_1 = $(filter-out $(TEST_LANE_2),$(TEST_TARGETS))
 
 test:
