@@ -181,8 +181,19 @@ impl Journal {
     /// timers' fires) kept it full. While commits fail it waits for one attempt at most
     /// (the failure is reported by the next call).
     pub fn wait_backlog(&self, seq: u64) {
+        self.wait_backlog_of(|_| seq);
+    }
+
+    /// [`Self::wait_backlog`] for the change that will be queued next, under one lock.
+    pub fn wait_backlog_of_next(&self) {
+        self.wait_backlog_of(|queue| queue.last_seq + 1);
+    }
+
+    /// [`Self::wait_backlog`] for the sequence `seq_of` the queue as the wait begins.
+    fn wait_backlog_of(&self, seq_of: impl FnOnce(&Queue) -> u64) {
         let batch = self.shared.mode.batch() as u64;
         let mut queue = self.lock();
+        let seq = seq_of(&queue);
         let failures = queue.failures;
         while queue
             .events

@@ -299,7 +299,7 @@ impl<T: Task + From<BoxTask>> Shared<T> {
     /// or moves its timer: a reset or delete that finds it fired then finds its handler
     /// running, not waiting.
     fn fire(self: &Arc<Self>, key: Key, name: &str, epoch: u64, occurrence_ms: i64, id: TimerId) {
-        self.journal.wait_backlog(self.journal.next_seq());
+        self.journal.wait_backlog_of_next();
         let fire = {
             let mut live = self.lock();
             if live.closed {
