@@ -19,6 +19,14 @@ bench-fleet:
 	$(CARGO) build --release -q -p timerwheel-fleet --bins --examples
 	$(CARGO) run --release -q -p timerwheel-fleet --example bench_fleet -- $(BENCH_ARGS)
 
+# A node's peak memory with 100 thousand, 1 million and 10 million timers in the store
+# (--quick: a tenth), each stage's against the first's. Outside make test: minutes.
+.PHONY: bench-fleet-memory
+bench-fleet-memory:
+	$(call need,postgresql)
+	$(CARGO) build --release -q -p timerwheel-fleet --bins --examples
+	$(CARGO) run --release -q -p timerwheel-fleet --example fleet_memory -- $(BENCH_ARGS)
+
 # The billing simulation on three fleet-node processes against a private PostgreSQL, one
 # SIGKILLed mid-run, the ledger checked (every charge that fell due charged exactly once,
 # the taken-over charges within TTL + 1 s). DEMO_FLEET_ARGS: --sessions N --seconds S.

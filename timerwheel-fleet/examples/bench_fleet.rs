@@ -8,11 +8,14 @@
 //! due in an hour, nothing claimed) and the fires alone (every stored timer made due at
 //! once by one UPDATE, then claimed until none is left; the nodes find them by their poll).
 
-use std::process::{Child, Command, Stdio};
+mod support;
+
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
+use support::{connect, now_ms, spawn_node};
 use timerwheel_fleet::server::TestServer;
 use timerwheel_fleet::{add_timer, create_schema, ConnectOptions, NewTimer, DEFAULT_SHARDS};
 
@@ -37,7 +40,10 @@ fn main() {
         insert_job,
         || Claimers::start(&server),
     );
-    let mut nodes: Vec<Child> = ["a", "b", "c"].iter().map(|m| spawn(&server, m)).collect();
+    let mut nodes: Vec<Child> = ["a", "b", "c"]
+        .iter()
+        .map(|m| spawn_node(&server, m, TTL, Stdio::null()))
+        .collect();
     wait_until(&mut db, Duration::from_secs(60), |owners| owners == 3);
     let fleet = fleet(&server, n);
     report("timerwheel-fleet", false, n, fleet);
@@ -248,33 +254,4 @@ fn wait_until(db: &mut postgres::Client, timeout: Duration, done: impl Fn(i64) -
         assert!(start.elapsed() < timeout, "the fleet did not settle");
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-fn spawn(server: &TestServer, name: &str) -> Child {
-    let bin = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .and_then(|examples| examples.parent())
-        .unwrap()
-        .join("fleet-node");
-    Command::new(bin)
-        .args([name, &TTL.as_millis().to_string()])
-        .env("TW_FLEET_CONNINFO", server.conninfo())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("fleet-node (cargo build --release -p timerwheel-fleet --bins)")
-}
-
-fn connect(server: &TestServer) -> postgres::Client {
-    ConnectOptions::parse(&server.conninfo())
-        .and_then(|o| o.connect())
-        .expect("the server")
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
 }
