@@ -151,6 +151,22 @@ impl Node {
     /// Leaves in a planned way: every shard handed back (free at once for the others) and
     /// the node no longer counted alive.
     pub fn leave(mut self) -> Result<()> {
+        self.release_all()
+    }
+
+    /// [`Self::leave`] over a new connection from `connect` if its own broke (the server
+    /// restarted since it was last used: the first statement finds out).
+    pub fn leave_reconnecting(mut self, connect: impl FnOnce() -> Result<Client>) -> Result<()> {
+        match self.release_all() {
+            Err(_) if self.client.is_closed() => {
+                self.reconnect(connect()?)?;
+                self.release_all()
+            }
+            released => released,
+        }
+    }
+
+    fn release_all(&mut self) -> Result<()> {
         let held: Vec<(i32, i64)> = self.held.iter().map(|(s, e)| (*s, *e)).collect();
         let mut tx = self.client.transaction()?;
         release(&mut tx, &self.name, &held)?;

@@ -327,7 +327,7 @@ impl Runner {
     /// leave does (they refuse to leave while changes wait).
     pub fn leave(mut self) -> Result<()> {
         let flushed = self.flush_changes();
-        let left = self.stop().map_or(Ok(()), Node::leave);
+        let left = self.stop().map_or(Ok(()), |node| self.state.leave(node));
         flushed.and(left)
     }
 
@@ -347,7 +347,7 @@ impl Runner {
 impl Drop for Runner {
     fn drop(&mut self) {
         if let Some(node) = self.stop() {
-            let _ = node.leave();
+            let _ = self.state.leave(node);
         }
     }
 }
@@ -511,6 +511,11 @@ impl State {
         for token in tokens {
             delivered.remove(token);
         }
+    }
+
+    /// The node's planned leave, over a new connection if the driver's broke.
+    fn leave(&self, node: Node) -> Result<()> {
+        node.leave_reconnecting(|| self.options.connect())
     }
 
     /// A new connection, every 100 ms until the server answers (or the node stops).

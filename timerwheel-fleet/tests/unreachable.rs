@@ -229,3 +229,27 @@ fn a_connection_to_a_paused_postmaster_ends_at_the_connect_timeout() {
     assert!(took < Duration::from_secs(5), "the attempt took {took:?}");
     assert!(options.connect().is_ok(), "resumed");
 }
+
+/// PostgreSQL restarted between two ticks of the node: its leave finds the driver's
+/// connection broken, connects again and hands every shard back (it did neither: the
+/// leave failed and the node was gone, its shards held until their leases ran out).
+#[test]
+fn a_leave_right_after_a_restart_hands_every_shard_back() {
+    let server = fleet_server(SHARDS);
+    let settings = Settings {
+        ttl: Duration::from_secs(30), // no tick between the restart and the leave
+        ..Settings::default()
+    };
+    let (runner, _log) = start_runner(&server, SHARDS, settings, Ack::Now);
+    server.restart();
+    runner.leave().expect("the leave, over a new connection");
+    let mut db = connect(&server);
+    let owned: i64 = db
+        .query_one(
+            "SELECT count(*) FROM tw_fleet_shards WHERE owner IS NOT NULL",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(owned, 0, "shards still held after the leave");
+}
