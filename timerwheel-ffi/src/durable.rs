@@ -16,6 +16,7 @@ use timerwheel_core::{BoxTask, Runtime, TimerId};
 
 use crate::boundary::guard;
 use crate::handle::{default_handle, tw_wheel};
+use crate::handler::CHandler;
 use crate::metrics::write_text;
 use crate::ptr::Out;
 use crate::task::CTask;
@@ -187,42 +188,16 @@ unsafe extern "C" fn drop_boxed(data: *mut c_void) {
     drop(unsafe { Box::from_raw(data.cast::<BoxTask>()) });
 }
 
-/// A C handler and its context.
-struct CHandler {
-    f: unsafe extern "C" fn(*const tw_token, *const c_void, usize, *mut c_void) -> i32,
-    ctx: *mut c_void,
-}
-
-// SAFETY: the caller of tw_handler_register hands `ctx` over to the library, and the header
-// says the handler runs on the wheel's threads.
-unsafe impl Send for CHandler {}
-// SAFETY: as for Send: the header says the handler may run on several threads at once.
-unsafe impl Sync for CHandler {}
-
-impl CHandler {
-    fn call(&self, fired: &Fired<'_>) -> Ack {
-        let name = CString::new(fired.token.name.as_str()).unwrap_or_default();
-        let token = tw_token {
-            key: fired.token.key,
-            name: name.as_ptr(),
-            occurrence_unix_ms: fired.token.occurrence_ms,
-            epoch: fired.token.epoch,
-        };
-        let payload = fired.payload;
-        // SAFETY: the non-NULL handler registered with `ctx`; the token and the payload
-        // are valid during the call, as the header says.
-        let answer = unsafe { (self.f)(&token, payload.as_ptr().cast(), payload.len(), self.ctx) };
-        ack_of(answer)
-    }
-}
-
-/// A C handler's answer: TW_ACK_NOW, or anything else for later.
-pub(crate) fn ack_of(answer: i32) -> Ack {
-    if answer == TW_ACK_NOW {
-        Ack::Now
-    } else {
-        Ack::Later
-    }
+/// The C token of a fire, handed to `handler` with its payload.
+fn call_handler(handler: &CHandler<tw_token>, fired: &Fired<'_>) -> Ack {
+    let name = CString::new(fired.token.name.as_str()).unwrap_or_default();
+    let token = tw_token {
+        key: fired.token.key,
+        name: name.as_ptr(),
+        occurrence_unix_ms: fired.token.occurrence_ms,
+        epoch: fired.token.epoch,
+    };
+    handler.call(&token, fired.payload)
 }
 
 /// The wheel behind `w`; `TW_ERR_INVALID` for NULL and for the shared wheel (no store),
@@ -285,7 +260,10 @@ pub unsafe extern "C" fn tw_handler_register(
         let mut registering = slot.registering.lock().unwrap_or_else(|p| p.into_inner());
         let (builder, _) = registering.as_mut().ok_or(tw_status::TW_ERR_INVALID)?;
         let handler = CHandler { f, ctx };
-        if builder.register(name, Arc::new(move |fired: &Fired<'_>| handler.call(fired))) {
+        if builder.register(
+            name,
+            Arc::new(move |fired: &Fired<'_>| call_handler(&handler, fired)),
+        ) {
             Ok(())
         } else {
             Err(tw_status::TW_ERR_INVALID)

@@ -16,7 +16,8 @@ use timerwheel_fleet::{
 };
 
 use crate::boundary::{guard, guard_or};
-use crate::durable::{ack_of, bytes, name, slice, TW_DURABLE_REPLACE};
+use crate::durable::{bytes, name, slice, TW_DURABLE_REPLACE};
+use crate::handler::CHandler;
 use crate::metrics::write_text;
 use crate::ptr::Out;
 use crate::sized::{read_sized, SizedStruct};
@@ -142,37 +143,22 @@ thread_local! {
     static IN_HANDLER: Cell<bool> = const { Cell::new(false) };
 }
 
-/// A C handler and its context.
-struct CHandler {
-    f: unsafe extern "C" fn(*const tw_fleet_token, *const c_void, usize, *mut c_void) -> i32,
-    ctx: *mut c_void,
-}
-
-// SAFETY: the caller of tw_fleet_handler_register hands `ctx` over to the library, and the
-// header says the handler runs on the node's threads.
-unsafe impl Send for CHandler {}
-// SAFETY: as for Send: the header says the handler may run on two threads at once.
-unsafe impl Sync for CHandler {}
-
-impl CHandler {
-    fn call(&self, fire: &Fire) -> Ack {
-        let name = CString::new(fire.token.name.as_str()).unwrap_or_default();
-        let token = tw_fleet_token {
-            key: fire.token.key,
-            name: name.as_ptr(),
-            occurrence_unix_ms: fire.token.occurrence_ms,
-            version: fire.token.version,
-            shard: fire.token.shard,
-            epoch: fire.token.shard_epoch,
-        };
-        let payload = &fire.payload;
-        IN_HANDLER.with(|h| h.set(true));
-        // SAFETY: the non-NULL handler registered with `ctx`; the token and the payload
-        // are valid during the call, as the header says.
-        let answer = unsafe { (self.f)(&token, payload.as_ptr().cast(), payload.len(), self.ctx) };
-        IN_HANDLER.with(|h| h.set(false));
-        ack_of(answer)
-    }
+/// The C token of a fire, handed to `handler` with its payload; marks the thread as in a
+/// handler meanwhile.
+fn call_handler(handler: &CHandler<tw_fleet_token>, fire: &Fire) -> Ack {
+    let name = CString::new(fire.token.name.as_str()).unwrap_or_default();
+    let token = tw_fleet_token {
+        key: fire.token.key,
+        name: name.as_ptr(),
+        occurrence_unix_ms: fire.token.occurrence_ms,
+        version: fire.token.version,
+        shard: fire.token.shard,
+        epoch: fire.token.shard_epoch,
+    };
+    IN_HANDLER.with(|h| h.set(true));
+    let ack = handler.call(&token, &fire.payload);
+    IN_HANDLER.with(|h| h.set(false));
+    ack
 }
 
 impl tw_fleet {
@@ -372,7 +358,7 @@ pub unsafe extern "C" fn tw_fleet_handler_register(
             ));
         }
         let handler = CHandler { f, ctx };
-        *registering = Some(builder.handler(name, move |fire: &Fire| handler.call(fire)));
+        *registering = Some(builder.handler(name, move |fire: &Fire| call_handler(&handler, fire)));
         Ok(())
     })
 }

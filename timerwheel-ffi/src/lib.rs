@@ -13,6 +13,7 @@ pub mod durable;
 #[cfg(feature = "fleet")]
 pub mod fleet;
 mod handle;
+mod handler;
 mod ptr;
 mod sized;
 mod task;
