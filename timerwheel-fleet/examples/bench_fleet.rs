@@ -7,6 +7,10 @@
 //! Where the time goes: each side is also measured in two phases, the adds alone (timers
 //! due in an hour, nothing claimed) and the fires alone (every stored timer made due at
 //! once by one UPDATE, then claimed until none is left; the nodes find them by their poll).
+//!
+//! Both sides write `PER_COMMIT` rows per transaction in one statement: the fleet with
+//! `add_timers`, the job table with one `INSERT ... SELECT FROM unnest(...)`; then each
+//! side adds a fifth as many one statement per timer (a node's `add`).
 
 mod support;
 
@@ -15,9 +19,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use postgres::types::Type;
 use support::{connect, now_ms, spawn_node};
 use timerwheel_fleet::server::TestServer;
-use timerwheel_fleet::{add_timer, create_schema, ConnectOptions, NewTimer, DEFAULT_SHARDS};
+use timerwheel_fleet::{add_timers, create_schema, ConnectOptions, NewTimer, DEFAULT_SHARDS};
 
 const WRITERS: u64 = 3;
 const PER_COMMIT: u64 = 100;
@@ -37,7 +42,7 @@ fn main() {
         n,
         "jobs",
         "SELECT count(*) FROM jobs",
-        insert_job,
+        insert_jobs,
         || Claimers::start(&server),
     );
     let mut nodes: Vec<Child> = ["a", "b", "c"]
@@ -54,14 +59,24 @@ fn main() {
         fleet.1 / baseline.1
     );
 
-    let fleet_split = split(&server, n, "tw_fleet_timers", LEFT, add_charge, || ());
-    for (workload, ours, theirs) in [
-        ("fleet-add-only", fleet_split.0, baseline_split.0),
-        ("fleet-fire-only", fleet_split.1, baseline_split.1),
+    let fleet_split = split(&server, n, "tw_fleet_timers", LEFT, add_charges, || ());
+    // One statement per add, as a node's `add` writes it: keys past those used above.
+    let one_by_one = |add: fn(&mut postgres::Transaction<'_>, &[u64], i64)| {
+        let later = now_ms() + 3_600_000;
+        let added = write_all(&server, n / 5, |tx, keys| {
+            keys.iter().for_each(|k| add(tx, &[k + 2 * n], later))
+        });
+        (n / 5) as f64 / added
+    };
+    let (ours_one, theirs_one) = (one_by_one(add_charges), one_by_one(insert_jobs));
+    for (workload, count, ours, theirs) in [
+        ("fleet-add-only", n, fleet_split.0, baseline_split.0),
+        ("fleet-fire-only", n, fleet_split.1, baseline_split.1),
+        ("fleet-add-one-by-one", n / 5, ours_one, theirs_one),
     ] {
         println!(
             "{{\"impl\":\"timerwheel-fleet\",\"baseline\":false,\"workload\":\"{workload}\",\
-             \"n\":{n},\"per_s\":{ours:.0},\"baseline_per_s\":{theirs:.0},\"ratio\":{:.3}}}",
+             \"n\":{count},\"per_s\":{ours:.0},\"baseline_per_s\":{theirs:.0},\"ratio\":{:.3}}}",
             ours / theirs
         );
     }
@@ -97,27 +112,39 @@ const LEFT: &str =
 /// nodes fire them as they come; fired counts up to the last one acknowledged.
 fn fleet(server: &TestServer, n: u64) -> (f64, f64) {
     let start = Instant::now();
-    let created = write_all(server, n, |tx, key| add_charge(tx, key, now_ms()));
+    let created = write_all(server, n, |tx, keys| add_charges(tx, keys, now_ms()));
     wait_empty(&mut connect(server), LEFT);
     (n as f64 / created, n as f64 / start.elapsed().as_secs_f64())
 }
 
-fn add_charge(tx: &mut postgres::Transaction<'_>, key: u64, due_ms: i64) {
-    let timer = NewTimer {
-        key,
-        name: "charge",
-        payload: b"0123456789abcdef",
-        due_ms,
-        period_ms: 0,
-        replace: false,
-    };
-    add_timer(tx, DEFAULT_SHARDS, &timer).expect("add");
+const PAYLOAD: &[u8] = b"0123456789abcdef";
+
+fn add_charges(tx: &mut postgres::Transaction<'_>, keys: &[u64], due_ms: i64) {
+    let timers: Vec<NewTimer<'_>> = keys
+        .iter()
+        .map(|&key| NewTimer {
+            key,
+            name: "charge",
+            payload: PAYLOAD,
+            due_ms,
+            period_ms: 0,
+            replace: false,
+        })
+        .collect();
+    let outcomes = add_timers(tx, DEFAULT_SHARDS, &timers).expect("add");
+    assert!(outcomes.iter().all(Result::is_ok), "an add refused");
 }
 
-fn insert_job(tx: &mut postgres::Transaction<'_>, key: u64, due_ms: i64) {
-    tx.execute(
-        "INSERT INTO jobs (key, due_ms, payload) VALUES ($1, $2, $3)",
-        &[&(key as i64), &due_ms, &&b"0123456789abcdef"[..]],
+fn insert_jobs(tx: &mut postgres::Transaction<'_>, keys: &[u64], due_ms: i64) {
+    let keys: Vec<i64> = keys.iter().map(|&k| k as i64).collect();
+    tx.execute_typed(
+        "INSERT INTO jobs (key, due_ms, payload)
+         SELECT k, $2, $3 FROM unnest($1::bigint[]) AS k",
+        &[
+            (&keys, Type::INT8_ARRAY),
+            (&due_ms, Type::INT8),
+            (&PAYLOAD, Type::BYTEA),
+        ],
     )
     .expect("insert");
 }
@@ -133,7 +160,7 @@ fn baseline(server: &TestServer, n: u64) -> (f64, f64) {
     .expect("the job table");
     let claimers = Claimers::start(server);
     let start = Instant::now();
-    let created = write_all(server, n, |tx, key| insert_job(tx, key, now_ms()));
+    let created = write_all(server, n, |tx, keys| insert_jobs(tx, keys, now_ms()));
     wait_empty(&mut db, "SELECT count(*) FROM jobs");
     let fired = n as f64 / start.elapsed().as_secs_f64();
     drop(claimers);
@@ -148,11 +175,14 @@ fn split<C>(
     n: u64,
     table: &str,
     left: &str,
-    add: impl Fn(&mut postgres::Transaction<'_>, u64, i64) + Sync,
+    add: impl Fn(&mut postgres::Transaction<'_>, &[u64], i64) + Sync,
     claim: impl FnOnce() -> C,
 ) -> (f64, f64) {
     let later = now_ms() + 3_600_000;
-    let added = write_all(server, n, |tx, key| add(tx, key + n, later));
+    let added = write_all(server, n, |tx, keys| {
+        let keys: Vec<u64> = keys.iter().map(|k| k + n).collect();
+        add(tx, &keys, later)
+    });
     let claimers = claim();
     let mut db = connect(server);
     let start = Instant::now();
@@ -206,12 +236,12 @@ fn claim_jobs(conninfo: &str, done: &AtomicBool) {
     }
 }
 
-/// Runs `add` for keys 0..n from three writers, `PER_COMMIT` per transaction; returns the
-/// seconds it took.
+/// Runs `add` for keys 0..n from three writers, `PER_COMMIT` keys per call and
+/// transaction; returns the seconds it took.
 fn write_all(
     server: &TestServer,
     n: u64,
-    add: impl Fn(&mut postgres::Transaction<'_>, u64) + Sync,
+    add: impl Fn(&mut postgres::Transaction<'_>, &[u64]) + Sync,
 ) -> f64 {
     let start = Instant::now();
     std::thread::scope(|scope| {
@@ -222,7 +252,7 @@ fn write_all(
                 let keys: Vec<u64> = (0..n).filter(|k| k % WRITERS == writer).collect();
                 for chunk in keys.chunks(PER_COMMIT as usize) {
                     let mut tx = client.transaction().unwrap();
-                    chunk.iter().for_each(|key| add(&mut tx, *key));
+                    add(&mut tx, chunk);
                     tx.commit().unwrap();
                 }
             });

@@ -27,7 +27,7 @@ use postgres::Client;
 use crate::error::{FleetError, Result};
 use crate::runner::NodeEvent;
 use crate::schema::check_schema;
-use crate::store::{add_timer, check_timer, delete_timer, reset_timer, NewTimer};
+use crate::store::{add_timer, add_timers, check_timer, delete_timer, reset_timer, NewTimer};
 use crate::{ConnectOptions, Key};
 
 /// The buffer's bound unless told otherwise.
@@ -35,6 +35,9 @@ pub const DEFAULT_BUFFER: usize = 10_000;
 
 /// How long after a failed connection attempt a change is buffered without trying again.
 const RETRY: Duration = Duration::from_millis(100);
+
+/// At most this many buffered adds in a row are written in one statement.
+const FLUSH_ADDS: usize = 1_000;
 
 /// A connection idle for longer is checked (one empty query, within the connect timeout)
 /// before a change is written on it: a server restarted meanwhile is found before the
@@ -115,7 +118,8 @@ impl Change {
         format!("{verb} ({key}, {name:?})")
     }
 
-    fn write(&self, client: &mut Client, shards: i32) -> Result<Outcome> {
+    /// The timer of an add; `None` for another change.
+    fn new_timer(&self) -> Option<NewTimer<'_>> {
         match self {
             Change::Add {
                 key,
@@ -124,17 +128,24 @@ impl Change {
                 due_ms,
                 period_ms,
                 replace,
-            } => {
-                let timer = NewTimer {
-                    key: *key,
-                    name,
-                    payload,
-                    due_ms: *due_ms,
-                    period_ms: *period_ms,
-                    replace: *replace,
-                };
-                add_timer(client, shards, &timer).map(|version| Outcome::Added { version })
-            }
+            } => Some(NewTimer {
+                key: *key,
+                name,
+                payload,
+                due_ms: *due_ms,
+                period_ms: *period_ms,
+                replace: *replace,
+            }),
+            _ => None,
+        }
+    }
+
+    fn write(&self, client: &mut Client, shards: i32) -> Result<Outcome> {
+        if let Some(timer) = self.new_timer() {
+            return add_timer(client, shards, &timer).map(|version| Outcome::Added { version });
+        }
+        match self {
+            Change::Add { .. } => unreachable!("an add has its timer"),
             Change::Reset { key, name, due_ms } => {
                 reset_timer(client, *key, name, *due_ms).map(|found| Outcome::Reset { found })
             }
@@ -143,6 +154,29 @@ impl Change {
             }
         }
     }
+}
+
+/// Adds `timers` in one transaction: each one's outcome, or nothing written and
+/// [`FleetError::ShardCount`] when the shard count moved (then true of all of them: the
+/// transaction read one count).
+fn add_all_or_none(
+    client: &mut Client,
+    shards: i32,
+    timers: &[NewTimer<'_>],
+) -> Result<Vec<Result<i64>>> {
+    let mut tx = client.transaction()?;
+    let outcomes = add_timers(&mut tx, shards, timers)?;
+    if let Some(Err(FleetError::ShardCount { expected, found })) = outcomes
+        .iter()
+        .find(|o| matches!(o, Err(FleetError::ShardCount { .. })))
+    {
+        return Err(FleetError::ShardCount {
+            expected: *expected,
+            found: *found,
+        });
+    }
+    tx.commit()?;
+    Ok(outcomes)
 }
 
 /// What a written change did.
@@ -288,15 +322,34 @@ impl Inner {
             if until.is_some_and(|until| Instant::now() >= until) {
                 return Ok(());
             }
-            match self.write(options, &change) {
-                Ok(_) => {}
-                Err(Failure::Unreachable(cause)) => return Err(cause),
-                Err(Failure::Refused(error)) => report(NodeEvent::Error(format!(
-                    "the buffered {} was refused: {error}",
-                    change.describe()
-                ))),
+            let adds = self.buffer.iter().take(FLUSH_ADDS);
+            let adds: Vec<Change> = adds
+                .take_while(|c| c.new_timer().is_some())
+                .cloned()
+                .collect();
+            let batch = (adds.len() > 1).then(|| self.write_adds(options, &adds));
+            let outcomes: Vec<std::result::Result<(), Failure>> = match batch {
+                Some(Ok(outcomes)) => outcomes
+                    .into_iter()
+                    .map(|o| o.map(drop).map_err(Failure::Refused))
+                    .collect(),
+                Some(Err(unreachable @ Failure::Unreachable(_))) => vec![Err(unreachable)],
+                // Refused as a whole (not for one timer's sake): one by one tells which.
+                Some(Err(Failure::Refused(_))) | None => {
+                    vec![self.write(options, &change).map(drop)]
+                }
+            };
+            for outcome in outcomes {
+                match outcome {
+                    Ok(()) => {}
+                    Err(Failure::Unreachable(cause)) => return Err(cause),
+                    Err(Failure::Refused(error)) => report(NodeEvent::Error(format!(
+                        "the buffered {} was refused: {error}",
+                        self.buffer.front().map_or(String::new(), Change::describe)
+                    ))),
+                }
+                self.buffer.pop_front();
             }
-            self.buffer.pop_front();
         }
         Ok(())
     }
@@ -307,14 +360,37 @@ impl Inner {
         options: &ConnectOptions,
         change: &Change,
     ) -> std::result::Result<Outcome, Failure> {
+        self.write_with(options, |client, shards| change.write(client, shards))
+    }
+
+    /// Writes the adds `adds` in one transaction (one statement, see [`add_timers`]): the
+    /// outcome of each.
+    fn write_adds(
+        &mut self,
+        options: &ConnectOptions,
+        adds: &[Change],
+    ) -> std::result::Result<Vec<Result<i64>>, Failure> {
+        let timers: Vec<NewTimer<'_>> = adds.iter().filter_map(Change::new_timer).collect();
+        self.write_with(options, |client, shards| {
+            add_all_or_none(client, shards, &timers)
+        })
+    }
+
+    /// Runs `write` on the connection, opened again if need be, for the shard count read
+    /// on it (read again and `write` run again when a migration moved it).
+    fn write_with<T>(
+        &mut self,
+        options: &ConnectOptions,
+        mut write: impl FnMut(&mut Client, i32) -> Result<T>,
+    ) -> std::result::Result<T, Failure> {
         self.connect(options)?;
         let Some((client, shards, used)) = self.client.as_mut() else {
             unreachable!("connected above");
         };
-        let mut written = change.write(client, *shards);
+        let mut written = write(client, *shards);
         if let Err(FleetError::ShardCount { found, .. }) = written {
             *shards = found; // a migration ran: the change is for the new count
-            written = change.write(client, found);
+            written = write(client, found);
         }
         *used = Instant::now();
         match written {

@@ -16,6 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use postgres::types::Type;
 use postgres::{Client, GenericClient};
 
 use crate::error::{FleetError, Result};
@@ -193,13 +194,17 @@ pub fn fence(tx: &mut impl GenericClient, owner: &str, shard: i32, epoch: i64) -
 /// holds): refused, naming the first lease that moved, unless `owner` holds all of them.
 pub fn fence_all(tx: &mut impl GenericClient, owner: &str, held: &[(i32, i64)]) -> Result<()> {
     let (shards, epochs): (Vec<i32>, Vec<i64>) = held.iter().copied().unzip();
-    let rows = tx.query(
+    let rows = tx.query_typed(
         "SELECT s.shard FROM tw_fleet_shards s
          JOIN unnest($1::int[], $2::bigint[]) AS h(shard, epoch)
            ON s.shard = h.shard AND s.epoch = h.epoch
          WHERE s.owner = $3 AND s.lease_until > now()
          FOR SHARE OF s",
-        &[&shards, &epochs, &owner],
+        &[
+            (&shards, Type::INT4_ARRAY),
+            (&epochs, Type::INT8_ARRAY),
+            (&owner, Type::TEXT),
+        ],
     )?;
     let fenced: BTreeSet<i32> = rows.iter().map(|r| r.get(0)).collect();
     match held.iter().find(|(shard, _)| !fenced.contains(shard)) {

@@ -45,8 +45,8 @@ pub use runner::{FleetHandler, NodeEvent, Runner, RunnerBuilder, Settings};
 pub use schema::{check_schema, create_schema, migrate, SCHEMA_VERSION};
 pub use shard::{shard_of, DEFAULT_SHARDS};
 pub use store::{
-    ack, add_timer, claim_due, delete_timer, due_points, load_window, reset_timer, take_over_fires,
-    unacked_fires, Fire, FleetToken, NewTimer, WindowTimer,
+    ack, ack_and_claim, add_timer, add_timers, claim_due, delete_timer, due_points, load_window,
+    reset_timer, take_over_fires, unacked_fires, Fire, FleetToken, NewTimer, WindowTimer,
 };
 
 /// The application's key of a durable timer (a session id), as in the core's durable layer.

@@ -47,7 +47,8 @@ use crate::changes::{Change, Status, Writer, DEFAULT_BUFFER};
 use crate::error::{FleetError, Result};
 use crate::lease::{Node, Rebalance, MIN_TTL};
 use crate::store::{
-    ack, claim_due, due_points, take_over_fires, unacked_fires, Fire, FleetToken, NewTimer, CHANNEL,
+    ack, ack_and_claim, due_points, take_over_fires, unacked_fires, Fire, FleetToken, NewTimer,
+    CHANNEL,
 };
 use crate::{ConnectOptions, Key};
 
@@ -437,6 +438,13 @@ impl State {
     /// Hands `fires` to their handlers, each once per epoch, and acknowledges those that
     /// said [`Ack::Now`].
     fn deliver(&self, client: &mut Client, fires: &[Fire]) {
+        let done = self.hand_over(fires);
+        self.ack_now(client, &done);
+    }
+
+    /// Hands `fires` to their handlers, each once per epoch; returns the tokens of those
+    /// that said [`Ack::Now`] (now or at an earlier delivery), to acknowledge.
+    fn hand_over(&self, fires: &[Fire]) -> Vec<FleetToken> {
         let mut done = Vec::new();
         for fire in fires {
             let earlier = lock(&self.delivered).get(&fire.token).copied();
@@ -459,11 +467,25 @@ impl State {
                 done.push(fire.token.clone());
             }
         }
-        if let Err(error) = self.ack_by_shard(client, &done) {
+        done
+    }
+
+    /// Acknowledges `tokens` now ([`Self::ack_by_shard`]); a failure other than a refusal
+    /// makes the node unsure of what committed.
+    fn ack_now(&self, client: &mut Client, tokens: &[FleetToken]) {
+        if let Err(error) = self.ack_by_shard(client, tokens) {
             if !matches!(error, FleetError::Fenced { .. }) {
                 self.unsure.store(true, Ordering::SeqCst);
                 self.report(NodeEvent::Error(error.to_string()));
             }
+        }
+    }
+
+    /// `tokens` were acknowledged (`n` fire records deleted) along with a claim.
+    fn acked_with_claim(&self, tokens: &[FleetToken], n: u64) {
+        if !tokens.is_empty() {
+            self.settled(tokens);
+            self.report(NodeEvent::Acked(n));
         }
     }
 
@@ -767,29 +789,43 @@ fn redeliver_if_unsure(state: &State, client: &mut Client) -> Result<()> {
 }
 
 /// Claims and delivers in batches until nothing of the shards it may fire is due.
+/// The fires of a batch that their handlers acknowledged at once are acknowledged in the
+/// next batch's transaction (one fence for both), those of the last batch alone.
 /// A periodic timer's next point gets its wake-up here: it was not in the store when its
 /// part of the window was paged in.
 fn claim_all(state: &State, runtime: &Runtime<BoxTask>, client: &mut Client) -> Result<()> {
     let mut held = state.firing();
-    while !held.is_empty() && !state.stopped() {
-        match claim_due(client, &state.name, &held, now_ms(), state.settings.batch) {
-            Ok(fires) => {
+    let mut acks: Vec<FleetToken> = Vec::new();
+    let claimed = loop {
+        if held.is_empty() || state.stopped() {
+            break Ok(());
+        }
+        let batch = (now_ms(), state.settings.batch);
+        match ack_and_claim(client, &state.name, &held, &acks, batch) {
+            Ok((acked, fires)) => {
+                state.acked_with_claim(&acks, acked);
                 let horizon = now_ms().saturating_add(state.settings.window.as_millis() as i64);
                 let next = fires.iter().filter_map(|f| f.next_ms);
                 schedule(state, runtime, next.filter(|ms| *ms < horizon));
-                state.deliver(client, &fires);
+                acks = state.hand_over(&fires);
                 if (fires.len() as i64) < state.settings.batch {
-                    return Ok(());
+                    break Ok(());
                 }
             }
             Err(FleetError::Fenced { shard, .. }) => {
                 state.forget(shard);
                 held.retain(|(s, _)| *s != shard);
+                // Its acks go alone (and are refused: its next owner delivers them again).
+                let (fenced, kept): (Vec<_>, Vec<_>) =
+                    acks.into_iter().partition(|t| t.shard == shard);
+                state.ack_now(client, &fenced);
+                acks = kept;
             }
-            Err(other) => return Err(other),
+            Err(other) => break Err(other),
         }
-    }
-    Ok(())
+    };
+    state.ack_now(client, &acks);
+    claimed
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

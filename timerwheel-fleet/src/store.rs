@@ -3,8 +3,9 @@
 //! in one transaction that first [`fence`]s the shards they touch: a node whose lease moved
 //! on writes nothing.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
+use postgres::types::Type;
 use postgres::GenericClient;
 
 use crate::error::{FleetError, Result};
@@ -75,52 +76,117 @@ pub fn add_timer(
     shards: i32,
     timer: &NewTimer<'_>,
 ) -> Result<i64> {
-    check_timer(timer.key, timer.name, timer.period_ms)?;
-    let on_conflict = if timer.replace {
+    let mut outcomes = add_timers(client, shards, std::slice::from_ref(timer))?;
+    outcomes.remove(0)
+}
+
+/// Adds `timers` (from any node) for a schema of `shards` shards, in one statement (one
+/// round trip) per run of them: the outcome of each, in their order, is what
+/// [`add_timer`] of each in turn would return: its version, [`FleetError::Exists`], or
+/// [`FleetError::ShardCount`]. A run ends where the `replace` flag changes or a (key,
+/// name) comes again. A timer that could never be written ([`FleetError::Invalid`])
+/// refuses the whole batch before anything is written; an error of the database ends it
+/// (the runs before it may be written unless the caller's transaction is rolled back).
+pub fn add_timers(
+    client: &mut impl GenericClient,
+    shards: i32,
+    timers: &[NewTimer<'_>],
+) -> Result<Vec<Result<i64>>> {
+    for timer in timers {
+        check_timer(timer.key, timer.name, timer.period_ms)?;
+    }
+    let mut outcomes = Vec::with_capacity(timers.len());
+    let mut rest = timers;
+    while !rest.is_empty() {
+        let (run, after) = rest.split_at(run_length(rest));
+        outcomes.extend(add_run(client, shards, run)?);
+        rest = after;
+    }
+    Ok(outcomes)
+}
+
+/// How many of `timers`, from the first, one statement can add as [`add_timer`] of each in
+/// turn would: the same `replace` flag, and no (key, name) twice.
+fn run_length(timers: &[NewTimer<'_>]) -> usize {
+    let mut seen = HashSet::new();
+    timers
+        .iter()
+        .take_while(|t| t.replace == timers[0].replace && seen.insert((t.key, t.name)))
+        .count()
+}
+
+/// Adds a run of timers of distinct (key, name) and one `replace` flag in one statement.
+fn add_run(
+    client: &mut impl GenericClient,
+    shards: i32,
+    run: &[NewTimer<'_>],
+) -> Result<Vec<Result<i64>>> {
+    let on_conflict = if run[0].replace {
         "ON CONFLICT (key, name) DO UPDATE SET due_ms = EXCLUDED.due_ms,
              period_ms = EXCLUDED.period_ms, payload = EXCLUDED.payload,
              version = EXCLUDED.version"
     } else {
         "ON CONFLICT (key, name) DO NOTHING"
     };
+    let shard_ids: Vec<i32> = run.iter().map(|t| shard_of(t.key, shards)).collect();
+    let keys: Vec<i64> = run.iter().map(|t| t.key as i64).collect();
+    let names: Vec<&str> = run.iter().map(|t| t.name).collect();
+    let dues: Vec<i64> = run.iter().map(|t| t.due_ms).collect();
+    let periods: Vec<i64> = run.iter().map(|t| t.period_ms).collect();
+    let payloads: Vec<&[u8]> = run.iter().map(|t| t.payload).collect();
     // Reading the count takes the table's lock before the statement's snapshot: a
     // migration (which locks it ACCESS EXCLUSIVE) waits for this add's transaction and
-    // re-homes its row, or this add waits for the migration and, the count having moved,
+    // re-homes its rows, or this add waits for the migration and, the count having moved,
     // writes nothing.
-    let row = client.query_opt(
+    let rows = client.query_typed(
         &format!(
             "WITH added AS (
                  INSERT INTO tw_fleet_timers
                      (shard, key, name, due_ms, period_ms, payload, version)
-                 SELECT $1, $2, $3, $4, $5, $6, nextval('tw_fleet_version')
-                 FROM tw_fleet_meta WHERE shards = $7
+                 SELECT t.shard, t.key, t.name, t.due_ms, t.period_ms, t.payload,
+                        nextval('tw_fleet_version')
+                 FROM tw_fleet_meta m,
+                      unnest($1::int[], $2::bigint[], $3::text[], $4::bigint[],
+                             $5::bigint[], $6::bytea[])
+                          AS t(shard, key, name, due_ms, period_ms, payload)
+                 WHERE m.shards = $7
                  {on_conflict}
-                 RETURNING shard, due_ms, version)
-             SELECT version FROM added, LATERAL ({NOTIFY}) AS n"
+                 RETURNING shard, key, name, due_ms, version)
+             SELECT added.key, added.name, added.version
+             FROM added, LATERAL ({NOTIFY}) AS n"
         ),
         &[
-            &shard_of(timer.key, shards),
-            &(timer.key as i64),
-            &timer.name,
-            &timer.due_ms,
-            &timer.period_ms,
-            &timer.payload,
-            &shards,
+            (&shard_ids, Type::INT4_ARRAY),
+            (&keys, Type::INT8_ARRAY),
+            (&names, Type::TEXT_ARRAY),
+            (&dues, Type::INT8_ARRAY),
+            (&periods, Type::INT8_ARRAY),
+            (&payloads, Type::BYTEA_ARRAY),
+            (&shards, Type::INT4),
         ],
     )?;
-    if let Some(row) = row {
-        return Ok(row.get(0));
-    }
-    match check_schema(client)? {
-        found if found != shards => Err(FleetError::ShardCount {
-            expected: shards,
-            found,
-        }),
-        _ => Err(FleetError::Exists {
-            key: timer.key,
-            name: timer.name.to_owned(),
-        }),
-    }
+    let added: HashMap<(i64, String), i64> = rows
+        .iter()
+        .map(|r| ((r.get(0), r.get(1)), r.get(2)))
+        .collect();
+    let found = match added.len() < run.len() {
+        true => check_schema(client)?,
+        false => shards,
+    };
+    Ok(run
+        .iter()
+        .map(|t| match added.get(&(t.key as i64, t.name.to_owned())) {
+            Some(version) => Ok(*version),
+            None if found != shards => Err(FleetError::ShardCount {
+                expected: shards,
+                found,
+            }),
+            None => Err(FleetError::Exists {
+                key: t.key,
+                name: t.name.to_owned(),
+            }),
+        })
+        .collect())
 }
 
 /// Refuses a timer with an empty name or a negative period (before anything is written).
@@ -174,11 +240,35 @@ pub fn claim_due(
     now_ms: i64,
     limit: i64,
 ) -> Result<Vec<Fire>> {
+    ack_and_claim(client, owner, held, &[], (now_ms, limit)).map(|(_, fires)| fires)
+}
+
+/// Acknowledges `acks` and claims as [`claim_due`], in one fenced transaction (one fence
+/// for both): how many were acknowledged, and the fires claimed. Each of `acks` must be
+/// under a lease of `held` ([`FleetError::Invalid`] otherwise, before anything is
+/// written); when a lease moved on, neither is done ([`FleetError::Fenced`]).
+pub fn ack_and_claim(
+    client: &mut impl GenericClient,
+    owner: &str,
+    held: &[(i32, i64)],
+    acks: &[FleetToken],
+    (now_ms, limit): (i64, i64),
+) -> Result<(u64, Vec<Fire>)> {
+    if let Some(stray) = acks
+        .iter()
+        .find(|t| !held.contains(&(t.shard, t.shard_epoch)))
+    {
+        return Err(FleetError::Invalid(format!(
+            "an ack of shard {} under epoch {}, a lease not claimed under",
+            stray.shard, stray.shard_epoch
+        )));
+    }
     let mut tx = client.transaction()?;
     fence_all(&mut tx, owner, held)?;
+    let acked = delete_fires(&mut tx, acks)?;
     let shards: Vec<i32> = held.iter().map(|(s, _)| *s).collect();
     let epochs: Vec<i64> = held.iter().map(|(_, e)| *e).collect();
-    let rows = tx.query(
+    let rows = tx.query_typed(
         "WITH due AS (
              SELECT t.shard, t.key, t.name, t.due_ms, t.period_ms, t.payload, t.version
              FROM tw_fleet_timers t
@@ -202,11 +292,16 @@ pub fn claim_due(
          FROM due d JOIN unnest($1::int[], $2::bigint[]) AS h(shard, epoch)
               ON d.shard = h.shard
          ORDER BY d.due_ms",
-        &[&shards, &epochs, &now_ms, &limit],
+        &[
+            (&shards, Type::INT4_ARRAY),
+            (&epochs, Type::INT8_ARRAY),
+            (&now_ms, Type::INT8),
+            (&limit, Type::INT8),
+        ],
     )?;
     let fires = rows.iter().map(fire_of_row).collect();
     tx.commit()?;
-    Ok(fires)
+    Ok((acked, fires))
 }
 
 /// A stored timer as a node loads it into its wheel.
@@ -286,20 +381,33 @@ pub fn ack(client: &mut impl GenericClient, owner: &str, tokens: &[FleetToken]) 
     let mut tx = client.transaction()?;
     let fences: BTreeSet<(i32, i64)> = tokens.iter().map(|t| (t.shard, t.shard_epoch)).collect();
     fence_all(&mut tx, owner, &fences.into_iter().collect::<Vec<_>>())?;
+    let acked = delete_fires(&mut tx, tokens)?;
+    tx.commit()?;
+    Ok(acked)
+}
+
+/// Deletes the fire records of `tokens` (in a transaction that fenced their leases).
+fn delete_fires(tx: &mut impl GenericClient, tokens: &[FleetToken]) -> Result<u64> {
+    if tokens.is_empty() {
+        return Ok(0);
+    }
     let keys: Vec<i64> = tokens.iter().map(|t| t.key as i64).collect();
     let names: Vec<&str> = tokens.iter().map(|t| t.name.as_str()).collect();
     let occurrences: Vec<i64> = tokens.iter().map(|t| t.occurrence_ms).collect();
     let epochs: Vec<i64> = tokens.iter().map(|t| t.shard_epoch).collect();
-    let acked = tx.execute(
+    Ok(tx.execute_typed(
         "DELETE FROM tw_fleet_fires f
          USING unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[])
                AS a(key, name, occurrence_ms, shard_epoch)
          WHERE f.key = a.key AND f.name = a.name AND f.occurrence_ms = a.occurrence_ms
            AND f.shard_epoch = a.shard_epoch",
-        &[&keys, &names, &occurrences, &epochs],
-    )?;
-    tx.commit()?;
-    Ok(acked)
+        &[
+            (&keys, Type::INT8_ARRAY),
+            (&names, Type::TEXT_ARRAY),
+            (&occurrences, Type::INT8_ARRAY),
+            (&epochs, Type::INT8_ARRAY),
+        ],
+    )?)
 }
 
 /// Takes over the unacknowledged fires of a shard just acquired under `epoch`: they are

@@ -6,7 +6,9 @@ mod support;
 use std::time::Duration;
 
 use support::{add_charge, connect, fleet_server, now_ms};
-use timerwheel_fleet::{ack, claim_due, load_window, FleetError, Node};
+use timerwheel_fleet::{
+    ack, ack_and_claim, claim_due, load_window, take_over_fires, FleetError, FleetToken, Node,
+};
 
 const TTL: Duration = Duration::from_secs(30);
 
@@ -140,4 +142,62 @@ fn the_near_window_holds_what_falls_due_within_it_and_only_for_the_owner() {
     b.tick().unwrap();
     let stale = load_window(b.client(), "a", &shards, now + 60_000, 100);
     assert!(matches!(stale, Err(FleetError::Fenced { .. })), "{stale:?}");
+}
+
+/// An acknowledgement folded into a claim (`ack_and_claim`) is fenced with it: a node whose
+/// lease moved on neither acknowledges nor claims, and an ack under a lease it does not
+/// claim under is refused before anything is written.
+#[test]
+fn an_ack_folded_into_a_claim_is_fenced_with_it() {
+    let server = fleet_server(1);
+    let ttl = Duration::from_secs(2);
+    let mut db = connect(&server);
+    let mut a = Node::join(connect(&server), "a", ttl).unwrap();
+    a.tick().unwrap();
+    for key in 1..=3 {
+        add_charge(&mut db, 1, key, now_ms() - 10 + key as i64);
+    }
+    let stale = held(&a);
+    let first = claim_due(a.client(), "a", &stale, now_ms(), 1).unwrap();
+    assert_eq!(first.len(), 1);
+    let stray = FleetToken {
+        shard_epoch: 99,
+        ..first[0].token.clone()
+    };
+    let refused = ack_and_claim(a.client(), "a", &stale, &[stray], (now_ms(), 10));
+    assert!(
+        matches!(refused, Err(FleetError::Invalid(_))),
+        "{refused:?}"
+    );
+    assert_eq!(rows(&mut db), (2, 1), "the stray ack wrote something");
+
+    std::thread::sleep(ttl * 2);
+    let mut b = Node::join(connect(&server), "b", TTL).unwrap();
+    assert_eq!(b.tick().unwrap().acquired, vec![(0, 2)]);
+    let late = [first[0].token.clone()];
+    let refused = ack_and_claim(a.client(), "a", &stale, &late, (now_ms(), 10));
+    assert_eq!(refused, Err(FleetError::Fenced { shard: 0, epoch: 1 }));
+    assert_eq!(rows(&mut db), (2, 1), "a fenced node acked or claimed");
+
+    let b_held = held(&b);
+    let again = take_over_fires(b.client(), "b", 0, 2).unwrap();
+    let tokens = [again[0].token.clone()];
+    let (acked, fires) = ack_and_claim(b.client(), "b", &b_held, &tokens, (now_ms(), 10)).unwrap();
+    assert_eq!((acked, fires.len()), (1, 2));
+    assert_eq!(
+        rows(&mut db),
+        (0, 2),
+        "b's two claims are its unacknowledged fires"
+    );
+}
+
+/// (timers, unacknowledged fires) stored.
+fn rows(db: &mut postgres::Client) -> (i64, i64) {
+    let row = db
+        .query_one(
+            "SELECT (SELECT count(*) FROM tw_fleet_timers), (SELECT count(*) FROM tw_fleet_fires)",
+            &[],
+        )
+        .unwrap();
+    (row.get(0), row.get(1))
 }

@@ -7,11 +7,14 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use support::{add_charge, connect, fleet_server, keys, now_ms, start_runner, wait_for, Log};
 use timerwheel_core::durable::Ack;
-use timerwheel_fleet::{FleetError, NewTimer, Outcome, Settings, Status};
+use timerwheel_fleet::{
+    ConnectOptions, FleetError, NewTimer, NodeEvent, Outcome, Runner, Settings, Status,
+};
 
 const SHARDS: i32 = 8;
 
@@ -252,4 +255,63 @@ fn a_leave_right_after_a_restart_hands_every_shard_back() {
         .unwrap()
         .get(0);
     assert_eq!(owned, 0, "shards still held after the leave");
+}
+
+/// Adds buffered while PostgreSQL is down are written together once it answers, each with
+/// the outcome it would have had alone: a (key, name) buffered twice is added once and its
+/// second add reported refused; a replace replaces.
+#[test]
+fn buffered_adds_written_together_keep_each_ones_outcome() {
+    let server = fleet_server(SHARDS);
+    let events: Arc<Mutex<Vec<NodeEvent>>> = Arc::default();
+    let seen = Arc::clone(&events);
+    let runner = Runner::builder()
+        .observer(move |event| seen.lock().unwrap().push(event.clone()))
+        .start(&ConnectOptions::parse(&server.conninfo()).unwrap(), "a")
+        .unwrap();
+    let far = now_ms() + 3_600_000;
+    runner.add(&charge(1, far)).unwrap();
+
+    server.stop();
+    let changes = [
+        charge(2, far),
+        charge(2, far + 1), // the same (key, name) again
+        NewTimer {
+            replace: true,
+            ..charge(1, far + 2)
+        },
+        charge(3, far),
+    ];
+    for change in &changes {
+        let status = runner.add(change).unwrap();
+        assert!(matches!(status, Status::Buffered { .. }), "{status:?}");
+    }
+    server.start_again();
+    wait_for("the buffer written", Duration::from_secs(20), || {
+        runner.flush_changes().is_ok()
+    });
+
+    let mut db = connect(&server);
+    let due = |db: &mut postgres::Client, key: i64| -> i64 {
+        db.query_one("SELECT due_ms FROM tw_fleet_timers WHERE key = $1", &[&key])
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(due(&mut db, 1), far + 2, "the replace was written");
+    assert_eq!(due(&mut db, 2), far, "the first add of key 2 was written");
+    assert_eq!(due(&mut db, 3), far);
+    let refusals: Vec<String> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            NodeEvent::Error(m) if m.contains("was refused") => Some(m.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        refusals,
+        ["the buffered add (2, \"charge\") was refused: timer (2, \"charge\") exists"]
+    );
+    drop(runner); // its lease connection may still be reconnecting: a leave could fail
 }
