@@ -214,6 +214,7 @@ impl Fleet {
             batch,
             listen,
             buffer,
+            ..Settings::default()
         };
         Ok(Fleet {
             phase: RwLock::new(Phase::Registering(RunnerBuilder::new().settings(settings))),

@@ -88,6 +88,7 @@ impl From<&tw_fleet_settings> for Settings {
             batch: i64::try_from(s.batch).unwrap_or(i64::MAX),
             listen: s.listen != 0,
             buffer: usize::try_from(s.buffer).unwrap_or(usize::MAX),
+            ..Settings::default()
         }
     }
 }

@@ -46,7 +46,7 @@ pub use schema::{check_schema, create_schema, migrate, SCHEMA_VERSION};
 pub use shard::{shard_of, DEFAULT_SHARDS};
 pub use store::{
     ack, ack_and_claim, add_timer, add_timers, claim_due, delete_timer, due_points, load_window,
-    reset_timer, take_over_fires, unacked_fires, Fire, FleetToken, NewTimer, WindowTimer,
+    reset_timer, take_over_fires, unacked_fires, Claim, Fire, FleetToken, NewTimer, WindowTimer,
 };
 
 /// The application's key of a durable timer (a session id), as in the core's durable layer.

@@ -25,8 +25,8 @@
 //! by the poll: at most `poll` late (500 ms by default). Due times are read on this node's wall clock: a clock
 //! ahead of the others by `s` fires up to `s` early, so the clocks are assumed
 //! NTP-synchronised (a few ms); leases never depend on them (they are judged on the
-//! database's clock). Periodic points missed while a shard had no owner are each delivered
-//! (the core's `MissedPoints::Each`), oldest first.
+//! database's clock). Periodic points missed while a shard had no owner are each delivered,
+//! oldest first, or with [`Settings::missed`] `Coalesce` one fire for the latest of them.
 //!
 //! Not the core's `Sink`: a durable store of the core owns its timers in memory and hands a
 //! fire to its handler before the fire is committed. Here PostgreSQL owns them (other nodes
@@ -40,15 +40,15 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::Client;
-use timerwheel_core::durable::Ack;
+use timerwheel_core::durable::{Ack, MissedPoints};
 use timerwheel_core::{BoxTask, Config, Runtime};
 
 use crate::changes::{Change, Status, Writer, DEFAULT_BUFFER};
 use crate::error::{FleetError, Result};
 use crate::lease::{Node, Rebalance, MIN_TTL};
 use crate::store::{
-    ack, ack_and_claim, due_points, take_over_fires, unacked_fires, Fire, FleetToken, NewTimer,
-    CHANNEL,
+    ack, ack_and_claim, due_points, take_over_fires, unacked_fires, Claim, Fire, FleetToken,
+    NewTimer, CHANNEL,
 };
 use crate::{ConnectOptions, Key};
 
@@ -99,6 +99,9 @@ pub struct Settings {
     /// while PostgreSQL does not answer: past it a change is refused
     /// ([`FleetError::BufferFull`]).
     pub buffer: usize,
+    /// The points a periodic timer missed (its shard had no owner, the node was behind):
+    /// each delivered, oldest first (the default), or one fire for the latest of them.
+    pub missed: MissedPoints,
 }
 
 impl Default for Settings {
@@ -110,6 +113,7 @@ impl Default for Settings {
             batch: 500,
             listen: true,
             buffer: DEFAULT_BUFFER,
+            missed: MissedPoints::Each,
         }
     }
 }
@@ -800,8 +804,12 @@ fn claim_all(state: &State, runtime: &Runtime<BoxTask>, client: &mut Client) -> 
         if held.is_empty() || state.stopped() {
             break Ok(());
         }
-        let batch = (now_ms(), state.settings.batch);
-        match ack_and_claim(client, &state.name, &held, &acks, batch) {
+        let claim = Claim {
+            now_ms: now_ms(),
+            limit: state.settings.batch,
+            missed: state.settings.missed,
+        };
+        match ack_and_claim(client, &state.name, &held, &acks, claim) {
             Ok((acked, fires)) => {
                 state.acked_with_claim(&acks, acked);
                 let horizon = now_ms().saturating_add(state.settings.window.as_millis() as i64);

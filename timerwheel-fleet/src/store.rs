@@ -7,6 +7,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use postgres::types::Type;
 use postgres::GenericClient;
+use timerwheel_core::durable::MissedPoints;
 
 use crate::error::{FleetError, Result};
 use crate::lease::{fence, fence_all};
@@ -229,6 +230,29 @@ pub fn delete_timer(client: &mut impl GenericClient, key: Key, name: &str) -> Re
     Ok(deleted == 1)
 }
 
+/// What a claim takes: up to `limit` timers due at `now_ms`, and what becomes of the points
+/// a periodic timer missed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claim {
+    pub now_ms: i64,
+    pub limit: i64,
+    /// [`MissedPoints::Each`]: a periodic timer moves on by its period, and a point still
+    /// due is claimed again, so no point is skipped. [`MissedPoints::Coalesce`]: one fire
+    /// for the latest point that passed, and the schedule goes on from there.
+    pub missed: MissedPoints,
+}
+
+impl Claim {
+    /// Up to `limit` timers due at `now_ms`, every missed point delivered.
+    pub fn each(now_ms: i64, limit: i64) -> Self {
+        Claim {
+            now_ms,
+            limit,
+            missed: MissedPoints::Each,
+        }
+    }
+}
+
 /// Claims up to `limit` timers of `held` shards due at `now_ms`, in one fenced
 /// transaction: each becomes an unacknowledged fire under its shard's epoch; a one-shot
 /// ends, a periodic one moves on by its period (a point still due is claimed again, so no
@@ -240,10 +264,11 @@ pub fn claim_due(
     now_ms: i64,
     limit: i64,
 ) -> Result<Vec<Fire>> {
-    ack_and_claim(client, owner, held, &[], (now_ms, limit)).map(|(_, fires)| fires)
+    let claim = Claim::each(now_ms, limit);
+    ack_and_claim(client, owner, held, &[], claim).map(|(_, fires)| fires)
 }
 
-/// Acknowledges `acks` and claims as [`claim_due`], in one fenced transaction (one fence
+/// Acknowledges `acks` and makes `claim` as [`claim_due`] does, in one fenced transaction (one fence
 /// for both): how many were acknowledged, and the fires claimed. Each of `acks` must be
 /// under a lease of `held` ([`FleetError::Invalid`] otherwise, before anything is
 /// written); when a lease moved on, neither is done ([`FleetError::Fenced`]).
@@ -252,7 +277,7 @@ pub fn ack_and_claim(
     owner: &str,
     held: &[(i32, i64)],
     acks: &[FleetToken],
-    (now_ms, limit): (i64, i64),
+    claim: Claim,
 ) -> Result<(u64, Vec<Fire>)> {
     if let Some(stray) = acks
         .iter()
@@ -269,15 +294,20 @@ pub fn ack_and_claim(
     let shards: Vec<i32> = held.iter().map(|(s, _)| *s).collect();
     let epochs: Vec<i64> = held.iter().map(|(_, e)| *e).collect();
     let rows = tx.query_typed(
+        // `occurrence`: the point fired, the due time itself, or with $5 (coalesce) the
+        // latest point of a periodic timer that passed by $3.
         "WITH due AS (
-             SELECT t.shard, t.key, t.name, t.due_ms, t.period_ms, t.payload, t.version
+             SELECT t.shard, t.key, t.name, t.period_ms, t.payload, t.version,
+                    CASE WHEN $5 AND t.period_ms > 0
+                         THEN t.due_ms + ($3 - t.due_ms) / t.period_ms * t.period_ms
+                         ELSE t.due_ms END AS occurrence
              FROM tw_fleet_timers t
              WHERE t.shard = ANY($1) AND t.due_ms <= $3
              ORDER BY t.due_ms LIMIT $4 FOR UPDATE SKIP LOCKED),
          fired AS (
              INSERT INTO tw_fleet_fires
                  (shard, key, name, occurrence_ms, version, shard_epoch, payload)
-             SELECT d.shard, d.key, d.name, d.due_ms, d.version, h.epoch, d.payload
+             SELECT d.shard, d.key, d.name, d.occurrence, d.version, h.epoch, d.payload
              FROM due d JOIN unnest($1::int[], $2::bigint[]) AS h(shard, epoch)
                   ON d.shard = h.shard
              ON CONFLICT DO NOTHING),
@@ -285,18 +315,19 @@ pub fn ack_and_claim(
              DELETE FROM tw_fleet_timers t USING due d
              WHERE d.period_ms = 0 AND t.key = d.key AND t.name = d.name),
          moved AS (
-             UPDATE tw_fleet_timers t SET due_ms = t.due_ms + t.period_ms FROM due d
+             UPDATE tw_fleet_timers t SET due_ms = d.occurrence + d.period_ms FROM due d
              WHERE d.period_ms > 0 AND t.key = d.key AND t.name = d.name)
-         SELECT d.key, d.name, d.due_ms, d.version, d.shard, h.epoch, d.payload,
-                CASE WHEN d.period_ms > 0 THEN d.due_ms + d.period_ms END
+         SELECT d.key, d.name, d.occurrence, d.version, d.shard, h.epoch, d.payload,
+                CASE WHEN d.period_ms > 0 THEN d.occurrence + d.period_ms END
          FROM due d JOIN unnest($1::int[], $2::bigint[]) AS h(shard, epoch)
               ON d.shard = h.shard
-         ORDER BY d.due_ms",
+         ORDER BY d.occurrence",
         &[
             (&shards, Type::INT4_ARRAY),
             (&epochs, Type::INT8_ARRAY),
-            (&now_ms, Type::INT8),
-            (&limit, Type::INT8),
+            (&claim.now_ms, Type::INT8),
+            (&claim.limit, Type::INT8),
+            (&(claim.missed == MissedPoints::Coalesce), Type::BOOL),
         ],
     )?;
     let fires = rows.iter().map(fire_of_row).collect();

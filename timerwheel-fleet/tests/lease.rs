@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use support::{add_charge, connect, fleet_server, now_ms};
 use timerwheel_fleet::{
-    ack, ack_and_claim, claim_due, load_window, take_over_fires, FleetError, FleetToken, Node,
+    ack, ack_and_claim, claim_due, load_window, take_over_fires, Claim, FleetError, FleetToken,
+    Node,
 };
 
 const TTL: Duration = Duration::from_secs(30);
@@ -164,7 +165,7 @@ fn an_ack_folded_into_a_claim_is_fenced_with_it() {
         shard_epoch: 99,
         ..first[0].token.clone()
     };
-    let refused = ack_and_claim(a.client(), "a", &stale, &[stray], (now_ms(), 10));
+    let refused = ack_and_claim(a.client(), "a", &stale, &[stray], Claim::each(now_ms(), 10));
     assert!(
         matches!(refused, Err(FleetError::Invalid(_))),
         "{refused:?}"
@@ -175,14 +176,15 @@ fn an_ack_folded_into_a_claim_is_fenced_with_it() {
     let mut b = Node::join(connect(&server), "b", TTL).unwrap();
     assert_eq!(b.tick().unwrap().acquired, vec![(0, 2)]);
     let late = [first[0].token.clone()];
-    let refused = ack_and_claim(a.client(), "a", &stale, &late, (now_ms(), 10));
+    let refused = ack_and_claim(a.client(), "a", &stale, &late, Claim::each(now_ms(), 10));
     assert_eq!(refused, Err(FleetError::Fenced { shard: 0, epoch: 1 }));
     assert_eq!(rows(&mut db), (2, 1), "a fenced node acked or claimed");
 
     let b_held = held(&b);
     let again = take_over_fires(b.client(), "b", 0, 2).unwrap();
     let tokens = [again[0].token.clone()];
-    let (acked, fires) = ack_and_claim(b.client(), "b", &b_held, &tokens, (now_ms(), 10)).unwrap();
+    let (acked, fires) =
+        ack_and_claim(b.client(), "b", &b_held, &tokens, Claim::each(now_ms(), 10)).unwrap();
     assert_eq!((acked, fires.len()), (1, 2));
     assert_eq!(
         rows(&mut db),

@@ -8,7 +8,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use support::{add_charge, connect, fleet_server, now_ms, Log};
-use timerwheel_core::durable::Ack;
+use timerwheel_core::durable::{Ack, MissedPoints};
 use timerwheel_fleet::{delete_timer, reset_timer, shard_of, Fire, Settings};
 
 const SHARDS: i32 = 8;
@@ -231,5 +231,39 @@ fn every_point_of_a_periodic_timer_fires_on_time_without_the_poll() {
         let late = at - fire.token.occurrence_ms;
         assert!((0..250).contains(&late), "point {i} fired {late} ms late");
     }
+    runner.leave().unwrap();
+}
+
+/// A periodic timer ten points behind when its node starts (its shard had no owner): with
+/// `missed: Coalesce` one fire for the latest point that passed, then the schedule goes on
+/// from there; none of the older points is delivered.
+#[test]
+fn missed_points_coalesce_into_one_fire_for_the_latest() {
+    let server = fleet_server(SHARDS);
+    let mut db = connect(&server);
+    let period = 200;
+    let first = now_ms() - 10 * period - period / 2;
+    support::add_named(&mut db, SHARDS, (9, "charge"), first, period);
+    let started = now_ms();
+    let settings = Settings {
+        missed: MissedPoints::Coalesce,
+        ..Settings::default()
+    };
+    let (runner, log) = support::start_runner(&server, SHARDS, settings, Ack::Now);
+    let fired = wait_fired(&log, 3, Duration::from_secs(10));
+    let points: Vec<i64> = fired.iter().map(|(f, _)| f.token.occurrence_ms).collect();
+    assert!(points.len() >= 3, "points fired: {points:?}");
+    assert!(
+        points.iter().all(|p| (p - first) % period == 0),
+        "off the schedule: {points:?}"
+    );
+    assert!(
+        points[0] > started - period,
+        "an older missed point was delivered: {points:?} (started at {started})"
+    );
+    assert!(
+        points.windows(2).all(|w| w[1] == w[0] + period),
+        "not one point after another: {points:?}"
+    );
     runner.leave().unwrap();
 }
