@@ -8,6 +8,7 @@
 
 mod support;
 
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -82,7 +83,6 @@ fn fill(db: &mut postgres::Client, from: u64, to: u64) {
     for key in from..to {
         let due = now + (key.wrapping_mul(0x9e37_79b9) % SPREAD_MS as u64) as i64;
         line.clear();
-        use std::fmt::Write as _;
         let shard = shard_of(key, DEFAULT_SHARDS);
         let _ = writeln!(
             line,

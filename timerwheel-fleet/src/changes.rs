@@ -318,28 +318,11 @@ impl Inner {
         report: &dyn Fn(NodeEvent),
         until: Option<Instant>,
     ) -> std::result::Result<(), String> {
-        while let Some(change) = self.buffer.front().cloned() {
+        while !self.buffer.is_empty() {
             if until.is_some_and(|until| Instant::now() >= until) {
                 return Ok(());
             }
-            let adds = self.buffer.iter().take(FLUSH_ADDS);
-            let adds: Vec<Change> = adds
-                .take_while(|c| c.new_timer().is_some())
-                .cloned()
-                .collect();
-            let batch = (adds.len() > 1).then(|| self.write_adds(options, &adds));
-            let outcomes: Vec<std::result::Result<(), Failure>> = match batch {
-                Some(Ok(outcomes)) => outcomes
-                    .into_iter()
-                    .map(|o| o.map(drop).map_err(Failure::Refused))
-                    .collect(),
-                Some(Err(unreachable @ Failure::Unreachable(_))) => vec![Err(unreachable)],
-                // Refused as a whole (not for one timer's sake): one by one tells which.
-                Some(Err(Failure::Refused(_))) | None => {
-                    vec![self.write(options, &change).map(drop)]
-                }
-            };
-            for outcome in outcomes {
+            for outcome in self.write_next(options) {
                 match outcome {
                     Ok(()) => {}
                     Err(Failure::Unreachable(cause)) => return Err(cause),
@@ -352,6 +335,36 @@ impl Inner {
             }
         }
         Ok(())
+    }
+
+    /// Writes the oldest change of the buffer, or the adds in a row from it (up to
+    /// `FLUSH_ADDS`) in one statement: the outcome of each written, oldest first (one
+    /// `Unreachable` when nothing could be).
+    fn write_next(&mut self, options: &ConnectOptions) -> Vec<std::result::Result<(), Failure>> {
+        let adds: Vec<Change> = self
+            .buffer
+            .iter()
+            .take(FLUSH_ADDS)
+            .take_while(|c| c.new_timer().is_some())
+            .cloned()
+            .collect();
+        if adds.len() > 1 {
+            match self.write_adds(options, &adds) {
+                Ok(outcomes) => {
+                    return outcomes
+                        .into_iter()
+                        .map(|o| o.map(drop).map_err(Failure::Refused))
+                        .collect()
+                }
+                Err(unreachable @ Failure::Unreachable(_)) => return vec![Err(unreachable)],
+                // Refused as a whole (not for one timer's sake): one by one tells which.
+                Err(Failure::Refused(_)) => {}
+            }
+        }
+        let Some(change) = self.buffer.front().cloned() else {
+            return Vec::new();
+        };
+        vec![self.write(options, &change).map(drop)]
     }
 
     /// Writes one change on the connection, opened again if need be.

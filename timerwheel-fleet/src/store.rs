@@ -170,9 +170,10 @@ fn add_run(
         .iter()
         .map(|r| ((r.get(0), r.get(1)), r.get(2)))
         .collect();
-    let found = match added.len() < run.len() {
-        true => check_schema(client)?,
-        false => shards,
+    let found = if added.len() < run.len() {
+        check_schema(client)?
+    } else {
+        shards
     };
     Ok(run
         .iter()
