@@ -224,8 +224,12 @@ int session_touch(billing *b, uint32_t index) {
     account *a = &b->accounts[index];
     pthread_mutex_lock(account_lock(b, index));
     int live = a->reason == LIVE;
-    if (live) tw_reset(b->wheel, a->idle_id, b->opt.idle_ms);
+    tw_timer_id idle = a->idle_id;
     pthread_mutex_unlock(account_lock(b, index));
+    /* Outside the lock, so that callbacks of the accounts behind it do not wait for the
+     * wheel: an idle timer that fired or was deleted meanwhile is not re-armed (its id is
+     * no longer pending: TW_ERR_NOT_FOUND). */
+    if (live) tw_reset(b->wheel, idle, b->opt.idle_ms);
     return live;
 }
 

@@ -20,7 +20,12 @@
 //! lost its CPU: with two CPUs shared by the tick thread, the workers and the program's own
 //! threads, such waits come by the thousand a second, and counting them grew the pool to
 //! `max_workers` under load that only needed the CPU. It adds workers until as many are
-//! running as there are CPUs, bounded by the runs waiting and by `max_workers`. So a
+//! running as there are CPUs, bounded by the runs waiting and by `max_workers`; workers
+//! beyond the ones busy are added for blocked ones only on CPUs that no thread of the
+//! process takes at that look ([`runnable_threads`]: running or waiting for a CPU, the
+//! monitor included). A worker asleep on a lock whose holder, a thread of the program,
+//! waits for a CPU looks blocked however long it sleeps; while the program's threads take
+//! every CPU, another worker would only wait for one too. So a
 //! backlog behind a worker blocked in a callback gets a new worker [`GROW_AFTER`] (1 ms)
 //! after it formed, or about `BLOCKED_AFTER + STILL_ASLEEP` after the callback began if
 //! that is later; while workers keep blocking the pool grows by the number of CPUs every 3
@@ -45,7 +50,7 @@ use super::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use super::sync::thread::{self, JoinHandle};
 use super::sync::time::Instant;
 use super::sync::{Condvar, Mutex, MutexGuard};
-use super::thread_state::{current_tid, sleeps_in_kernel};
+use super::thread_state::{current_tid, runnable_threads, ThreadProbe};
 use super::TimerId;
 
 /// How long the oldest waiting run may wait, with every worker busy, before the pool grows.
@@ -69,7 +74,7 @@ pub(crate) const STILL_ASLEEP: Duration = Duration::from_millis(2);
 /// current run (clock nanoseconds; 0 when between runs or idle), and the run in which the
 /// monitor last found it asleep and since when.
 pub(crate) struct WorkerThread {
-    tid: i32,
+    probe: ThreadProbe,
     in_run_since_ns: AtomicU64,
     /// The `in_run_since_ns` of the run in which looks found it asleep (0: none).
     asleep_in_run: AtomicU64,
@@ -80,7 +85,7 @@ pub(crate) struct WorkerThread {
 impl WorkerThread {
     fn new(tid: i32) -> Self {
         WorkerThread {
-            tid,
+            probe: ThreadProbe::of(tid),
             in_run_since_ns: AtomicU64::new(0),
             asleep_in_run: AtomicU64::new(0),
             asleep_seen_ns: AtomicU64::new(0),
@@ -103,7 +108,7 @@ impl WorkerThread {
     fn blocked(&self, now_ns: u64) -> bool {
         let since = self.in_run_since_ns.load(Relaxed);
         let long = since != 0 && now_ns.saturating_sub(since) >= BLOCKED_AFTER.as_nanos() as u64;
-        if !long || !sleeps_in_kernel(self.tid) {
+        if !long || !self.probe.sleeps_in_kernel() {
             self.asleep_in_run.store(0, Relaxed);
             return false;
         }
@@ -183,6 +188,9 @@ pub(crate) struct Executor {
     threads: Mutex<Vec<Arc<WorkerThread>>>,
     /// How many workers may run at once: the CPUs.
     cpus: usize,
+    /// How many threads of the process take a CPU now ([`runnable_threads`]; a stand-in
+    /// in tests).
+    runnable_threads: fn() -> usize,
     min_workers: usize,
     max_workers: usize,
     keepalive: Duration,
@@ -197,6 +205,7 @@ impl Executor {
             handles: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
             cpus: super::config::cpus(),
+            runnable_threads,
             min_workers: min_workers.min(max_workers),
             max_workers,
             keepalive,
@@ -274,11 +283,22 @@ impl Executor {
         }
         drop(queue);
         let blocked = self.blocked_workers(now_ns);
+        // Read before the lock: it opens a file per thread.
+        let free_cpus = if blocked > 0 {
+            self.cpus.saturating_sub((self.runnable_threads)())
+        } else {
+            0
+        };
         let mut queue = self.lock();
-        let running = (queue.workers - queue.idle).saturating_sub(blocked);
+        let busy = queue.workers - queue.idle;
+        let for_blocked = self
+            .cpus
+            .saturating_sub(busy - blocked.min(busy))
+            .min(free_cpus);
         let start = self
             .cpus
-            .saturating_sub(running)
+            .saturating_sub(busy)
+            .max(for_blocked)
             .max(usize::from(queue.workers == 0))
             .min(queue.runs.len())
             .min(self.max_workers.saturating_sub(queue.workers));
@@ -469,8 +489,21 @@ mod tests {
     }
 
     /// An executor with `workers` counted, all busy, and `queued` runs waiting.
+    /// Its monitor finds no thread of the process taking a CPU, but for
+    /// [`busy_beside`].
     fn busy(workers: usize, max: usize, queued: u64) -> Executor {
-        let executor = Executor::new(workers, max, Duration::from_secs(1));
+        busy_beside(|| 0, workers, max, queued)
+    }
+
+    /// [`busy`], where `runnable_threads` threads of the process take a CPU.
+    fn busy_beside(
+        runnable_threads: fn() -> usize,
+        workers: usize,
+        max: usize,
+        queued: u64,
+    ) -> Executor {
+        let mut executor = Executor::new(workers, max, Duration::from_secs(1));
+        executor.runnable_threads = runnable_threads;
         executor.reserve_initial();
         executor.push(&mut ids(queued));
         executor
@@ -571,6 +604,33 @@ mod tests {
             wait_grow_after();
             assert_eq!(full.grow(now).start, 1, "max_workers bounds the pool");
         });
+    }
+
+    #[test]
+    fn blocked_workers_are_joined_only_on_cpus_no_thread_of_the_process_takes() {
+        // Workers asleep on a lock whose holder, another thread of the program, waits for a
+        // CPU: the CPUs are taken, and more workers would only wait for them too.
+        let taken = busy_beside(|| 64, 4, 16, 64);
+        with_blocked_workers(&taken, 4, |now| {
+            wait_grow_after();
+            assert_eq!(taken.grow(now).start, 0);
+        });
+        let one_free = busy_beside(|| config_cpus() - 1, 4, 16, 64);
+        with_blocked_workers(&one_free, 4, |now| {
+            wait_grow_after();
+            assert_eq!(one_free.grow(now).start, 1);
+        });
+    }
+
+    #[test]
+    fn fewer_busy_workers_than_cpus_grow_to_the_cpus_whatever_else_runs() {
+        let executor = busy_beside(|| 64, 1, 64, 1000);
+        wait_grow_after();
+        assert_eq!(executor.grow(LATER_NS).start, executor.cpus - 1);
+    }
+
+    fn config_cpus() -> usize {
+        super::super::config::cpus()
     }
 
     #[test]

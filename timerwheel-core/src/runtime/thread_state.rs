@@ -18,22 +18,72 @@ pub(crate) fn current_tid() -> i32 {
     0
 }
 
-/// Whether the thread `tid` of this process sleeps in the kernel: the state field of
-/// `/proc/self/task/<tid>/stat` is `S` (interruptible: a futex, a socket, a sleep) or `D`
-/// (uninterruptible: disk I/O). `R` (running or runnable, waiting for a CPU) is not, and
-/// neither is a thread that cannot be read (it exited). Where there is no such file (not
-/// Linux), a thread that stayed in one run long enough to be asked about counts as blocked.
-#[cfg(all(target_os = "linux", not(loom)))]
-pub(crate) fn sleeps_in_kernel(tid: i32) -> bool {
-    let Ok(stat) = std::fs::read(format!("/proc/self/task/{tid}/stat")) else {
-        return false;
-    };
-    state_of(&stat).is_some_and(|state| matches!(state, b'S' | b'D'))
+/// What the kernel says of one thread of this process, read from its `stat` file
+/// (`/proc/self/task/<tid>/stat`), opened once and read again at each look (a thread that
+/// exited reads as not asleep).
+pub(crate) struct ThreadProbe {
+    #[cfg(all(target_os = "linux", not(loom)))]
+    stat: Option<std::fs::File>,
 }
 
+#[cfg(all(target_os = "linux", not(loom)))]
+impl ThreadProbe {
+    pub(crate) fn of(tid: i32) -> Self {
+        ThreadProbe {
+            stat: std::fs::File::open(format!("/proc/self/task/{tid}/stat")).ok(),
+        }
+    }
+
+    /// Whether the thread sleeps in the kernel: the state field of `stat` is `S`
+    /// (interruptible: a futex, a socket, a sleep) or `D` (uninterruptible: disk I/O). `R`
+    /// (running or runnable, waiting for a CPU) is not.
+    pub(crate) fn sleeps_in_kernel(&self) -> bool {
+        let mut buf = [0u8; 512];
+        let stat = read_again(self.stat.as_ref(), &mut buf);
+        state_of(stat).is_some_and(|state| matches!(state, b'S' | b'D'))
+    }
+}
+
+/// How many threads of this process are running or waiting for a CPU now (state `R`), the
+/// caller included: the CPUs they take are not free for another thread of it.
+#[cfg(all(target_os = "linux", not(loom)))]
+pub(crate) fn runnable_threads() -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    let mut buf = [0u8; 512];
+    let mut runnable = |task: &std::fs::DirEntry| {
+        let stat = std::fs::File::open(task.path().join("stat")).ok();
+        state_of(read_again(stat.as_ref(), &mut buf)) == Some(b'R')
+    };
+    tasks.flatten().filter(|task| runnable(task)).count()
+}
+
+/// Where there is no such reading (not Linux), no thread counts as taking a CPU.
 #[cfg(not(all(target_os = "linux", not(loom))))]
-pub(crate) fn sleeps_in_kernel(_tid: i32) -> bool {
-    true
+pub(crate) fn runnable_threads() -> usize {
+    0
+}
+
+/// Where there are no such files (not Linux), a thread that stayed in one run long enough
+/// to be asked about counts as blocked.
+#[cfg(not(all(target_os = "linux", not(loom))))]
+impl ThreadProbe {
+    pub(crate) fn of(_tid: i32) -> Self {
+        ThreadProbe {}
+    }
+
+    pub(crate) fn sleeps_in_kernel(&self) -> bool {
+        true
+    }
+}
+
+/// The file's contents now, as far as they fit in `buf` (empty when it cannot be read).
+#[cfg(all(target_os = "linux", not(loom)))]
+fn read_again<'b>(file: Option<&std::fs::File>, buf: &'b mut [u8]) -> &'b [u8] {
+    use std::os::unix::fs::FileExt;
+    let read = file.and_then(|f| f.read_at(buf, 0).ok()).unwrap_or(0);
+    &buf[..read]
 }
 
 /// The state field of a `stat` line: the first byte after the `") "` that ends the
@@ -71,7 +121,8 @@ mod tests {
         }
         thread::sleep(Duration::from_millis(50));
         // A spinning thread may be caught between two reads of the flag: ask a few times.
-        let asleep = (0..5).all(|_| sleeps_in_kernel(tid.load(SeqCst)));
+        let probe = ThreadProbe::of(tid.load(SeqCst));
+        let asleep = (0..5).all(|_| probe.sleeps_in_kernel());
         stop.store(true, SeqCst);
         release();
         thread.join().unwrap();
@@ -113,8 +164,53 @@ mod tests {
 
     #[test]
     fn a_thread_that_is_gone_does_not() {
-        let tid = thread::spawn(current_tid).join().unwrap();
-        assert!(!sleeps_in_kernel(tid));
+        // The files are opened while the thread lives and read after it exited.
+        let (tid_sent, tid) = std::sync::mpsc::channel();
+        let (exit, exit_now) = std::sync::mpsc::channel::<()>();
+        let thread = thread::spawn(move || {
+            tid_sent.send(current_tid()).unwrap();
+            let _ = exit_now.recv();
+        });
+        let gone = ThreadProbe::of(tid.recv().unwrap());
+        drop(exit);
+        thread.join().unwrap();
+        assert!(!gone.sleeps_in_kernel());
+    }
+
+    #[test]
+    fn spinning_threads_and_the_caller_are_counted_as_runnable() {
+        let spinners = 3;
+        let sleepers = 4;
+        let stop = AtomicBool::new(false);
+        let started = std::sync::Barrier::new(spinners + sleepers + 1);
+        let counted = thread::scope(|scope| {
+            for _ in 0..spinners {
+                scope.spawn(|| {
+                    started.wait();
+                    while !stop.load(SeqCst) {
+                        std::hint::spin_loop();
+                    }
+                });
+            }
+            for _ in 0..sleepers {
+                scope.spawn(|| {
+                    started.wait();
+                    while !stop.load(SeqCst) {
+                        thread::sleep(Duration::from_millis(5));
+                    }
+                });
+            }
+            started.wait();
+            thread::sleep(Duration::from_millis(50));
+            // The spinners are running or waiting for a CPU, always `R`; the sleepers are
+            // `S` but for a moment every 5 ms, this thread `R`. Other tests' threads may
+            // add to the count, never take from it.
+            let counted = (0..5).map(|_| runnable_threads()).min().unwrap();
+            stop.store(true, SeqCst);
+            counted
+        });
+        assert!(counted > spinners, "counted {counted}: the spinners and this thread");
+        assert!(runnable_threads() >= 1, "this thread");
     }
 
     #[test]
