@@ -22,8 +22,10 @@
 //! `max_workers` under load that only needed the CPU. It adds workers until as many are
 //! running as there are CPUs, bounded by the runs waiting and by `max_workers`; workers
 //! beyond the ones busy are added for blocked ones only on CPUs that no thread of the
-//! process takes at that look ([`runnable_threads`]: running or waiting for a CPU, the
-//! monitor included). A worker asleep on a lock whose holder, a thread of the program,
+//! process takes at that look ([`Executor::cpus_taken`]: the threads running or waiting
+//! for a CPU, and the tick thread when it ran or waited to run half the time since its
+//! last look). A
+//! worker asleep on a lock whose holder, a thread of the program,
 //! waits for a CPU looks blocked however long it sleeps; while the program's threads take
 //! every CPU, another worker would only wait for one too. So a
 //! backlog behind a worker blocked in a callback gets a new worker [`GROW_AFTER`] (1 ms)
@@ -46,11 +48,13 @@ use std::time::Duration;
 
 use super::clock::Deadline;
 use super::run_queue::RunQueue;
-use super::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use super::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use super::sync::thread::{self, JoinHandle};
 use super::sync::time::Instant;
 use super::sync::{Condvar, Mutex, MutexGuard};
-use super::thread_state::{current_tid, runnable_threads, ThreadProbe};
+use super::thread_state::{
+    cpu_demand_of_this_thread_ns, current_tid, other_runnable_threads, ThreadProbe,
+};
 use super::TimerId;
 
 /// How long the oldest waiting run may wait, with every worker busy, before the pool grows.
@@ -188,9 +192,12 @@ pub(crate) struct Executor {
     threads: Mutex<Vec<Arc<WorkerThread>>>,
     /// How many workers may run at once: the CPUs.
     cpus: usize,
-    /// How many threads of the process take a CPU now ([`runnable_threads`]; a stand-in
-    /// in tests).
-    runnable_threads: fn() -> usize,
+    /// How many CPUs the process's threads take now ([`Executor::cpus_taken`]; a
+    /// stand-in in tests).
+    cpus_taken: fn(&Executor) -> usize,
+    /// The monitor's [`cpu_demand_of_this_thread_ns`] at its last reading of it, and when.
+    monitor_wanted: Mutex<Option<(Instant, u64)>>,
+    monitor_busy: AtomicBool,
     min_workers: usize,
     max_workers: usize,
     keepalive: Duration,
@@ -205,7 +212,9 @@ impl Executor {
             handles: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
             cpus: super::config::cpus(),
-            runnable_threads,
+            cpus_taken: Executor::cpus_taken,
+            monitor_wanted: Mutex::new(None),
+            monitor_busy: AtomicBool::new(false),
             min_workers: min_workers.min(max_workers),
             max_workers,
             keepalive,
@@ -282,10 +291,11 @@ impl Executor {
             return Growth::look_again_in(wait);
         }
         drop(queue);
+        self.note_monitor_demand();
         let blocked = self.blocked_workers(now_ns);
         // Read before the lock: it opens a file per thread.
         let free_cpus = if blocked > 0 {
-            self.cpus.saturating_sub((self.runnable_threads)())
+            self.cpus.saturating_sub((self.cpus_taken)(self))
         } else {
             0
         };
@@ -311,6 +321,32 @@ impl Executor {
             start,
             look_again: more.then_some(look),
         }
+    }
+
+    /// How many CPUs the process's threads take now: those running or waiting for one,
+    /// and the monitor's while the tick thread is at work (see
+    /// [`note_monitor_demand`](Self::note_monitor_demand)).
+    fn cpus_taken(&self) -> usize {
+        other_runnable_threads() + usize::from(self.monitor_busy.load(Relaxed))
+    }
+
+    /// At each look with runs waiting: whether the monitor's thread ran or waited to run
+    /// for half the time since the last such look (the tick thread at work, not the look
+    /// that it is making).
+    fn note_monitor_demand(&self) {
+        let now = Instant::now();
+        let wanted_ns = cpu_demand_of_this_thread_ns();
+        let mut last = self
+            .monitor_wanted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let busy = last
+            .replace((now, wanted_ns))
+            .is_some_and(|(then, wanted_then)| {
+                let since_ns = now.duration_since(then).as_nanos() as u64;
+                wanted_ns.saturating_sub(wanted_then).saturating_mul(2) >= since_ns
+            });
+        self.monitor_busy.store(busy, Relaxed);
     }
 
     /// How many workers are blocked in a run (see [`WorkerThread`]).
@@ -489,21 +525,20 @@ mod tests {
     }
 
     /// An executor with `workers` counted, all busy, and `queued` runs waiting.
-    /// Its monitor finds no thread of the process taking a CPU, but for
-    /// [`busy_beside`].
+    /// Its monitor finds no CPU taken, but for [`busy_beside`].
     fn busy(workers: usize, max: usize, queued: u64) -> Executor {
-        busy_beside(|| 0, workers, max, queued)
+        busy_beside(|_| 0, workers, max, queued)
     }
 
-    /// [`busy`], where `runnable_threads` threads of the process take a CPU.
+    /// [`busy`], where the process's threads take `cpus_taken` CPUs.
     fn busy_beside(
-        runnable_threads: fn() -> usize,
+        cpus_taken: fn(&Executor) -> usize,
         workers: usize,
         max: usize,
         queued: u64,
     ) -> Executor {
         let mut executor = Executor::new(workers, max, Duration::from_secs(1));
-        executor.runnable_threads = runnable_threads;
+        executor.cpus_taken = cpus_taken;
         executor.reserve_initial();
         executor.push(&mut ids(queued));
         executor
@@ -610,12 +645,12 @@ mod tests {
     fn blocked_workers_are_joined_only_on_cpus_no_thread_of_the_process_takes() {
         // Workers asleep on a lock whose holder, another thread of the program, waits for a
         // CPU: the CPUs are taken, and more workers would only wait for them too.
-        let taken = busy_beside(|| 64, 4, 16, 64);
+        let taken = busy_beside(|_| 64, 4, 16, 64);
         with_blocked_workers(&taken, 4, |now| {
             wait_grow_after();
             assert_eq!(taken.grow(now).start, 0);
         });
-        let one_free = busy_beside(|| config_cpus() - 1, 4, 16, 64);
+        let one_free = busy_beside(|_| config_cpus() - 1, 4, 16, 64);
         with_blocked_workers(&one_free, 4, |now| {
             wait_grow_after();
             assert_eq!(one_free.grow(now).start, 1);
@@ -624,7 +659,7 @@ mod tests {
 
     #[test]
     fn fewer_busy_workers_than_cpus_grow_to_the_cpus_whatever_else_runs() {
-        let executor = busy_beside(|| 64, 1, 64, 1000);
+        let executor = busy_beside(|_| 64, 1, 64, 1000);
         wait_grow_after();
         assert_eq!(executor.grow(LATER_NS).start, executor.cpus - 1);
     }

@@ -44,10 +44,10 @@ impl ThreadProbe {
     }
 }
 
-/// How many threads of this process are running or waiting for a CPU now (state `R`), the
-/// caller included: the CPUs they take are not free for another thread of it.
+/// How many threads of this process other than the caller are running or waiting for a
+/// CPU now (state `R`): the CPUs they take are not free for another thread of it.
 #[cfg(all(target_os = "linux", not(loom)))]
-pub(crate) fn runnable_threads() -> usize {
+pub(crate) fn other_runnable_threads() -> usize {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return 0;
     };
@@ -56,12 +56,30 @@ pub(crate) fn runnable_threads() -> usize {
         let stat = std::fs::File::open(task.path().join("stat")).ok();
         state_of(read_again(stat.as_ref(), &mut buf)) == Some(b'R')
     };
-    tasks.flatten().filter(|task| runnable(task)).count()
+    let all = tasks.flatten().filter(|task| runnable(task)).count();
+    all.saturating_sub(1) // the caller, running
+}
+
+/// How long the calling thread has wanted a CPU in all, in nanoseconds: the time it ran
+/// on one and the time it waited for one, runnable (the first two fields of its
+/// `schedstat`; 0 where it cannot be read).
+#[cfg(all(target_os = "linux", not(loom)))]
+pub(crate) fn cpu_demand_of_this_thread_ns() -> u64 {
+    let Ok(line) = std::fs::read_to_string("/proc/thread-self/schedstat") else {
+        return 0;
+    };
+    let field = |n: &str| n.parse::<u64>().unwrap_or(0);
+    line.split_whitespace().take(2).map(field).sum()
 }
 
 /// Where there is no such reading (not Linux), no thread counts as taking a CPU.
 #[cfg(not(all(target_os = "linux", not(loom))))]
-pub(crate) fn runnable_threads() -> usize {
+pub(crate) fn other_runnable_threads() -> usize {
+    0
+}
+
+#[cfg(not(all(target_os = "linux", not(loom))))]
+pub(crate) fn cpu_demand_of_this_thread_ns() -> u64 {
     0
 }
 
@@ -178,11 +196,10 @@ mod tests {
     }
 
     #[test]
-    fn spinning_threads_and_the_caller_are_counted_as_runnable() {
+    fn spinning_threads_are_counted_as_runnable() {
         let spinners = 3;
-        let sleepers = 4;
         let stop = AtomicBool::new(false);
-        let started = std::sync::Barrier::new(spinners + sleepers + 1);
+        let started = std::sync::Barrier::new(spinners + 1);
         let counted = thread::scope(|scope| {
             for _ in 0..spinners {
                 scope.spawn(|| {
@@ -192,25 +209,29 @@ mod tests {
                     }
                 });
             }
-            for _ in 0..sleepers {
-                scope.spawn(|| {
-                    started.wait();
-                    while !stop.load(SeqCst) {
-                        thread::sleep(Duration::from_millis(5));
-                    }
-                });
-            }
             started.wait();
             thread::sleep(Duration::from_millis(50));
-            // The spinners are running or waiting for a CPU, always `R`; the sleepers are
-            // `S` but for a moment every 5 ms, this thread `R`. Other tests' threads may
-            // add to the count, never take from it.
-            let counted = (0..5).map(|_| runnable_threads()).min().unwrap();
+            // The spinners are running or waiting for a CPU, always `R`. Other tests'
+            // threads may add to the count, never take from it.
+            let counted = (0..5).map(|_| other_runnable_threads()).min().unwrap();
             stop.store(true, SeqCst);
             counted
         });
-        assert!(counted > spinners, "counted {counted}: the spinners and this thread");
-        assert!(runnable_threads() >= 1, "this thread");
+        assert!(counted >= spinners, "counted {counted}");
+    }
+
+    #[test]
+    fn a_thread_on_the_cpu_wants_it_all_the_time() {
+        let before = cpu_demand_of_this_thread_ns();
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(30) {
+            std::hint::spin_loop();
+        }
+        let ran = cpu_demand_of_this_thread_ns() - before;
+        assert!(
+            ran > 0 && ran <= start.elapsed().as_nanos() as u64,
+            "ran {ran} ns"
+        );
     }
 
     #[test]
