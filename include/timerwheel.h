@@ -325,7 +325,8 @@ typedef struct tw_durable_stats {
 typedef struct tw_fleet_settings {
   /**
    * sizeof(tw_fleet_settings) where the caller was compiled (tw_fleet_settings_init sets
-   * it); fields past it take their defaults. 0 stands for this first layout.
+   * it); fields past it take their defaults. 0 stands for the first layout (up to
+   * `buffer`).
    */
   size_t size;
   /**
@@ -358,8 +359,8 @@ typedef struct tw_fleet_settings {
   uint64_t buffer;
   /**
    * A `tw_missed_points`, for the points of periodic timers that fell due while no node
-   * held their shard (docs/contract.md, "Fleet"): TW_MISSED_EACH (0, the default) or
-   * TW_MISSED_COALESCE; tw_fleet_create refuses anything else.
+   * held their shard (docs/contract.md, "Fleet store"): TW_MISSED_EACH (0, the default)
+   * or TW_MISSED_COALESCE; tw_fleet_create refuses anything else.
    */
   uint32_t missed_points;
 } tw_fleet_settings;

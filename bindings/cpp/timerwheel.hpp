@@ -747,7 +747,8 @@ struct FleetSettings : tw_fleet_settings {
     FleetSettings() noexcept : tw_fleet_settings() { tw_fleet_settings_init(this); }
 
     /* What becomes of the points of a periodic timer that fell due while no node held its
-     * shard: TW_MISSED_EACH (the default) or TW_MISSED_COALESCE (docs/contract.md, "Fleet"). */
+     * shard: TW_MISSED_EACH (the default) or TW_MISSED_COALESCE (docs/contract.md, "Fleet
+     * store"). */
     FleetSettings &missed(tw_missed_points policy) noexcept {
         missed_points = static_cast<std::uint32_t>(policy);
         return *this;

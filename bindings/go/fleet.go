@@ -24,7 +24,7 @@ type FleetSettings struct {
 	Buffer   int           // changes kept while PostgreSQL does not answer: default 10000
 	// MissedPoints is what becomes of the points of a periodic timer that fell due while no
 	// node held its shard: MissedEach (the default) or MissedCoalesce (docs/contract.md,
-	// "Fleet"); NewFleet refuses another value (ErrInvalid).
+	// "Fleet store"); NewFleet refuses another value (ErrInvalid).
 	MissedPoints MissedPoints
 }
 

@@ -30,7 +30,8 @@ use crate::types::{tw_missed_points, tw_status};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct tw_fleet_settings {
     /// sizeof(tw_fleet_settings) where the caller was compiled (tw_fleet_settings_init sets
-    /// it); fields past it take their defaults. 0 stands for this first layout.
+    /// it); fields past it take their defaults. 0 stands for the first layout (up to
+    /// `buffer`).
     pub size: usize,
     /// The lease TTL in ms, renewed every fifth of it: default 10000, at least 100. A node
     /// cut off from PostgreSQL stops firing this long after its last renewal.
@@ -49,8 +50,8 @@ pub struct tw_fleet_settings {
     /// is refused with TW_ERR_FULL.
     pub buffer: u64,
     /// A `tw_missed_points`, for the points of periodic timers that fell due while no node
-    /// held their shard (docs/contract.md, "Fleet"): TW_MISSED_EACH (0, the default) or
-    /// TW_MISSED_COALESCE; tw_fleet_create refuses anything else.
+    /// held their shard (docs/contract.md, "Fleet store"): TW_MISSED_EACH (0, the default)
+    /// or TW_MISSED_COALESCE; tw_fleet_create refuses anything else.
     pub missed_points: u32,
 }
 

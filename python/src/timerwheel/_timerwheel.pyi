@@ -284,7 +284,7 @@ class Fleet:
         of the buffer of changes kept while PostgreSQL does not answer; checked by
         ``join`` (ValueError). ``missed_points``: what becomes of the points of a periodic
         timer that fell due while no node held its shard, "each" delivered or one fire for
-        the latest ("coalesce"; docs/contract.md, "Fleet"); ValueError at once for
+        the latest ("coalesce"; docs/contract.md, "Fleet store"); ValueError at once for
         another name."""
     def register_handler(self, name: str, handler: FleetHandler) -> None:
         """Registers ``handler(token, payload)`` for the timers named ``name``, before
