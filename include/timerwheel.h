@@ -360,9 +360,10 @@ typedef struct tw_fleet_settings {
   /**
    * A `tw_missed_points`, for the points of periodic timers that fell due while no node
    * held their shard (docs/contract.md, "Fleet store"): TW_MISSED_EACH (0, the default)
-   * or TW_MISSED_COALESCE; tw_fleet_create refuses anything else.
+   * or TW_MISSED_COALESCE; tw_fleet_create refuses anything else. 64 bits wide as every
+   * field here: the struct has no padding, where a later field could hide.
    */
-  uint32_t missed_points;
+  uint64_t missed_points;
 } tw_fleet_settings;
 
 /**

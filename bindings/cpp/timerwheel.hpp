@@ -750,7 +750,7 @@ struct FleetSettings : tw_fleet_settings {
      * shard: TW_MISSED_EACH (the default) or TW_MISSED_COALESCE (docs/contract.md, "Fleet
      * store"). */
     FleetSettings &missed(tw_missed_points policy) noexcept {
-        missed_points = static_cast<std::uint32_t>(policy);
+        missed_points = static_cast<std::uint64_t>(policy);
         return *this;
     }
 };

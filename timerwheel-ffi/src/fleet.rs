@@ -51,8 +51,9 @@ pub struct tw_fleet_settings {
     pub buffer: u64,
     /// A `tw_missed_points`, for the points of periodic timers that fell due while no node
     /// held their shard (docs/contract.md, "Fleet store"): TW_MISSED_EACH (0, the default)
-    /// or TW_MISSED_COALESCE; tw_fleet_create refuses anything else.
-    pub missed_points: u32,
+    /// or TW_MISSED_COALESCE; tw_fleet_create refuses anything else. 64 bits wide as every
+    /// field here: the struct has no padding, where a later field could hide.
+    pub missed_points: u64,
 }
 
 // SAFETY: tw_fleet_settings is repr(C), starts with `size: usize`, and has only integer
@@ -60,16 +61,11 @@ pub struct tw_fleet_settings {
 unsafe impl SizedStruct for tw_fleet_settings {
     /// Its first layout ends with `buffer`.
     const FIRST_SIZE: usize = offset_of!(tw_fleet_settings, buffer) + size_of::<u64>();
-    const FIELD_ENDS: &'static [usize] = &[
-        offset_of!(tw_fleet_settings, ttl_ms),
-        offset_of!(tw_fleet_settings, window_ms),
-        offset_of!(tw_fleet_settings, poll_ms),
-        offset_of!(tw_fleet_settings, batch),
-        offset_of!(tw_fleet_settings, listen),
-        offset_of!(tw_fleet_settings, buffer),
-        offset_of!(tw_fleet_settings, missed_points),
-        size_of::<tw_fleet_settings>(),
-    ];
+    // After the size, every field is a u64.
+    const FIELD_ENDS: &'static [usize] = &crate::sized::eight_byte_field_ends::<
+        tw_fleet_settings,
+        { size_of::<tw_fleet_settings>() / size_of::<u64>() },
+    >();
 
     fn set_size(&mut self, size: usize) {
         self.size = size;
@@ -88,8 +84,8 @@ impl From<&Settings> for tw_fleet_settings {
             listen: u64::from(s.listen),
             buffer: u64::try_from(s.buffer).unwrap_or(u64::MAX),
             missed_points: match s.missed {
-                MissedPoints::Each => tw_missed_points::TW_MISSED_EACH as u32,
-                MissedPoints::Coalesce => tw_missed_points::TW_MISSED_COALESCE as u32,
+                MissedPoints::Each => tw_missed_points::TW_MISSED_EACH as u64,
+                MissedPoints::Coalesce => tw_missed_points::TW_MISSED_COALESCE as u64,
             },
         }
     }

@@ -551,7 +551,7 @@ fn assert_every_point(points: &[i64], joined: i64) {
 
 fn missed_points_coalesce_into_the_latest_when_asked(server: &TestServer) {
     let mut coalesce = quick();
-    coalesce.missed_points = tw_missed_points::TW_MISSED_COALESCE as u32;
+    coalesce.missed_points = tw_missed_points::TW_MISSED_COALESCE as u64;
     let (points, joined) = points_fired_after_a_gap(server, &coalesce, 21, 1);
     assert!(
         points[0] > joined - PERIOD_MS,
@@ -559,7 +559,7 @@ fn missed_points_coalesce_into_the_latest_when_asked(server: &TestServer) {
     );
 
     let each = quick();
-    assert_eq!(each.missed_points, tw_missed_points::TW_MISSED_EACH as u32);
+    assert_eq!(each.missed_points, tw_missed_points::TW_MISSED_EACH as u64);
     let (points, joined) = points_fired_after_a_gap(server, &each, 22, 11);
     assert_every_point(&points, joined);
 
@@ -633,12 +633,14 @@ fn bad_arguments_are_refused_and_change_nothing() {
         assert_eq!(tw_fleet_create(whole(&newer), &mut f), tw_status::TW_OK);
         assert_eq!(tw_fleet_destroy(f), tw_status::TW_OK);
         tw_fleet_settings_init(ptr::null_mut());
-        let mut unknown_policy = quick();
-        unknown_policy.missed_points = tw_missed_points::TW_MISSED_COALESCE as u32 + 1;
-        f = ptr::null_mut();
-        let created = tw_fleet_create(&unknown_policy, &mut f);
-        assert_eq!(created, tw_status::TW_ERR_INVALID);
-        assert!(f.is_null(), "nothing created");
+        for policy in [tw_missed_points::TW_MISSED_COALESCE as u64 + 1, 1 << 32] {
+            let mut unknown_policy = quick();
+            unknown_policy.missed_points = policy;
+            f = ptr::null_mut();
+            let created = tw_fleet_create(&unknown_policy, &mut f);
+            assert_eq!(created, tw_status::TW_ERR_INVALID, "missed_points {policy}");
+            assert!(f.is_null(), "nothing created");
+        }
 
         let f = node(None, &fired);
         let ctx = ptr::null_mut();
