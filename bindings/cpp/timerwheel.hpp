@@ -742,9 +742,17 @@ private:
 
 /* A fleet on PostgreSQL (docs/fleet.md; the library's feature `fleet`, on by default): the
  * node's settings, filled with the defaults (ttl_ms, window_ms, poll_ms, batch, listen,
- * buffer); change the fields you need. */
+ * buffer, missed_points); change the fields you need. */
 struct FleetSettings : tw_fleet_settings {
     FleetSettings() noexcept : tw_fleet_settings() { tw_fleet_settings_init(this); }
+
+    /* What becomes of the points of a periodic timer that fell due while no node held its
+     * shard: TW_MISSED_EACH (the default) or TW_MISSED_COALESCE (docs/contract.md, "Fleet
+     * store"). */
+    FleetSettings &missed(tw_missed_points policy) noexcept {
+        missed_points = static_cast<std::uint64_t>(policy);
+        return *this;
+    }
 };
 
 /* A fire of a fleet timer: store it with the fire's effect, then Fleet::ack it. A fire

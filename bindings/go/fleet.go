@@ -22,6 +22,10 @@ type FleetSettings struct {
 	Batch    int           // timers claimed per transaction: default 500
 	NoListen bool          // true: adds and resets from other nodes wait for the poll (no LISTEN/NOTIFY)
 	Buffer   int           // changes kept while PostgreSQL does not answer: default 10000
+	// MissedPoints is what becomes of the points of a periodic timer that fell due while no
+	// node held its shard: MissedEach (the default) or MissedCoalesce (docs/contract.md,
+	// "Fleet store"); NewFleet refuses another value (ErrInvalid).
+	MissedPoints MissedPoints
 }
 
 // FleetToken names one fire of a fleet timer; a fire delivered again (by the shard's next
@@ -71,6 +75,9 @@ type Fleet struct {
 func NewFleet(s FleetSettings) (*Fleet, error) {
 	if s.TTL < 0 || s.Window < 0 || s.Poll < 0 || s.Batch < 0 || s.Buffer < 0 {
 		return nil, fmt.Errorf("negative fleet setting %+v: %w", s, ErrInvalid)
+	}
+	if s.MissedPoints != MissedEach && s.MissedPoints != MissedCoalesce {
+		return nil, fmt.Errorf("MissedPoints %d, not MissedEach or MissedCoalesce: %w", s.MissedPoints, ErrInvalid)
 	}
 	c, status := cFleetCreate(s)
 	if err := statusErr(status); err != nil {

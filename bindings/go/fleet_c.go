@@ -56,6 +56,7 @@ func cFleetCreate(s FleetSettings) (cFleet, C.tw_status) {
 	if s.Buffer != 0 {
 		settings.buffer = C.uint64_t(s.Buffer)
 	}
+	settings.missed_points = C.uint64_t(s.MissedPoints)
 	var f cFleet
 	status := C.tw_fleet_create(&settings, &f)
 	return f, C.tw_status(status)

@@ -132,6 +132,7 @@ func TestFleet(t *testing.T) {
 	t.Run("AckAfterAnotherNodeTookTheShardIsFenced", func(t *testing.T) { fleetFenced(t, s) })
 	t.Run("HandlerCannotCloseItsNode", func(t *testing.T) { fleetHandlerCallsBack(t, s) })
 	t.Run("BadArgumentsChangeNothing", func(t *testing.T) { fleetBadArguments(t, s) })
+	t.Run("MissedPointsCoalesceIntoTheLatest", func(t *testing.T) { fleetMissedPoints(t, s) })
 	// Last: it stops the server for a while.
 	t.Run("ChangesWaitInABoundedBuffer", func(t *testing.T) { fleetBuffered(t, s) })
 }
@@ -290,6 +291,84 @@ func fleetBadArguments(t *testing.T, s *fleetServer) {
 	}
 	if after := s.sql(t, "SELECT count(*) FROM tw_fleet_timers"); after != before {
 		t.Fatalf("timers %s, were %s", after, before)
+	}
+}
+
+// fleetPeriod is the period of the timer whose points pass while no node holds its shard.
+const fleetPeriod = 200 * time.Millisecond
+
+// pointsAfterAGap returns the points a node with settings fires (n of them, waited for) of a
+// periodic timer whose first 10 and a half periods passed while no node held its shard,
+// and when the node joined.
+func pointsAfterAGap(t *testing.T, s *fleetServer, settings FleetSettings, key uint64, n int) ([]time.Time, time.Time) {
+	t.Helper()
+	adder, _ := joinFleet(t, s, "go-m0")
+	later := time.Now().Add(time.Hour)
+	if err := adder.Add(DurableTimer{Key: key, Name: "charge", First: later, Period: fleetPeriod}); err != nil {
+		t.Fatal(err)
+	}
+	if err := adder.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The shard has no owner now: its points pass as if the timer had been added long ago.
+	first := time.Now().Add(-21 * fleetPeriod / 2).Truncate(time.Millisecond)
+	s.sql(t, fmt.Sprintf("UPDATE tw_fleet_timers SET due_ms = %d WHERE key = %d", first.UnixMilli(), key))
+	f, err := NewFleet(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ch := make(chan fleetFired, 64)
+	if err := f.Handle("charge", func(tok FleetToken, p []byte) Ack {
+		ch <- fleetFired{tok, p}
+		return AckNow
+	}); err != nil {
+		t.Fatal(err)
+	}
+	joined := time.Now()
+	if err := f.Join(s.conninfo, "go-m1"); err != nil {
+		t.Fatal(err)
+	}
+	var points []time.Time
+	for len(points) < n {
+		// Fires of other keys, left unacknowledged by the tests before, come again.
+		if tok := nextFleetFire(t, ch).token; tok.Key == key {
+			points = append(points, tok.Occurrence)
+		}
+	}
+	if err := f.Delete(key, "charge"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range points {
+		if p.Before(first) || p.Sub(first)%fleetPeriod != 0 {
+			t.Fatalf("off the schedule from %v: %v", first, points)
+		}
+	}
+	return points, joined
+}
+
+func fleetMissedPoints(t *testing.T, s *fleetServer) {
+	coalesce := quickFleet
+	coalesce.MissedPoints = MissedCoalesce
+	points, joined := pointsAfterAGap(t, s, coalesce, 31, 1)
+	if !points[0].After(joined.Add(-fleetPeriod)) {
+		t.Fatalf("MissedCoalesce: first fire at %v, want the latest point (joined at %v)", points[0], joined)
+	}
+	points, joined = pointsAfterAGap(t, s, quickFleet, 32, 11)
+	if !points[0].Before(joined.Add(-10 * fleetPeriod)) {
+		t.Fatalf("MissedEach: first fire at %v, want the oldest point (joined at %v)", points[0], joined)
+	}
+	for i := 1; i < len(points); i++ {
+		if points[i].Sub(points[i-1]) != fleetPeriod {
+			t.Fatalf("MissedEach: not every point in order: %v", points)
+		}
+	}
+	for _, bad := range []MissedPoints{-1, MissedCoalesce + 1, 1 << 32} {
+		settings := quickFleet
+		settings.MissedPoints = bad
+		if f, err := NewFleet(settings); !errors.Is(err, ErrInvalid) || f != nil {
+			t.Fatalf("MissedPoints %d: %v, want ErrInvalid", bad, err)
+		}
 	}
 }
 

@@ -129,16 +129,20 @@ impl StoreConfig {
                 )))
             }
         };
-        let missed = match missed {
-            "each" => MissedPoints::Each,
-            "coalesce" => MissedPoints::Coalesce,
-            other => {
-                return Err(invalid(format!(
-                    "missed_points must be 'each' or 'coalesce', got {other:?}"
-                )))
-            }
-        };
+        let missed = missed_points(missed)?;
         Ok(Some(StoreConfig { path, mode, missed }))
+    }
+}
+
+/// The policy `missed_points="each"` / `"coalesce"` names (a durable wheel's and a fleet
+/// node's); a ValueError for any other name.
+pub fn missed_points(name: &str) -> PyResult<MissedPoints> {
+    match name {
+        "each" => Ok(MissedPoints::Each),
+        "coalesce" => Ok(MissedPoints::Coalesce),
+        other => Err(invalid(format!(
+            "missed_points must be 'each' or 'coalesce', got {other:?}"
+        ))),
     }
 }
 

@@ -18,7 +18,7 @@ use timerwheel_fleet::{
 };
 
 use crate::convert::seconds;
-use crate::durable::ask;
+use crate::durable::{self, ask};
 use crate::errors::{
     fleet_error, invalid, wrong_mode, DurableNoHandlerError, TimerwheelBusyError,
     TimerwheelClosedError, TimerwheelError,
@@ -198,7 +198,7 @@ fn unix_ms(name: &str, when: f64) -> PyResult<i64> {
 impl Fleet {
     /// A node with its settings (seconds), not joined yet.
     #[new]
-    #[pyo3(signature = (*, ttl=10.0, window=60.0, poll=0.5, batch=500, listen=true, buffer=10_000))]
+    #[pyo3(signature = (*, ttl=10.0, window=60.0, poll=0.5, batch=500, listen=true, buffer=10_000, missed_points="each"))]
     fn new(
         ttl: f64,
         window: f64,
@@ -206,6 +206,7 @@ impl Fleet {
         batch: i64,
         listen: bool,
         buffer: usize,
+        missed_points: &str,
     ) -> PyResult<Self> {
         let settings = Settings {
             ttl: seconds("ttl", ttl)?,
@@ -214,7 +215,7 @@ impl Fleet {
             batch,
             listen,
             buffer,
-            ..Settings::default()
+            missed: durable::missed_points(missed_points)?,
         };
         Ok(Fleet {
             phase: RwLock::new(Phase::Registering(RunnerBuilder::new().settings(settings))),

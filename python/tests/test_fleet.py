@@ -169,6 +169,51 @@ def test_a_handler_may_call_its_node_but_not_leave_it(server):
         assert fleet.pending == 0, "still joined"
 
 
+PERIOD = 0.2
+
+
+def points_fired_after_a_gap(server, key, fires, **settings):
+    """The occurrences (ms) a node with ``settings`` fires, ``fires`` of them waited for, of
+    a periodic timer whose first 10 and a half periods passed while no node held its shard;
+    and the time (ms) the node joined."""
+    adder = timerwheel.Fleet(**QUICK)
+    adder.register_handler("tick", Recorder())
+    with adder.join(server.conninfo, "py-m0"):
+        adder.add(key, "tick", now() + 3600, period=PERIOD)
+    # The shard has no owner now: its points pass as if the timer had been added long ago.
+    first = int(now() * 1000 - 10.5 * PERIOD * 1000)
+    server.sql(f"UPDATE tw_fleet_timers SET due_ms = {first} WHERE key = {key}")
+    tick = Recorder()
+    fleet = timerwheel.Fleet(**QUICK, **settings)
+    fleet.register_handler("tick", tick)
+    joined = now() * 1000
+    with fleet.join(server.conninfo, "py-m1"):
+        wait_until(lambda: len(tick.fired) >= fires, timeout=20)
+        fleet.delete(key, "tick")
+    server.sql(f"DELETE FROM tw_fleet_fires WHERE key = {key}")
+    points = [token.occurrence_ms for token, _ in tick.fired]
+    assert all((p - first) % int(PERIOD * 1000) == 0 for p in points), (first, points)
+    return points, joined
+
+
+def test_missed_points_coalesce_into_one_fire_for_the_latest(server):
+    points, joined = points_fired_after_a_gap(server, 31, 1, missed_points="coalesce")
+    assert points[0] > joined - PERIOD * 1000, (points, joined)
+
+
+def test_missed_points_are_each_delivered_by_default(server):
+    points, joined = points_fired_after_a_gap(server, 32, 11)
+    assert points[0] < joined - 10 * PERIOD * 1000, (points, joined)
+    assert points[:11] == [points[0] + i * int(PERIOD * 1000) for i in range(11)]
+
+
+def test_an_unknown_missed_points_policy_is_refused():
+    with pytest.raises(ValueError, match="missed_points must be 'each' or 'coalesce'"):
+        timerwheel.Fleet(missed_points="latest")
+    with pytest.raises(TypeError):
+        timerwheel.Fleet(missed_points=1)
+
+
 def test_bad_arguments_raise_clearly_and_change_nothing(server):
     fleet = timerwheel.Fleet(**QUICK)
     fleet.register_handler("charge", Recorder())

@@ -1,7 +1,8 @@
 // The C++ wrapper of a fleet node (timerwheel::Fleet) against a private PostgreSQL started
 // by timerwheel-fleet's fleet-test-server (make test-cpp builds it): a timer fires once
-// with its token, an ack after another node took the shard is fenced, errors carry the
-// library's message and never the password. Same runner as the C tests.
+// with its token, an ack after another node took the shard is fenced, the missed points of
+// a shard nobody held coalesce when asked, errors carry the library's message and never
+// the password. Same runner as the C tests.
 #include "check.h"
 
 #include <atomic>
@@ -94,13 +95,14 @@ timerwheel::FleetSettings quick() {
     return s;
 }
 
-// A node whose handler "charge" records its fires and leaves the ack to the test.
+// A node whose handler (of "charge" unless named) records its fires and leaves the ack to
+// the test.
 struct Recording {
     std::mutex mu;
     std::vector<std::pair<FleetToken, std::string>> fired;
 
-    void attach(Fleet &fleet) {
-        fleet.handle("charge", [this](const FleetToken &token, const std::string &payload) {
+    void attach(Fleet &fleet, const std::string &name = "charge") {
+        fleet.handle(name, [this](const FleetToken &token, const std::string &payload) {
             std::lock_guard<std::mutex> lock(mu);
             fired.emplace_back(token, payload);
             return Ack::later;
@@ -163,6 +165,63 @@ void test_an_ack_after_another_node_took_the_shard_is_fenced() {
     server->sql("UPDATE tw_fleet_shards SET owner = NULL, lease_until = '-infinity'");
 }
 
+constexpr auto period = 200ms;
+
+// The points a node with `settings` fires (at least `n` of them, waited for) of a periodic
+// timer whose first 10 and a half periods passed while no node held its shard; and when
+// the node joined.
+std::pair<std::vector<std::chrono::system_clock::time_point>, std::chrono::system_clock::time_point>
+points_after_a_gap(const timerwheel::FleetSettings &settings, std::uint64_t key, std::size_t n) {
+    std::string timer = "WHERE key = " + std::to_string(key);
+    {
+        Recording unused;
+        Fleet adder(quick());
+        unused.attach(adder, "tick");
+        adder.join(server->conninfo(), "cpp-m0");
+        adder.add(key, "tick", "", std::chrono::system_clock::now() + 1h, period);
+    }  // left: the shard has no owner
+    // Its points pass as if the timer had been added long ago.
+    auto first = std::chrono::time_point_cast<std::chrono::milliseconds>(
+        std::chrono::system_clock::now() - 21 * period / 2);
+    server->sql("UPDATE tw_fleet_timers SET due_ms = " +
+                std::to_string(first.time_since_epoch().count()) + " " + timer);
+    Recording rec;
+    Fleet fleet(settings);
+    rec.attach(fleet, "tick");
+    auto joined = std::chrono::system_clock::now();
+    fleet.join(server->conninfo(), "cpp-m1");
+    CHECK(eventually([&] { return rec.count() >= n; }));
+    fleet.remove(key, "tick");
+    server->sql("DELETE FROM tw_fleet_fires " + timer);
+    std::vector<std::chrono::system_clock::time_point> points;
+    std::lock_guard<std::mutex> lock(rec.mu);
+    for (const auto &fire : rec.fired) {
+        CHECK(fire.first.occurrence >= first && (fire.first.occurrence - first) % period == 0ms);
+        points.push_back(fire.first.occurrence);
+    }
+    return {points, joined};
+}
+
+void test_missed_points_coalesce_into_one_fire_for_the_latest() {
+    auto coalesce = quick();
+    coalesce.missed(TW_MISSED_COALESCE);
+    auto [latest, joined] = points_after_a_gap(coalesce, 41, 1);
+    CHECK(!latest.empty() && latest[0] > joined - period);
+
+    auto [each, joined_each] = points_after_a_gap(quick(), 42, 11);
+    CHECK(each.size() >= 11 && each[0] < joined_each - 10 * period);
+    for (std::size_t i = 1; i < each.size(); i++) CHECK(each[i] - each[i - 1] == period);
+
+    try {
+        auto unknown = quick();
+        unknown.missed_points = TW_MISSED_COALESCE + 1;
+        Fleet refused(unknown);
+        CHECK(!"an unknown missed_points was accepted");
+    } catch (const timerwheel::Error &e) {
+        CHECK_STATUS(e.status(), TW_ERR_INVALID);
+    }
+}
+
 void test_errors_carry_the_message_without_the_password() {
     Fleet fleet(quick());
     Fleet moved = std::move(fleet);
@@ -194,6 +253,7 @@ int main() {
     server = &s;
     RUN(test_a_timer_fires_once_with_its_token);
     RUN(test_an_ack_after_another_node_took_the_shard_is_fenced);
+    RUN(test_missed_points_coalesce_into_one_fire_for_the_latest);
     RUN(test_errors_carry_the_message_without_the_password);
     return check_summary("test_fleet (C++)");
 }

@@ -64,15 +64,7 @@ pub unsafe fn settings(cfg: &tw_config) -> Result<Option<Settings>, String> {
     if batch == 0 {
         return Err("store_batch 0 is not valid: at least 1 event per commit".to_owned());
     }
-    let missed = match cfg.missed_points {
-        m if m == tw_missed_points::TW_MISSED_EACH as u32 => MissedPoints::Each,
-        m if m == tw_missed_points::TW_MISSED_COALESCE as u32 => MissedPoints::Coalesce,
-        m => {
-            return Err(format!(
-                "missed_points {m} is not valid: TW_MISSED_EACH or TW_MISSED_COALESCE"
-            ))
-        }
-    };
+    let missed = missed_points(u64::from(cfg.missed_points))?;
     if cfg.store_path.is_null() {
         return Err("store_path NULL is not valid: a durable wheel names its store".to_owned());
     }
@@ -86,6 +78,18 @@ pub unsafe fn settings(cfg: &tw_config) -> Result<Option<Settings>, String> {
         mode,
         missed,
     }))
+}
+
+/// The policy a `tw_missed_points` names (tw_config's and tw_fleet_settings' field
+/// `missed_points`); for any other value, a message naming the value and what it may be.
+pub(crate) fn missed_points(raw: u64) -> Result<MissedPoints, String> {
+    match raw {
+        m if m == tw_missed_points::TW_MISSED_EACH as u64 => Ok(MissedPoints::Each),
+        m if m == tw_missed_points::TW_MISSED_COALESCE as u64 => Ok(MissedPoints::Coalesce),
+        m => Err(format!(
+            "missed_points {m} is not valid: TW_MISSED_EACH or TW_MISSED_COALESCE"
+        )),
+    }
 }
 
 /// A wheel's durable store: the handlers until it is opened, then the open store.

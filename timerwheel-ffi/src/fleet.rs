@@ -5,23 +5,24 @@
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_void, CStr, CString};
+use std::mem::offset_of;
 use std::ptr::NonNull;
 use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
-use timerwheel_core::durable::Ack;
+use timerwheel_core::durable::{Ack, MissedPoints};
 use timerwheel_fleet::{
     Change, ConnectOptions, Fire, FleetError, FleetToken, NewTimer, Outcome, Runner, RunnerBuilder,
     Settings, Status,
 };
 
 use crate::boundary::{guard, guard_or};
-use crate::durable::{bytes, name, slice, TW_DURABLE_REPLACE};
+use crate::durable::{bytes, missed_points, name, slice, TW_DURABLE_REPLACE};
 use crate::handler::CHandler;
 use crate::metrics::write_text;
 use crate::ptr::Out;
 use crate::sized::{read_sized, SizedStruct};
-use crate::types::tw_status;
+use crate::types::{tw_missed_points, tw_status};
 
 /// How a fleet node runs (tw_fleet_create). Fill it with tw_fleet_settings_init, then change
 /// what you need. It can gain fields at its end in later versions (docs/c.md, "ABI policy").
@@ -29,7 +30,8 @@ use crate::types::tw_status;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct tw_fleet_settings {
     /// sizeof(tw_fleet_settings) where the caller was compiled (tw_fleet_settings_init sets
-    /// it); fields past it take their defaults. 0 stands for this first layout.
+    /// it); fields past it take their defaults. 0 stands for the first layout (up to
+    /// `buffer`).
     pub size: usize,
     /// The lease TTL in ms, renewed every fifth of it: default 10000, at least 100. A node
     /// cut off from PostgreSQL stops firing this long after its last renewal.
@@ -47,12 +49,19 @@ pub struct tw_fleet_settings {
     /// Most changes kept while PostgreSQL does not answer: default 10000; past it a change
     /// is refused with TW_ERR_FULL.
     pub buffer: u64,
+    /// A `tw_missed_points`, for the points of periodic timers that fell due while no node
+    /// held their shard (docs/contract.md, "Fleet store"): TW_MISSED_EACH (0, the default)
+    /// or TW_MISSED_COALESCE; tw_fleet_create refuses anything else. 64 bits wide as every
+    /// field here: the struct has no padding, where a later field could hide.
+    pub missed_points: u64,
 }
 
 // SAFETY: tw_fleet_settings is repr(C), starts with `size: usize`, and has only integer
 // fields.
 unsafe impl SizedStruct for tw_fleet_settings {
-    const FIRST_SIZE: usize = size_of::<tw_fleet_settings>();
+    /// Its first layout ends with `buffer`.
+    const FIRST_SIZE: usize = offset_of!(tw_fleet_settings, buffer) + size_of::<u64>();
+    // After the size, every field is a u64.
     const FIELD_ENDS: &'static [usize] = &crate::sized::eight_byte_field_ends::<
         tw_fleet_settings,
         { size_of::<tw_fleet_settings>() / size_of::<u64>() },
@@ -74,22 +83,29 @@ impl From<&Settings> for tw_fleet_settings {
             batch: u64::try_from(s.batch).unwrap_or(0),
             listen: u64::from(s.listen),
             buffer: u64::try_from(s.buffer).unwrap_or(u64::MAX),
+            missed_points: match s.missed {
+                MissedPoints::Each => tw_missed_points::TW_MISSED_EACH as u64,
+                MissedPoints::Coalesce => tw_missed_points::TW_MISSED_COALESCE as u64,
+            },
         }
     }
 }
 
-impl From<&tw_fleet_settings> for Settings {
-    /// The node checks the ranges when it joins (TW_ERR_INVALID there).
-    fn from(s: &tw_fleet_settings) -> Self {
-        Settings {
+impl TryFrom<&tw_fleet_settings> for Settings {
+    type Error = tw_status;
+
+    /// `TW_ERR_INVALID` for an unknown `missed_points`; the node checks the ranges when it
+    /// joins (TW_ERR_INVALID there).
+    fn try_from(s: &tw_fleet_settings) -> Result<Self, tw_status> {
+        Ok(Settings {
             ttl: Duration::from_millis(s.ttl_ms),
             window: Duration::from_millis(s.window_ms),
             poll: Duration::from_millis(s.poll_ms),
             batch: i64::try_from(s.batch).unwrap_or(i64::MAX),
             listen: s.listen != 0,
             buffer: usize::try_from(s.buffer).unwrap_or(usize::MAX),
-            ..Settings::default()
-        }
+            missed: missed_points(s.missed_points).map_err(|_| tw_status::TW_ERR_INVALID)?,
+        })
     }
 }
 
@@ -279,7 +295,8 @@ unsafe fn text<'a>(text: *const c_char) -> Result<&'a str, tw_status> {
 }
 
 /// Fills `*settings` with the defaults: ttl_ms 10000, window_ms 60000, poll_ms 500, batch
-/// 500, listen 1, buffer 10000; and size = sizeof(tw_fleet_settings).
+/// 500, listen 1, buffer 10000, missed_points TW_MISSED_EACH; and size =
+/// sizeof(tw_fleet_settings).
 ///
 /// Bad input: `settings` NULL does nothing.
 ///
@@ -298,7 +315,8 @@ pub unsafe extern "C" fn tw_fleet_settings_init(settings: *mut tw_fleet_settings
 /// Creates a fleet node with `settings` (NULL: the defaults), not joined yet: register its
 /// handlers (tw_fleet_handler_register), then tw_fleet_join. `*out` receives it. Returns
 /// TW_OK, or TW_ERR_INVALID (`out` NULL, `settings` of a bad size or with bytes past this
-/// library's struct that are not zero). Ranges are checked by tw_fleet_join.
+/// library's struct that are not zero, an unknown `missed_points`: nothing created). Ranges
+/// are checked by tw_fleet_join.
 ///
 /// # Safety
 /// `settings` is NULL or readable for as many bytes as its size says; `out` NULL or
@@ -317,8 +335,9 @@ pub unsafe extern "C" fn tw_fleet_create(
             Some(settings) => unsafe { read_sized(settings, defaults) }?,
             None => defaults,
         };
+        let settings = Settings::try_from(&settings)?;
         let node = tw_fleet {
-            registering: Mutex::new(Some(Runner::builder().settings(Settings::from(&settings)))),
+            registering: Mutex::new(Some(Runner::builder().settings(settings))),
             runner: RwLock::new(None),
             last_error: Mutex::default(),
         };

@@ -198,6 +198,13 @@ mod tests {
         assert_eq!(offset_of!(tw_durable_stats, last_seq), 8);
         assert_eq!(offset_of!(tw_durable_stats, last_error), 80);
         assert_eq!(tw_durable_stats::FIRST_SIZE, size_of::<tw_durable_stats>());
+        #[cfg(feature = "fleet")]
+        {
+            use crate::fleet::tw_fleet_settings;
+            assert_eq!(offset_of!(tw_fleet_settings, buffer), 48);
+            assert_eq!(tw_fleet_settings::FIRST_SIZE, 56);
+            assert_eq!(offset_of!(tw_fleet_settings, missed_points), 56);
+        }
     }
 
     #[test]

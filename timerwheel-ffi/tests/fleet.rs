@@ -9,9 +9,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use timerwheel::fleet::*;
-use timerwheel::{tw_status, TW_ACK_LATER, TW_DURABLE_REPLACE};
+use timerwheel::{tw_missed_points, tw_status, TW_ACK_LATER, TW_DURABLE_REPLACE};
 use timerwheel_fleet::server::TestServer;
-use timerwheel_fleet::{create_schema, shard_of, ConnectOptions};
+use timerwheel_fleet::{add_timer, create_schema, shard_of, ConnectOptions, NewTimer};
 
 /// What a handler was given: the token (its name copied) and the payload.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -184,6 +184,7 @@ fn fleet_against_postgres() {
     a_handler_acks_but_cannot_leave_its_own_node(&server);
     a_handler_run_by_the_join_may_call_its_node(&server);
     changes_wait_in_a_bounded_buffer_while_postgres_is_down(&server);
+    missed_points_coalesce_into_the_latest_when_asked(&server);
 }
 
 fn a_timer_added_through_c_fires_once_with_its_token(server: &TestServer) {
@@ -482,6 +483,94 @@ fn changes_wait_in_a_bounded_buffer_while_postgres_is_down(server: &TestServer) 
     destroy(f);
 }
 
+/// The period of the timer whose points pass while no node holds its shard.
+const PERIOD_MS: i64 = 200;
+
+/// The points a node with `settings` fires (at least `n` of them, waited for) of a periodic
+/// timer `key` added while no node held its shard, 10 and a half periods before the node
+/// joins; and the time of the join.
+fn points_fired_after_a_gap(
+    server: &TestServer,
+    settings: &tw_fleet_settings,
+    key: u64,
+    n: usize,
+) -> (Vec<i64>, i64) {
+    let mut client = ConnectOptions::parse(&server.conninfo())
+        .and_then(|o| o.connect())
+        .unwrap();
+    let first = now_ms() - 10 * PERIOD_MS - PERIOD_MS / 2;
+    let timer = NewTimer {
+        key,
+        name: "tick",
+        payload: b"",
+        due_ms: first,
+        period_ms: PERIOD_MS,
+        replace: false,
+    };
+    add_timer(&mut client, SHARDS, &timer).unwrap();
+    let fired = Mutex::new(Vec::new());
+    let mut f = ptr::null_mut();
+    // SAFETY: valid arguments, as C passes them; `fired` outlives the node.
+    unsafe {
+        assert_eq!(tw_fleet_create(settings, &mut f), tw_status::TW_OK);
+        let ctx = ptr::from_ref(&fired).cast_mut().cast();
+        let registered = tw_fleet_handler_register(f, c"tick".as_ptr(), Some(record), ctx);
+        assert_eq!(registered, tw_status::TW_OK);
+    }
+    let joined = now_ms();
+    assert_eq!(join(f, &server.conninfo(), c"m"), tw_status::TW_OK);
+    let points: Vec<i64> = wait_for(&fired, n)
+        .iter()
+        .map(|fire| fire.occurrence_unix_ms)
+        .collect();
+    destroy(f);
+    for table in ["tw_fleet_fires", "tw_fleet_timers"] {
+        sql(server, &format!("DELETE FROM {table} WHERE key = {key}"));
+    }
+    assert!(
+        points
+            .iter()
+            .all(|p| p >= &first && (p - first) % PERIOD_MS == 0),
+        "off the schedule from {first}: {points:?}"
+    );
+    (points, joined)
+}
+
+/// Every missed point, oldest first: the first point of the schedule, then the next ones.
+fn assert_every_point(points: &[i64], joined: i64) {
+    let first = points[0];
+    assert!(
+        first < joined - 10 * PERIOD_MS,
+        "the oldest point first: {points:?}"
+    );
+    assert!(
+        points[..11].windows(2).all(|w| w[1] == w[0] + PERIOD_MS),
+        "every point, in order: {points:?}"
+    );
+}
+
+fn missed_points_coalesce_into_the_latest_when_asked(server: &TestServer) {
+    let mut coalesce = quick();
+    coalesce.missed_points = tw_missed_points::TW_MISSED_COALESCE as u64;
+    let (points, joined) = points_fired_after_a_gap(server, &coalesce, 21, 1);
+    assert!(
+        points[0] > joined - PERIOD_MS,
+        "one fire for the latest point, none older: {points:?} (joined at {joined})"
+    );
+
+    let each = quick();
+    assert_eq!(each.missed_points, tw_missed_points::TW_MISSED_EACH as u64);
+    let (points, joined) = points_fired_after_a_gap(server, &each, 22, 11);
+    assert_every_point(&points, joined);
+
+    // A caller compiled before the field: its struct ends before it, and whatever follows
+    // is not read; it gets every point.
+    let mut older = coalesce;
+    older.size = std::mem::offset_of!(tw_fleet_settings, missed_points);
+    let (points, joined) = points_fired_after_a_gap(server, &older, 23, 11);
+    assert_every_point(&points, joined);
+}
+
 #[test]
 fn a_connection_string_never_shows_in_errors() {
     let fired = Mutex::new(Vec::new());
@@ -544,6 +633,14 @@ fn bad_arguments_are_refused_and_change_nothing() {
         assert_eq!(tw_fleet_create(whole(&newer), &mut f), tw_status::TW_OK);
         assert_eq!(tw_fleet_destroy(f), tw_status::TW_OK);
         tw_fleet_settings_init(ptr::null_mut());
+        for policy in [tw_missed_points::TW_MISSED_COALESCE as u64 + 1, 1 << 32] {
+            let mut unknown_policy = quick();
+            unknown_policy.missed_points = policy;
+            f = ptr::null_mut();
+            let created = tw_fleet_create(&unknown_policy, &mut f);
+            assert_eq!(created, tw_status::TW_ERR_INVALID, "missed_points {policy}");
+            assert!(f.is_null(), "nothing created");
+        }
 
         let f = node(None, &fired);
         let ctx = ptr::null_mut();

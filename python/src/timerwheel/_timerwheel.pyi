@@ -277,11 +277,15 @@ class Fleet:
         batch: int = 500,
         listen: bool = True,
         buffer: int = 10000,
+        missed_points: Literal["each", "coalesce"] = "each",
     ) -> None:
         """The lease TTL (at least 0.1), the near window (at least ttl / 2), the longest
         wait between claims, timers claimed per transaction, LISTEN/NOTIFY, and the bound
         of the buffer of changes kept while PostgreSQL does not answer; checked by
-        ``join`` (ValueError)."""
+        ``join`` (ValueError). ``missed_points``: what becomes of the points of a periodic
+        timer that fell due while no node held its shard, "each" delivered or one fire for
+        the latest ("coalesce"; docs/contract.md, "Fleet store"); ValueError at once for
+        another name."""
     def register_handler(self, name: str, handler: FleetHandler) -> None:
         """Registers ``handler(token, payload)`` for the timers named ``name``, before
         ``join()``; its truth acknowledges the fire at once (False: ``ack`` it later).

@@ -26,3 +26,4 @@ def use_fleet(fleet: Fleet, token: Token) -> None:
     fleet.add(1, "charge", 1e9, payload="text")  # error: a payload is bytes
     fleet.ack([token])  # error: fleet tokens, not a wheel's
     written: bool = fleet.add(1, "charge", 1e9)  # error: "written" or "buffered"
+    Fleet(missed_points="latest")  # error: "each" or "coalesce"

@@ -58,7 +58,9 @@ def on_fleet_charge(token: FleetToken, payload: bytes) -> bool:
 
 
 def fleet(conninfo: str, now: float) -> int:
-    node = Fleet(ttl=2.0, window=10.0, poll=0.1, batch=100, listen=False, buffer=100)
+    node = Fleet(
+        ttl=2.0, window=10.0, poll=0.1, batch=100, listen=False, buffer=100, missed_points="coalesce"
+    )
     node.register_handler("charge", on_fleet_charge)
     with node.join(conninfo, "node-a") as joined:
         status: str = joined.add(42, "charge", now + 1, payload=b"42", period=1.0)
