@@ -325,7 +325,8 @@ typedef struct tw_durable_stats {
 typedef struct tw_fleet_settings {
   /**
    * sizeof(tw_fleet_settings) where the caller was compiled (tw_fleet_settings_init sets
-   * it); fields past it take their defaults. 0 stands for this first layout.
+   * it); fields past it take their defaults. 0 stands for the first layout (up to
+   * `buffer`).
    */
   size_t size;
   /**
@@ -356,6 +357,13 @@ typedef struct tw_fleet_settings {
    * is refused with TW_ERR_FULL.
    */
   uint64_t buffer;
+  /**
+   * A `tw_missed_points`, for the points of periodic timers that fell due while no node
+   * held their shard (docs/contract.md, "Fleet store"): TW_MISSED_EACH (0, the default)
+   * or TW_MISSED_COALESCE; tw_fleet_create refuses anything else. 64 bits wide as every
+   * field here: the struct has no padding, where a later field could hide.
+   */
+  uint64_t missed_points;
 } tw_fleet_settings;
 
 /**
@@ -770,7 +778,8 @@ enum tw_status tw_durable_get_stats(const struct tw_wheel *w, struct tw_durable_
 
 /**
  * Fills `*settings` with the defaults: ttl_ms 10000, window_ms 60000, poll_ms 500, batch
- * 500, listen 1, buffer 10000; and size = sizeof(tw_fleet_settings).
+ * 500, listen 1, buffer 10000, missed_points TW_MISSED_EACH; and size =
+ * sizeof(tw_fleet_settings).
  *
  * Bad input: `settings` NULL does nothing.
  *
@@ -783,7 +792,8 @@ void tw_fleet_settings_init(struct tw_fleet_settings *settings);
  * Creates a fleet node with `settings` (NULL: the defaults), not joined yet: register its
  * handlers (tw_fleet_handler_register), then tw_fleet_join. `*out` receives it. Returns
  * TW_OK, or TW_ERR_INVALID (`out` NULL, `settings` of a bad size or with bytes past this
- * library's struct that are not zero). Ranges are checked by tw_fleet_join.
+ * library's struct that are not zero, an unknown `missed_points`: nothing created). Ranges
+ * are checked by tw_fleet_join.
  *
  * # Safety
  * `settings` is NULL or readable for as many bytes as its size says; `out` NULL or
