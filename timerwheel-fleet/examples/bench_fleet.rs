@@ -1,8 +1,10 @@
 //! `make bench-fleet`: timers created and fired per second by three `fleet-node` processes
 //! and a private PostgreSQL together, against a baseline measured in the same run on the
 //! same server: a plain job table, the same inserts, claimed by three threads with
-//! `FOR UPDATE SKIP LOCKED` (no leases, no fences, no fire records); then the failover time
-//! after `kill -9` of one node (TTL 2 s). One JSON object per line. `--quick`: fewer timers.
+//! `FOR UPDATE SKIP LOCKED` (no leases, no fences, no fire records); then the lateness of
+//! timers added inside the nodes' window (each node's own reading: its wall clock at the
+//! handler against the occurrence), and the failover time after `kill -9` of one node (TTL
+//! 2 s). One JSON object per line. `--quick`: fewer timers.
 //!
 //! Where the time goes: each side is also measured in two phases, the adds alone (timers
 //! due in an hour, nothing claimed) and the fires alone (every stored timer made due at
@@ -14,6 +16,7 @@
 
 mod support;
 
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -45,10 +48,12 @@ fn main() {
         insert_jobs,
         || Claimers::start(&server),
     );
+    let lateness = Lateness::default();
     let mut nodes: Vec<Child> = ["a", "b", "c"]
         .iter()
-        .map(|m| spawn_node(&server, m, TTL, Stdio::null()))
+        .map(|m| spawn_node(&server, m, TTL, Stdio::piped()))
         .collect();
+    nodes.iter_mut().for_each(|node| lateness.follow(node));
     wait_until(&mut db, Duration::from_secs(60), |owners| owners == 3);
     let fleet = fleet(&server, n);
     report("timerwheel-fleet", false, n, fleet);
@@ -81,6 +86,18 @@ fn main() {
         );
     }
 
+    let late = lateness.of_timers_in_the_window(&server, n / 5);
+    println!(
+        "{{\"impl\":\"timerwheel-fleet\",\"baseline\":false,\"workload\":\"fleet-lateness\",\
+         \"n\":{},\"late_p50_us\":{},\"late_p99_us\":{},\"late_max_us\":{},\
+         \"p99_to_target\":{:.3}}}",
+        n / 5,
+        late.p50,
+        late.p99,
+        late.max,
+        late.p99 as f64 / 10_000.0
+    );
+
     nodes[2].kill().expect("kill -9");
     let start = Instant::now();
     wait_until(&mut db, Duration::from_secs(60), |owners| owners == 2);
@@ -95,6 +112,73 @@ fn main() {
         let _ = node.kill();
         let _ = node.wait();
     }
+}
+
+/// The keys of the lateness phase, past every key the other phases use.
+const LATE_KEYS: u64 = 1 << 40;
+
+/// The lateness the nodes report for the timers of the lateness phase (`LATE_KEYS` on).
+#[derive(Clone, Default)]
+struct Lateness {
+    late_us: Arc<std::sync::Mutex<Vec<i64>>>,
+}
+
+struct Percentiles {
+    p50: i64,
+    p99: i64,
+    max: i64,
+}
+
+impl Lateness {
+    /// Reads the node's stdout to its end (every line, so that the node never waits on a
+    /// full pipe), keeping the lateness of the phase's fires.
+    fn follow(&self, node: &mut Child) {
+        let out = node.stdout.take().expect("a piped stdout");
+        let late_us = Arc::clone(&self.late_us);
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Some(late) = phase_fire_lateness(&line) {
+                    late_us.lock().unwrap().push(late);
+                }
+            }
+        });
+    }
+
+    /// Adds `count` timers due one every millisecond from a second on (inside every
+    /// node's window), in batches of `PER_COMMIT`, and waits for their fires.
+    fn of_timers_in_the_window(&self, server: &TestServer, count: u64) -> Percentiles {
+        let first_due = now_ms() + 1000;
+        let mut db = connect(server);
+        let keys: Vec<u64> = (LATE_KEYS..LATE_KEYS + count).collect();
+        for batch in keys.chunks(PER_COMMIT as usize) {
+            let mut tx = db.transaction().expect("a transaction");
+            for &key in batch {
+                add_charges(&mut tx, &[key], first_due + (key - LATE_KEYS) as i64);
+            }
+            tx.commit().expect("commit");
+        }
+        let start = Instant::now();
+        while self.late_us.lock().unwrap().len() < count as usize {
+            assert!(start.elapsed() < Duration::from_secs(120), "fires missing");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut late = std::mem::take(&mut *self.late_us.lock().unwrap());
+        late.sort_unstable();
+        let at = |q: f64| late[((late.len() - 1) as f64 * q).round() as usize];
+        Percentiles {
+            p50: at(0.5),
+            p99: at(0.99),
+            max: at(1.0),
+        }
+    }
+}
+
+/// The `LATE_US` of a line `fire KEY NAME OCCURRENCE_MS VERSION SHARD EPOCH LATE_US` whose
+/// key is the lateness phase's.
+fn phase_fire_lateness(line: &str) -> Option<i64> {
+    let fields: Vec<&str> = line.strip_prefix("fire ")?.split(' ').collect();
+    let key: u64 = fields.first()?.parse().ok()?;
+    (key >= LATE_KEYS).then(|| fields.get(6)?.parse().ok())?
 }
 
 fn report(name: &str, baseline: bool, n: u64, (created, fired): (f64, f64)) {

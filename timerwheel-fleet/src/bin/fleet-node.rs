@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! acquired SHARD EPOCH | released SHARD | lost SHARD
-//! fire KEY NAME OCCURRENCE_MS VERSION SHARD EPOCH
+//! fire KEY NAME OCCURRENCE_MS VERSION SHARD EPOCH LATE_US
 //! ack ok COUNT | ack refused SHARD EPOCH
 //! error MESSAGE | reconnected
 //! ```
@@ -11,7 +11,8 @@
 //! Usage: `fleet-node NAME TTL_MS [--hold-acks] [--poll-ms MS] [--window-ms MS]`, the
 //! connection string in `TW_FLEET_CONNINFO` (never on the command line, where `ps` shows
 //! it). It handles the timers named `charge` and `idle`: a fire is reported, and
-//! acknowledged at once, or with `--hold-acks` when a line `ack` comes on stdin. End of
+//! acknowledged at once, or with `--hold-acks` when a line `ack` comes on stdin. `LATE_US`
+//! is how long after its occurrence the handler got it, on this node's wall clock. End of
 //! stdin: a planned leave.
 
 use std::io::{BufRead, Write};
@@ -76,8 +77,9 @@ fn report_fire(
 ) -> impl Fn(&Fire) -> Ack + Send + Sync + 'static {
     move |fire: &Fire| {
         let t = &fire.token;
+        let late_us = wall_clock_us() - i128::from(t.occurrence_ms) * 1000;
         say(&format!(
-            "fire {} {} {} {} {} {}",
+            "fire {} {} {} {} {} {} {late_us}",
             t.key, t.name, t.occurrence_ms, t.version, t.shard, t.shard_epoch
         ));
         if hold_acks {
@@ -87,6 +89,11 @@ fn report_fire(
             Ack::Now
         }
     }
+}
+
+fn wall_clock_us() -> i128 {
+    let since_epoch = std::time::UNIX_EPOCH.elapsed().unwrap_or_default();
+    since_epoch.as_micros() as i128
 }
 
 fn line_of(event: &NodeEvent) -> String {
