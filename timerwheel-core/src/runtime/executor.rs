@@ -14,20 +14,19 @@
 //! run has waited [`GROW_AFTER`] and no worker is idle, the monitor counts the workers
 //! blocked in a run: in the same run (a callback, or the wait for an interpreter lock
 //! before a batch; not the runtime's own locks) for at least [`BLOCKED_AFTER`], and asleep
-//! in the kernel ([`sleeps_in_kernel`]: a blocking call, a lock, Python's GIL), not running
-//! or waiting for a CPU, at every look for [`STILL_ASLEEP`] (2 ms) of that run. The last
+//! in the kernel ([`ThreadProbe::sleeps_in_kernel`]: a blocking call, a lock, Python's
+//! GIL), not running or waiting for a CPU, at every look for [`STILL_ASLEEP`] (2 ms) of
+//! that run. The last
 //! tells a blocked worker from a busy one that waits a moment for a short lock whose holder
 //! lost its CPU: with two CPUs shared by the tick thread, the workers and the program's own
 //! threads, such waits come by the thousand a second, and counting them grew the pool to
 //! `max_workers` under load that only needed the CPU. It adds workers until as many are
 //! running as there are CPUs, bounded by the runs waiting and by `max_workers`; workers
-//! beyond the ones busy are added for blocked ones only on CPUs that no thread of the
-//! process takes at that look ([`Executor::cpus_taken`]: the threads running or waiting
-//! for a CPU, and the tick thread when it ran or waited to run half the time since its
-//! last look). A
-//! worker asleep on a lock whose holder, a thread of the program,
-//! waits for a CPU looks blocked however long it sleeps; while the program's threads take
-//! every CPU, another worker would only wait for one too. So a
+//! beyond the ones busy are added for blocked ones only on CPUs that the process's threads
+//! do not take ([`Executor::cpus_taken`]: the CPUs' worth of time its threads ran or waited
+//! to run over the last [`DEMAND_EVERY`] or so). A worker asleep on a lock whose holder, a
+//! thread of the program, waits for a CPU looks blocked however long it sleeps; while the
+//! program's threads take every CPU, another worker would only wait for one too. So a
 //! backlog behind a worker blocked in a callback gets a new worker [`GROW_AFTER`] (1 ms)
 //! after it formed, or about `BLOCKED_AFTER + STILL_ASLEEP` after the callback began if
 //! that is later; while workers keep blocking the pool grows by the number of CPUs every 3
@@ -43,18 +42,17 @@
 //!
 //! [`Task::enter_batch`]: super::Task::enter_batch
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::clock::Deadline;
 use super::run_queue::RunQueue;
-use super::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use super::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use super::sync::thread::{self, JoinHandle};
 use super::sync::time::Instant;
 use super::sync::{Condvar, Mutex, MutexGuard};
-use super::thread_state::{
-    cpu_demand_of_this_thread_ns, current_tid, other_runnable_threads, ThreadProbe,
-};
+use super::thread_state::{cpu_demand_by_thread, current_tid, ThreadProbe};
 use super::TimerId;
 
 /// How long the oldest waiting run may wait, with every worker busy, before the pool grows.
@@ -121,6 +119,37 @@ impl WorkerThread {
         }
         let asleep_for = now_ns.saturating_sub(self.asleep_seen_ns.load(Relaxed));
         asleep_for >= STILL_ASLEEP.as_nanos() as u64
+    }
+}
+
+/// How often, at most, the monitor reads the process's CPU demand while runs wait.
+const DEMAND_EVERY: Duration = Duration::from_millis(10);
+
+/// A reading of what the process's threads ran and waited to run so far, and how many
+/// CPUs they took on average since the reading before it (none for the first).
+struct CpuDemand {
+    at: Instant,
+    by_thread: HashMap<i32, u64>,
+    cpus_taken: Option<usize>,
+}
+
+impl CpuDemand {
+    fn read_after(last: Option<CpuDemand>) -> CpuDemand {
+        let at = Instant::now();
+        let by_thread: HashMap<i32, u64> = cpu_demand_by_thread().into_iter().collect();
+        let cpus_taken = last.map(|last| {
+            let wanted_ns: u64 = by_thread
+                .iter()
+                .map(|(tid, ns)| ns.saturating_sub(last.by_thread.get(tid).copied().unwrap_or(0)))
+                .sum();
+            let since_ns = (at.duration_since(last.at).as_nanos() as u64).max(1);
+            ((wanted_ns + since_ns / 2) / since_ns) as usize
+        });
+        CpuDemand {
+            at,
+            by_thread,
+            cpus_taken,
+        }
     }
 }
 
@@ -192,12 +221,11 @@ pub(crate) struct Executor {
     threads: Mutex<Vec<Arc<WorkerThread>>>,
     /// How many workers may run at once: the CPUs.
     cpus: usize,
-    /// How many CPUs the process's threads take now ([`Executor::cpus_taken`]; a
-    /// stand-in in tests).
+    /// How many CPUs the process's threads take ([`Executor::cpus_taken`]; a stand-in in
+    /// tests).
     cpus_taken: fn(&Executor) -> usize,
-    /// The monitor's [`cpu_demand_of_this_thread_ns`] at its last reading of it, and when.
-    monitor_wanted: Mutex<Option<(Instant, u64)>>,
-    monitor_busy: AtomicBool,
+    /// The monitor's last reading of the process's CPU demand.
+    demand: Mutex<Option<CpuDemand>>,
     min_workers: usize,
     max_workers: usize,
     keepalive: Duration,
@@ -213,8 +241,7 @@ impl Executor {
             threads: Mutex::new(Vec::new()),
             cpus: super::config::cpus(),
             cpus_taken: Executor::cpus_taken,
-            monitor_wanted: Mutex::new(None),
-            monitor_busy: AtomicBool::new(false),
+            demand: Mutex::new(None),
             min_workers: min_workers.min(max_workers),
             max_workers,
             keepalive,
@@ -291,14 +318,11 @@ impl Executor {
             return Growth::look_again_in(wait);
         }
         drop(queue);
-        self.note_monitor_demand();
+        // Read before the lock (a file per thread), and at each look so that it is fresh
+        // when workers block.
+        let cpus_taken = (self.cpus_taken)(self);
         let blocked = self.blocked_workers(now_ns);
-        // Read before the lock: it opens a file per thread.
-        let free_cpus = if blocked > 0 {
-            self.cpus.saturating_sub((self.cpus_taken)(self))
-        } else {
-            0
-        };
+        let free_cpus = self.cpus.saturating_sub(cpus_taken);
         let mut queue = self.lock();
         let busy = queue.workers - queue.idle;
         let for_blocked = self
@@ -323,30 +347,23 @@ impl Executor {
         }
     }
 
-    /// How many CPUs the process's threads take now: those running or waiting for one,
-    /// and the monitor's while the tick thread is at work (see
-    /// [`note_monitor_demand`](Self::note_monitor_demand)).
+    /// How many CPUs the process's threads took, on average, between the monitor's last
+    /// two readings of what they ran and waited to run ([`cpu_demand_by_thread`]), read
+    /// again once [`DEMAND_EVERY`] has passed (a second reading [`GROW_AFTER`] after the
+    /// first). Until there are two readings, all of them: the next look knows.
     fn cpus_taken(&self) -> usize {
-        other_runnable_threads() + usize::from(self.monitor_busy.load(Relaxed))
-    }
-
-    /// At each look with runs waiting: whether the monitor's thread ran or waited to run
-    /// for half the time since the last such look (the tick thread at work, not the look
-    /// that it is making).
-    fn note_monitor_demand(&self) {
-        let now = Instant::now();
-        let wanted_ns = cpu_demand_of_this_thread_ns();
-        let mut last = self
-            .monitor_wanted
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let busy = last
-            .replace((now, wanted_ns))
-            .is_some_and(|(then, wanted_then)| {
-                let since_ns = now.duration_since(then).as_nanos() as u64;
-                wanted_ns.saturating_sub(wanted_then).saturating_mul(2) >= since_ns
-            });
-        self.monitor_busy.store(busy, Relaxed);
+        let mut demand = self.demand.lock().unwrap_or_else(|p| p.into_inner());
+        let stale = demand.as_ref().is_none_or(|d| {
+            let age = d.at.elapsed();
+            age >= DEMAND_EVERY || (d.cpus_taken.is_none() && age >= GROW_AFTER)
+        });
+        if stale {
+            *demand = Some(CpuDemand::read_after(demand.take()));
+        }
+        demand
+            .as_ref()
+            .and_then(|d| d.cpus_taken)
+            .unwrap_or(self.cpus)
     }
 
     /// How many workers are blocked in a run (see [`WorkerThread`]).

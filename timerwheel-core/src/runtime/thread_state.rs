@@ -44,56 +44,35 @@ impl ThreadProbe {
     }
 }
 
-/// How many threads of this process other than the caller are running or waiting for a
-/// CPU now (state `R`): the CPUs they take are not free for another thread of it.
+/// How long each thread of this process has wanted a CPU so far, by thread id: the time
+/// it ran on one and the time it waited for one, runnable (the first two fields of its
+/// `schedstat`, in nanoseconds).
 #[cfg(all(target_os = "linux", not(loom)))]
-pub(crate) fn other_runnable_threads() -> usize {
+pub(crate) fn cpu_demand_by_thread() -> Vec<(i32, u64)> {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
+        return Vec::new();
     };
-    let mut buf = [0u8; 512];
-    let mut runnable = |task: &std::fs::DirEntry| {
-        let stat = std::fs::File::open(task.path().join("stat")).ok();
-        state_of(read_again(stat.as_ref(), &mut buf)) == Some(b'R')
+    let mut buf = [0u8; 128];
+    let demand_of = |task: std::fs::DirEntry| {
+        let tid = task.file_name().to_str()?.parse().ok()?;
+        let file = std::fs::File::open(task.path().join("schedstat")).ok();
+        Some((tid, schedstat_demand(read_again(file.as_ref(), &mut buf))))
     };
-    let all = tasks.flatten().filter(|task| runnable(task)).count();
-    all.saturating_sub(1) // the caller, running
+    tasks.flatten().filter_map(demand_of).collect()
 }
 
-/// How long the calling thread has wanted a CPU in all, in nanoseconds: the time it ran
-/// on one and the time it waited for one, runnable (the first two fields of its
-/// `schedstat`; 0 where it cannot be read).
+/// Where there is no such reading (not Linux), no thread wants a CPU.
+#[cfg(not(all(target_os = "linux", not(loom))))]
+pub(crate) fn cpu_demand_by_thread() -> Vec<(i32, u64)> {
+    Vec::new()
+}
+
+/// The sum of the first two fields of a `schedstat` line.
 #[cfg(all(target_os = "linux", not(loom)))]
-pub(crate) fn cpu_demand_of_this_thread_ns() -> u64 {
-    let Ok(line) = std::fs::read_to_string("/proc/thread-self/schedstat") else {
-        return 0;
-    };
-    let field = |n: &str| n.parse::<u64>().unwrap_or(0);
-    line.split_whitespace().take(2).map(field).sum()
-}
-
-/// Where there is no such reading (not Linux), no thread counts as taking a CPU.
-#[cfg(not(all(target_os = "linux", not(loom))))]
-pub(crate) fn other_runnable_threads() -> usize {
-    0
-}
-
-#[cfg(not(all(target_os = "linux", not(loom))))]
-pub(crate) fn cpu_demand_of_this_thread_ns() -> u64 {
-    0
-}
-
-/// Where there are no such files (not Linux), a thread that stayed in one run long enough
-/// to be asked about counts as blocked.
-#[cfg(not(all(target_os = "linux", not(loom))))]
-impl ThreadProbe {
-    pub(crate) fn of(_tid: i32) -> Self {
-        ThreadProbe {}
-    }
-
-    pub(crate) fn sleeps_in_kernel(&self) -> bool {
-        true
-    }
+fn schedstat_demand(schedstat: &[u8]) -> u64 {
+    let field = |f: &[u8]| std::str::from_utf8(f).ok()?.parse::<u64>().ok();
+    let fields = schedstat.split(|&b| b == b' ').take(2);
+    fields.filter_map(field).sum()
 }
 
 /// The file's contents now, as far as they fit in `buf` (empty when it cannot be read).
@@ -196,42 +175,52 @@ mod tests {
     }
 
     #[test]
-    fn spinning_threads_are_counted_as_runnable() {
+    fn spinning_threads_want_a_cpu_all_the_time() {
         let spinners = 3;
         let stop = AtomicBool::new(false);
         let started = std::sync::Barrier::new(spinners + 1);
-        let counted = thread::scope(|scope| {
-            for _ in 0..spinners {
-                scope.spawn(|| {
-                    started.wait();
-                    while !stop.load(SeqCst) {
-                        std::hint::spin_loop();
-                    }
-                });
-            }
+        let (before, after, elapsed) = thread::scope(|scope| {
+            let tids: Vec<_> = (0..spinners)
+                .map(|_| {
+                    scope.spawn(|| {
+                        started.wait();
+                        while !stop.load(SeqCst) {
+                            std::hint::spin_loop();
+                        }
+                        current_tid()
+                    })
+                })
+                .collect();
             started.wait();
-            thread::sleep(Duration::from_millis(50));
-            // The spinners are running or waiting for a CPU, always `R`. Other tests'
-            // threads may add to the count, never take from it.
-            let counted = (0..5).map(|_| other_runnable_threads()).min().unwrap();
+            let before = cpu_demand_by_thread();
+            let start = Instant::now();
+            thread::sleep(Duration::from_millis(100));
+            let after = cpu_demand_by_thread();
+            let elapsed = start.elapsed().as_nanos() as u64;
             stop.store(true, SeqCst);
-            counted
+            let tids: Vec<i32> = tids.into_iter().map(|t| t.join().unwrap()).collect();
+            let of = |readings: &[(i32, u64)]| -> u64 {
+                readings
+                    .iter()
+                    .filter(|(tid, _)| tids.contains(tid))
+                    .map(|r| r.1)
+                    .sum()
+            };
+            (of(&before), of(&after), elapsed)
         });
-        assert!(counted >= spinners, "counted {counted}");
+        // Each ran or waited to run throughout (the readings took a moment of their own).
+        let wanted = after - before;
+        let spinners = spinners as u64;
+        assert!(
+            wanted >= spinners * elapsed * 8 / 10 && wanted <= spinners * (elapsed + 5_000_000),
+            "{spinners} spinners wanted a CPU {wanted} ns in {elapsed} ns"
+        );
     }
 
     #[test]
-    fn a_thread_on_the_cpu_wants_it_all_the_time() {
-        let before = cpu_demand_of_this_thread_ns();
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_millis(30) {
-            std::hint::spin_loop();
-        }
-        let ran = cpu_demand_of_this_thread_ns() - before;
-        assert!(
-            ran > 0 && ran <= start.elapsed().as_nanos() as u64,
-            "ran {ran} ns"
-        );
+    fn a_schedstat_line_gives_run_and_wait_time() {
+        assert_eq!(schedstat_demand(b"1500 250 7\n"), 1750);
+        assert_eq!(schedstat_demand(b"garbage"), 0);
     }
 
     #[test]
