@@ -142,7 +142,7 @@ impl CpuDemand {
                 .iter()
                 .map(|(tid, ns)| ns.saturating_sub(last.by_thread.get(tid).copied().unwrap_or(0)))
                 .sum();
-            let since_ns = (at.duration_since(last.at).as_nanos() as u64).max(1);
+            let since_ns = (last.at.elapsed().as_nanos() as u64).max(1);
             ((wanted_ns + since_ns / 2) / since_ns) as usize
         });
         CpuDemand {

@@ -44,6 +44,19 @@ impl ThreadProbe {
     }
 }
 
+/// Where there are no such files (not Linux), a thread that stayed in one run long enough
+/// to be asked about counts as blocked.
+#[cfg(not(all(target_os = "linux", not(loom))))]
+impl ThreadProbe {
+    pub(crate) fn of(_tid: i32) -> Self {
+        ThreadProbe {}
+    }
+
+    pub(crate) fn sleeps_in_kernel(&self) -> bool {
+        true
+    }
+}
+
 /// How long each thread of this process has wanted a CPU so far, by thread id: the time
 /// it ran on one and the time it waited for one, runnable (the first two fields of its
 /// `schedstat`, in nanoseconds).
