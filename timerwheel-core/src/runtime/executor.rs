@@ -106,20 +106,44 @@ impl WorkerThread {
 
     /// The monitor's look at `now_ns`: whether the worker has been in one run since
     /// `BLOCKED_AFTER` before, and every look in that run since `STILL_ASLEEP` before or
-    /// earlier found it asleep in the kernel. Only the monitor calls it.
-    fn blocked(&self, now_ns: u64) -> bool {
+    /// earlier found it asleep in the kernel; and if so, where it sleeps now. Only the
+    /// monitor calls it.
+    fn blocked(&self, now_ns: u64) -> Option<Blocked> {
         let since = self.in_run_since_ns.load(Relaxed);
         let long = since != 0 && now_ns.saturating_sub(since) >= BLOCKED_AFTER.as_nanos() as u64;
         if !long || !self.probe.sleeps_in_kernel() {
             self.asleep_in_run.store(0, Relaxed);
-            return false;
+            return None;
         }
         if self.asleep_in_run.swap(since, Relaxed) != since {
             self.asleep_seen_ns.store(now_ns, Relaxed);
         }
         let asleep_for = now_ns.saturating_sub(self.asleep_seen_ns.load(Relaxed));
-        asleep_for >= STILL_ASLEEP.as_nanos() as u64
+        if asleep_for < STILL_ASLEEP.as_nanos() as u64 {
+            None
+        } else if self.probe.waits_on_a_lock() {
+            Some(Blocked::OnALock)
+        } else {
+            Some(Blocked::InACall)
+        }
     }
+}
+
+/// Where a blocked worker sleeps.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Blocked {
+    /// In I/O, a sleep: any call but a wait for another thread.
+    InACall,
+    /// In a lock or a condition (Python's GIL too): waiting for another thread of the
+    /// process, which may itself be waiting for a CPU.
+    OnALock,
+}
+
+/// How many workers a look found blocked, by where.
+#[derive(Default)]
+struct BlockedWorkers {
+    in_calls: usize,
+    on_locks: usize,
 }
 
 /// How often, at most, the monitor reads the process's CPU demand while runs wait.
@@ -321,18 +345,24 @@ impl Executor {
         // Read before the lock (a file per thread), and at each look so that it is fresh
         // when workers block.
         let cpus_taken = (self.cpus_taken)(self);
-        let blocked = self.blocked_workers(now_ns);
+        let blocked = self.blocked_by_where(now_ns);
         let free_cpus = self.cpus.saturating_sub(cpus_taken);
         let mut queue = self.lock();
         let busy = queue.workers - queue.idle;
-        let for_blocked = self
+        let running = |blocked: usize| busy - blocked.min(busy);
+        // Workers blocked in a call are replaced; those waiting on a lock only onto free
+        // CPUs.
+        let for_calls = self.cpus.saturating_sub(running(blocked.in_calls));
+        let all_blocked = blocked.in_calls + blocked.on_locks;
+        let for_all = self
             .cpus
-            .saturating_sub(busy - blocked.min(busy))
+            .saturating_sub(running(all_blocked))
             .min(free_cpus);
         let start = self
             .cpus
             .saturating_sub(busy)
-            .max(for_blocked)
+            .max(for_calls)
+            .max(for_all)
             .max(usize::from(queue.workers == 0))
             .min(queue.runs.len())
             .min(self.max_workers.saturating_sub(queue.workers));
@@ -366,10 +396,25 @@ impl Executor {
             .unwrap_or(self.cpus)
     }
 
-    /// How many workers are blocked in a run (see [`WorkerThread`]).
-    fn blocked_workers(&self, now_ns: u64) -> usize {
+    /// How many workers are blocked in a run (see [`WorkerThread`]), by where.
+    fn blocked_by_where(&self, now_ns: u64) -> BlockedWorkers {
         let threads = self.threads.lock().unwrap_or_else(|p| p.into_inner());
-        threads.iter().filter(|t| t.blocked(now_ns)).count()
+        let mut blocked = BlockedWorkers::default();
+        for thread in threads.iter() {
+            match thread.blocked(now_ns) {
+                Some(Blocked::InACall) => blocked.in_calls += 1,
+                Some(Blocked::OnALock) => blocked.on_locks += 1,
+                None => {}
+            }
+        }
+        blocked
+    }
+
+    /// How many workers are blocked in a run, wherever.
+    #[cfg(test)]
+    fn blocked_workers(&self, now_ns: u64) -> usize {
+        let blocked = self.blocked_by_where(now_ns);
+        blocked.in_calls + blocked.on_locks
     }
 
     /// The calling thread becomes a worker the monitor watches; [`leave`](Self::leave) when
@@ -675,6 +720,40 @@ mod tests {
     }
 
     #[test]
+    fn workers_blocked_in_a_call_are_replaced_even_when_the_cpus_are_taken() {
+        // Asleep in I/O or a sleep, they hold no lock another worker waits for: whatever
+        // else runs, their runs need other workers.
+        let executor = busy_beside(|_| 64, 4, 16, 64);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    let me = executor.enlist();
+                    me.enter_run(1);
+                    while !stop.load(Relaxed) {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    me.leave_runs();
+                    executor.leave(&me);
+                });
+            }
+            let start = Instant::now();
+            let mut now = LATER_NS;
+            let mut in_calls = 0;
+            while in_calls < 4 && start.elapsed() < Duration::from_secs(30) {
+                std::thread::sleep(Duration::from_millis(1));
+                now += STILL_ASLEEP_NS;
+                in_calls = executor.blocked_by_where(now).in_calls;
+            }
+            wait_grow_after();
+            let started = executor.grow(now).start;
+            stop.store(true, Relaxed);
+            assert_eq!(in_calls, 4, "never all blocked in a call");
+            assert_eq!(started, executor.cpus.min(12));
+        });
+    }
+
+    #[test]
     fn fewer_busy_workers_than_cpus_grow_to_the_cpus_whatever_else_runs() {
         let executor = busy_beside(|_| 64, 1, 64, 1000);
         wait_grow_after();
@@ -705,19 +784,19 @@ mod tests {
             worker.enter_run(run);
             let first = run + LATER_NS;
             assert!(
-                !worker.blocked(first),
+                worker.blocked(first).is_none(),
                 "the first look that found it asleep"
             );
-            assert!(!worker.blocked(first + STILL_ASLEEP_NS - 1));
+            assert!(worker.blocked(first + STILL_ASLEEP_NS - 1).is_none());
             worker.enter_run(first + STILL_ASLEEP_NS - 1);
             assert!(
-                !worker.blocked(first + STILL_ASLEEP_NS + LATER_NS),
+                worker.blocked(first + STILL_ASLEEP_NS + LATER_NS).is_none(),
                 "another run"
             );
             let again = first + STILL_ASLEEP_NS + LATER_NS;
             assert!(
-                worker.blocked(again + STILL_ASLEEP_NS),
-                "asleep in one run throughout"
+                worker.blocked(again + STILL_ASLEEP_NS) == Some(Blocked::OnALock),
+                "asleep on the lock in one run throughout"
             );
         });
     }

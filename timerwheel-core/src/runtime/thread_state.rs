@@ -18,20 +18,50 @@ pub(crate) fn current_tid() -> i32 {
     0
 }
 
-/// What the kernel says of one thread of this process, read from its `stat` file
-/// (`/proc/self/task/<tid>/stat`), opened once and read again at each look (a thread that
-/// exited reads as not asleep).
+/// What the kernel says of one thread of this process, read from its files
+/// (`/proc/self/task/<tid>/stat` and `syscall`), opened once and read again at each look
+/// (a thread that exited reads as not asleep).
 pub(crate) struct ThreadProbe {
     #[cfg(all(target_os = "linux", not(loom)))]
     stat: Option<std::fs::File>,
+    #[cfg(all(target_os = "linux", not(loom)))]
+    syscall: Option<std::fs::File>,
 }
+
+/// The system calls in which a thread waits for another thread of its process: a lock, a
+/// condition (`futex`, `futex_waitv`), by their numbers on this architecture.
+#[cfg(all(target_os = "linux", not(loom), target_arch = "x86_64"))]
+const LOCK_WAITS: [u64; 2] = [202, 449];
+#[cfg(all(target_os = "linux", not(loom), target_arch = "aarch64"))]
+const LOCK_WAITS: [u64; 2] = [98, 449];
+#[cfg(all(
+    target_os = "linux",
+    not(loom),
+    not(any(target_arch = "x86_64", target_arch = "aarch64"))
+))]
+const LOCK_WAITS: [u64; 0] = [];
 
 #[cfg(all(target_os = "linux", not(loom)))]
 impl ThreadProbe {
     pub(crate) fn of(tid: i32) -> Self {
+        let open = |file| std::fs::File::open(format!("/proc/self/task/{tid}/{file}")).ok();
         ThreadProbe {
-            stat: std::fs::File::open(format!("/proc/self/task/{tid}/stat")).ok(),
+            stat: open("stat"),
+            syscall: open("syscall"),
         }
+    }
+
+    /// Whether the thread sleeps in a wait for another thread of the process: in a lock or
+    /// a condition (a `futex`), not in I/O or a sleep. (Unknown system calls, on other
+    /// architectures, count as I/O.)
+    pub(crate) fn waits_on_a_lock(&self) -> bool {
+        let mut buf = [0u8; 128];
+        let syscall = read_again(self.syscall.as_ref(), &mut buf);
+        let number = syscall.split(|&b| b == b' ').next().unwrap_or_default();
+        let number = std::str::from_utf8(number)
+            .ok()
+            .and_then(|n| n.parse().ok());
+        number.is_some_and(|n: u64| LOCK_WAITS.contains(&n))
     }
 
     /// Whether the thread sleeps in the kernel: the state field of `stat` is `S`
@@ -54,6 +84,10 @@ impl ThreadProbe {
 
     pub(crate) fn sleeps_in_kernel(&self) -> bool {
         true
+    }
+
+    pub(crate) fn waits_on_a_lock(&self) -> bool {
+        false
     }
 }
 
@@ -159,6 +193,47 @@ mod tests {
             move |_| drop(waiter.lock().unwrap()),
             || drop(held)
         ));
+    }
+
+    #[test]
+    fn a_thread_waiting_for_a_lock_waits_on_a_lock_a_sleeping_one_does_not() {
+        let lock = Arc::new(Mutex::new(()));
+        let held = lock.lock().unwrap();
+        let waiter = lock.clone();
+        assert!(waits_while(
+            move |_| drop(waiter.lock().unwrap()),
+            || drop(held)
+        ));
+        let sleeper = |stop: &AtomicBool| {
+            while !stop.load(SeqCst) {
+                thread::sleep(Duration::from_millis(200));
+            }
+        };
+        assert!(!waits_while(sleeper, || ()));
+    }
+
+    /// What `waits_on_a_lock` says of a thread running `body` after it has been at it for
+    /// a while (as [`state_while`]).
+    fn waits_while(
+        body: impl FnOnce(&AtomicBool) + Send + 'static,
+        release: impl FnOnce(),
+    ) -> bool {
+        let tid = Arc::new(AtomicI32::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tid2, stop2) = (tid.clone(), stop.clone());
+        let thread = thread::spawn(move || {
+            tid2.store(current_tid(), SeqCst);
+            body(&stop2);
+        });
+        while tid.load(SeqCst) == 0 {
+            thread::yield_now();
+        }
+        thread::sleep(Duration::from_millis(50));
+        let on_lock = ThreadProbe::of(tid.load(SeqCst)).waits_on_a_lock();
+        stop.store(true, SeqCst);
+        release();
+        thread.join().unwrap();
+        on_lock
     }
 
     #[test]
