@@ -21,12 +21,14 @@
 //! lost its CPU: with two CPUs shared by the tick thread, the workers and the program's own
 //! threads, such waits come by the thousand a second, and counting them grew the pool to
 //! `max_workers` under load that only needed the CPU. It adds workers until as many are
-//! running as there are CPUs, bounded by the runs waiting and by `max_workers`; workers
-//! beyond the ones busy are added for blocked ones only on CPUs that the process's threads
-//! do not take ([`Executor::cpus_taken`]: the CPUs' worth of time its threads ran or waited
-//! to run over the last [`DEMAND_EVERY`] or so). A worker asleep on a lock whose holder, a
-//! thread of the program, waits for a CPU looks blocked however long it sleeps; while the
-//! program's threads take every CPU, another worker would only wait for one too. So a
+//! running as there are CPUs, bounded by the runs waiting and by `max_workers`. A worker
+//! blocked in a call (I/O, a sleep) is replaced as such; one that waits on a lock or a
+//! condition (a `futex`: the program's locks, Python's GIL) only onto CPUs that the
+//! process's threads do not take ([`Executor::cpus_taken`]: the CPUs' worth of time its
+//! threads ran or waited to run over the last [`DEMAND_EVERY`] or so). Its lock's holder, a
+//! thread of the program, may be waiting for a CPU: then the waiter looks blocked however
+//! long it sleeps, and while the program's threads take every CPU, another worker would
+//! only wait for one too. So a
 //! backlog behind a worker blocked in a callback gets a new worker [`GROW_AFTER`] (1 ms)
 //! after it formed, or about `BLOCKED_AFTER + STILL_ASLEEP` after the callback began if
 //! that is later; while workers keep blocking the pool grows by the number of CPUs every 3
