@@ -851,64 +851,6 @@ fn callbacks_waiting_for_a_lock_count_as_blocked_and_grow_the_pool() {
 }
 
 #[test]
-fn callbacks_waiting_for_a_lock_whose_holder_needs_the_cpus_keep_no_more_workers_than_cpus() {
-    let _alone = pool_test();
-    let cpus = thread::available_parallelism().map_or(1, |n| n.get());
-    // The program's own threads take every CPU: one holds the lock the callbacks need,
-    // busy, and lets go of it for a moment every 20 ms; the others spin beside it. The
-    // callbacks sleep on the lock, in the kernel, as blocked ones do, for longer than the
-    // monitor's confirmation; but no CPU is free for another worker, which would only wait
-    // for one too. (The rule that grew the pool for every sleeping worker took it to 16.)
-    let rt = Runtime::builder()
-        .min_workers(1)
-        .max_workers(16)
-        .build()
-        .unwrap();
-    let lock = Arc::new(Mutex::new(()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let holder = {
-        let (lock, stop) = (lock.clone(), stop.clone());
-        thread::spawn(move || {
-            while !stop.load(SeqCst) {
-                let held = lock.lock().unwrap();
-                spin_for(ms(20));
-                drop(held);
-                thread::sleep(ms(1));
-            }
-        })
-    };
-    let spinners: Vec<_> = (1..cpus)
-        .map(|_| {
-            let stop = stop.clone();
-            thread::spawn(move || {
-                while !stop.load(SeqCst) {
-                    std::hint::spin_loop();
-                }
-            })
-        })
-        .collect();
-    let done = Arc::new(AtomicUsize::new(0));
-    const COUNT: usize = 60;
-    for _ in 0..COUNT {
-        let (lock, d) = (lock.clone(), done.clone());
-        rt.after(ms(1), move |_| {
-            drop(lock.lock().unwrap());
-            d.fetch_add(1, SeqCst);
-        })
-        .unwrap();
-    }
-    wait_until("all ran", || done.load(SeqCst) == COUNT);
-    stop.store(true, SeqCst);
-    holder.join().unwrap();
-    spinners.into_iter().for_each(|s| s.join().unwrap());
-    let s = rt.stats();
-    assert!(
-        s.workers_peak as usize <= cpus,
-        "more workers than CPUs: {s:?}"
-    );
-}
-
-#[test]
 fn a_wall_clock_timer_fires_at_its_time() {
     let rt = runtime(1);
     let (tx, rx) = mpsc::channel();

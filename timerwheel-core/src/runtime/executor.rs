@@ -54,7 +54,7 @@ use super::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use super::sync::thread::{self, JoinHandle};
 use super::sync::time::Instant;
 use super::sync::{Condvar, Mutex, MutexGuard};
-use super::thread_state::{cpu_demand_by_thread, current_tid, ThreadProbe};
+use super::thread_state::{cpu_demand_by_thread, current_tid, Sleep, ThreadProbe};
 use super::TimerId;
 
 /// How long the oldest waiting run may wait, with every worker busy, before the pool grows.
@@ -110,7 +110,7 @@ impl WorkerThread {
     /// `BLOCKED_AFTER` before, and every look in that run since `STILL_ASLEEP` before or
     /// earlier found it asleep in the kernel; and if so, where it sleeps now. Only the
     /// monitor calls it.
-    fn blocked(&self, now_ns: u64) -> Option<Blocked> {
+    fn blocked(&self, now_ns: u64) -> Option<Sleep> {
         let since = self.in_run_since_ns.load(Relaxed);
         let long = since != 0 && now_ns.saturating_sub(since) >= BLOCKED_AFTER.as_nanos() as u64;
         if !long || !self.probe.sleeps_in_kernel() {
@@ -122,23 +122,11 @@ impl WorkerThread {
         }
         let asleep_for = now_ns.saturating_sub(self.asleep_seen_ns.load(Relaxed));
         if asleep_for < STILL_ASLEEP.as_nanos() as u64 {
-            None
-        } else if self.probe.waits_on_a_lock() {
-            Some(Blocked::OnALock)
-        } else {
-            Some(Blocked::InACall)
+            return None;
         }
+        // Read after its state: one that woke meanwhile is not blocked.
+        self.probe.sleeps_in()
     }
-}
-
-/// Where a blocked worker sleeps.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Blocked {
-    /// In I/O, a sleep: any call but a wait for another thread.
-    InACall,
-    /// In a lock or a condition (Python's GIL too): waiting for another thread of the
-    /// process, which may itself be waiting for a CPU.
-    OnALock,
 }
 
 /// How many workers a look found blocked, by where.
@@ -404,8 +392,8 @@ impl Executor {
         let mut blocked = BlockedWorkers::default();
         for thread in threads.iter() {
             match thread.blocked(now_ns) {
-                Some(Blocked::InACall) => blocked.in_calls += 1,
-                Some(Blocked::OnALock) => blocked.on_locks += 1,
+                Some(Sleep::InACall) => blocked.in_calls += 1,
+                Some(Sleep::OnALock) => blocked.on_locks += 1,
                 None => {}
             }
         }
@@ -797,7 +785,7 @@ mod tests {
             );
             let again = first + STILL_ASLEEP_NS + LATER_NS;
             assert!(
-                worker.blocked(again + STILL_ASLEEP_NS) == Some(Blocked::OnALock),
+                worker.blocked(again + STILL_ASLEEP_NS) == Some(Sleep::OnALock),
                 "asleep on the lock in one run throughout"
             );
         });

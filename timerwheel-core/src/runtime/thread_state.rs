@@ -51,17 +51,19 @@ impl ThreadProbe {
         }
     }
 
-    /// Whether the thread sleeps in a wait for another thread of the process: in a lock or
-    /// a condition (a `futex`), not in I/O or a sleep. (Unknown system calls, on other
-    /// architectures, count as I/O.)
-    pub(crate) fn waits_on_a_lock(&self) -> bool {
+    /// Where the thread sleeps now: `None` when it does not (it runs, or woke since the
+    /// look at its state, or exited); a wait for another thread of the process (a lock or
+    /// a condition: a `futex`); or any other call (I/O, a sleep, a page to read; unknown
+    /// system calls, on other architectures, count as such).
+    pub(crate) fn sleeps_in(&self) -> Option<Sleep> {
         let mut buf = [0u8; 128];
         let syscall = read_again(self.syscall.as_ref(), &mut buf);
-        let number = syscall.split(|&b| b == b' ').next().unwrap_or_default();
-        let number = std::str::from_utf8(number)
-            .ok()
-            .and_then(|n| n.parse().ok());
-        number.is_some_and(|n: u64| LOCK_WAITS.contains(&n))
+        let first = syscall.split(|&b| b == b' ').next().unwrap_or_default();
+        let first = std::str::from_utf8(first).ok()?.trim_end();
+        // "running", or nothing read: not asleep.
+        let number: i64 = first.parse().ok()?;
+        let lock = u64::try_from(number).is_ok_and(|n| LOCK_WAITS.contains(&n));
+        Some(if lock { Sleep::OnALock } else { Sleep::InACall })
     }
 
     /// Whether the thread sleeps in the kernel: the state field of `stat` is `S`
@@ -86,9 +88,19 @@ impl ThreadProbe {
         true
     }
 
-    pub(crate) fn waits_on_a_lock(&self) -> bool {
-        false
+    pub(crate) fn sleeps_in(&self) -> Option<Sleep> {
+        Some(Sleep::InACall)
     }
+}
+
+/// Where a sleeping thread sleeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sleep {
+    /// In I/O, a sleep: any call but a wait for another thread.
+    InACall,
+    /// In a lock or a condition (Python's GIL too): waiting for another thread of the
+    /// process, which may itself be waiting for a CPU.
+    OnALock,
 }
 
 /// How long each thread of this process has wanted a CPU so far, by thread id: the time
@@ -229,7 +241,7 @@ mod tests {
             thread::yield_now();
         }
         thread::sleep(Duration::from_millis(50));
-        let on_lock = ThreadProbe::of(tid.load(SeqCst)).waits_on_a_lock();
+        let on_lock = ThreadProbe::of(tid.load(SeqCst)).sleeps_in() == Some(Sleep::OnALock);
         stop.store(true, SeqCst);
         release();
         thread.join().unwrap();
