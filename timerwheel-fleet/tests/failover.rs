@@ -105,12 +105,14 @@ fn a_node_stopped_past_its_lease_has_its_late_ack_refused_by_epoch() {
 
 /// The epoch of a `fire` line.
 fn b_epoch(line: &str) -> i64 {
-    line.rsplit(' ').next().unwrap().parse().unwrap()
+    line.split(' ').nth(6).unwrap().parse().unwrap()
 }
 
-/// A `fire` line's token without the shard epoch: key, name, occurrence, version, shard.
+/// A `fire` line's token without the shard epoch: key, name, occurrence, version, shard
+/// (`fire KEY NAME OCCURRENCE_MS VERSION SHARD EPOCH LATE_US`).
 fn token(line: &str) -> String {
-    line.rsplit_once(' ').unwrap().0.to_owned()
+    let fields: Vec<&str> = line.split(' ').collect();
+    fields[..6].join(" ")
 }
 
 #[test]
