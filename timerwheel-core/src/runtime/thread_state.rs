@@ -158,12 +158,12 @@ mod tests {
     use std::thread;
     use std::time::{Duration, Instant};
 
-    /// Runs `body` on a thread of its own and reports what `sleeps_in_kernel` says of it
-    /// after it has been at it for a while; then `release` and the flag `body` is given end
-    /// it.
-    fn state_while(
+    /// Runs `body` on a thread of its own and reports what `ask` says of its probe after it
+    /// has been at it for a while; then `release` and the flag `body` is given end it.
+    fn probe_while(
         body: impl FnOnce(&AtomicBool) + Send + 'static,
         release: impl FnOnce(),
+        ask: impl FnOnce(&ThreadProbe) -> bool,
     ) -> bool {
         let tid = Arc::new(AtomicI32::new(0));
         let stop = Arc::new(AtomicBool::new(false));
@@ -176,23 +176,34 @@ mod tests {
             thread::yield_now();
         }
         thread::sleep(Duration::from_millis(50));
-        // A spinning thread may be caught between two reads of the flag: ask a few times.
-        let probe = ThreadProbe::of(tid.load(SeqCst));
-        let asleep = (0..5).all(|_| probe.sleeps_in_kernel());
+        let answer = ask(&ThreadProbe::of(tid.load(SeqCst)));
         stop.store(true, SeqCst);
         release();
         thread.join().unwrap();
-        asleep
+        answer
+    }
+
+    /// A body that sleeps until it is told to end.
+    fn sleep_until(stop: &AtomicBool) {
+        while !stop.load(SeqCst) {
+            thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// What `sleeps_in_kernel` says of a thread running `body` (see [`probe_while`]).
+    fn state_while(
+        body: impl FnOnce(&AtomicBool) + Send + 'static,
+        release: impl FnOnce(),
+    ) -> bool {
+        // A spinning thread may be caught between two reads of the flag: ask a few times.
+        probe_while(body, release, |probe| {
+            (0..5).all(|_| probe.sleeps_in_kernel())
+        })
     }
 
     #[test]
     fn a_sleeping_thread_sleeps_in_the_kernel() {
-        let sleeper = |stop: &AtomicBool| {
-            while !stop.load(SeqCst) {
-                thread::sleep(Duration::from_millis(200));
-            }
-        };
-        assert!(state_while(sleeper, || ()));
+        assert!(state_while(sleep_until, || ()));
     }
 
     #[test]
@@ -216,36 +227,17 @@ mod tests {
             move |_| drop(waiter.lock().unwrap()),
             || drop(held)
         ));
-        let sleeper = |stop: &AtomicBool| {
-            while !stop.load(SeqCst) {
-                thread::sleep(Duration::from_millis(200));
-            }
-        };
-        assert!(!waits_while(sleeper, || ()));
+        assert!(!waits_while(sleep_until, || ()));
     }
 
-    /// What `waits_on_a_lock` says of a thread running `body` after it has been at it for
-    /// a while (as [`state_while`]).
+    /// Whether a thread running `body` sleeps on a lock (see [`probe_while`]).
     fn waits_while(
         body: impl FnOnce(&AtomicBool) + Send + 'static,
         release: impl FnOnce(),
     ) -> bool {
-        let tid = Arc::new(AtomicI32::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (tid2, stop2) = (tid.clone(), stop.clone());
-        let thread = thread::spawn(move || {
-            tid2.store(current_tid(), SeqCst);
-            body(&stop2);
-        });
-        while tid.load(SeqCst) == 0 {
-            thread::yield_now();
-        }
-        thread::sleep(Duration::from_millis(50));
-        let on_lock = ThreadProbe::of(tid.load(SeqCst)).sleeps_in() == Some(Sleep::OnALock);
-        stop.store(true, SeqCst);
-        release();
-        thread.join().unwrap();
-        on_lock
+        probe_while(body, release, |probe| {
+            probe.sleeps_in() == Some(Sleep::OnALock)
+        })
     }
 
     #[test]
