@@ -145,6 +145,7 @@ uint64_t session_key(const billing *b, uint32_t session);
 int durable_check(billing *b, const char *what, tw_status s); /* 0 on TW_OK, else -1 */
 int durable_main(billing *b);
 int durable_touch(billing *b, uint32_t index);
+int durable_add_timers(billing *b, uint32_t index, int64_t start_ms); /* 0, or -1 */
 
 /* driver.c: the thread that starts sessions and generates activity and hang-ups. */
 void *driver_main(void *arg);

@@ -60,6 +60,24 @@ int durable_touch(billing *b, uint32_t index) {
     return live;
 }
 
+/* Adds a new session's two durable timers, due from `start_ms`. Here, on the thread that
+ * starts the session, and not on the ledger's writer: a periodic timer added after more
+ * than a period has passed since its first point owes only the latest point that passed
+ * (docs/durable.md), and the writer can be seconds behind under load. */
+int durable_add_timers(billing *b, uint32_t index, int64_t start_ms) {
+    uint64_t key = session_key(b, index);
+    if (durable_check(b, "add idle timeout",
+                      tw_durable_add(b->wheel, key, IDLE_TIMEOUT, NULL, 0,
+                                     start_ms + (int64_t)b->opt.idle_ms, 0, 0)) != 0 ||
+        durable_check(b, "add charging",
+                      tw_durable_add(b->wheel, key, CHARGE, NULL, 0,
+                                     start_ms + (int64_t)b->opt.period_ms, b->opt.period_ms,
+                                     0)) != 0)
+        return -1;
+    atomic_fetch_add(&b->timers_added, 2);
+    return 0;
+}
+
 /* Opens the ledger next to the store and picks up the run it holds, if any. */
 static int open_ledger(billing *b) {
     char path[4096];

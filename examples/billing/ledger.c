@@ -9,9 +9,10 @@
  * batch ended are deleted from the store.
  *
  * The order makes a crash harmless at any instant:
- * - a start's two durable timers are added and flushed before the commit that records the
- *   session: a live session in the ledger always has its timers in the store; timers whose
- *   session never reached the ledger fire once, find no session and are deleted;
+ * - a start's two durable timers are added when the session starts, before it asks the
+ *   writer for the start, and flushed before the commit that records the session: a live
+ *   session in the ledger always has its timers in the store; timers whose session never
+ *   reached the ledger fire once, find no session and are deleted;
  * - a fire not acknowledged is delivered again after the restart with the same token: the
  *   ledger holds it already (no second effect) or not (its effect is made now);
  * - a delete lost in the crash lets the timer fire again: its fire finds the session ended.
@@ -47,8 +48,11 @@ typedef struct request_list {
 typedef struct doomed {
     uint64_t key;
     const char *name;
-    uint32_t session;
+    uint32_t session; /* whose timer it is, or NOT_A_SESSION's */
 } doomed;
+
+/* A timer of a session that never reached the ledger: its delete marks no account. */
+#define NOT_A_SESSION UINT32_MAX
 
 struct ledger {
     sqlite3 *db;
@@ -278,6 +282,7 @@ static int apply_token(ledger *l, const request *r) {
     account *a = &b->accounts[r->session];
     pthread_mutex_lock(account_lock(b, r->session));
     outcome o = decide(a, r);
+    uint32_t owner = foreign(a, r) ? NOT_A_SESSION : r->session;
     int fresh = insert_token(l, r, o.effect), rc = fresh < 0 ? -1 : 0;
     if (fresh == 0) atomic_fetch_add(&b->duplicates, 1);
     if (fresh == 1 && o.effect) {
@@ -285,8 +290,8 @@ static int apply_token(ledger *l, const request *r) {
         rc = save_account(l, r->session, a, 0);
     }
     pthread_mutex_unlock(account_lock(b, r->session));
-    if (fresh == 1 && o.stop_charge) doom(l, r->key, CHARGE, r->session);
-    if (fresh == 1 && o.stop_idle) doom(l, r->key, IDLE_TIMEOUT, r->session);
+    if (fresh == 1 && o.stop_charge) doom(l, r->key, CHARGE, owner);
+    if (fresh == 1 && o.stop_idle) doom(l, r->key, IDLE_TIMEOUT, owner);
     return rc;
 }
 
@@ -324,35 +329,22 @@ static int apply_end(ledger *l, const request *r) {
     return rc;
 }
 
-/* Makes the changes this thread made so far durable, not those the workers queued after
- * them (the idle timeouts' resets): a flush to the last sequence handed out now. */
+/* Makes the changes made before the batch's requests durable (the sessions' timers), not
+ * those queued after now (the idle timeouts' resets): a flush to the last sequence handed
+ * out now. */
 static int flush_own_changes(billing *b) {
     tw_durable_stats st = {.size = sizeof st};
     if (durable_check(b, "stats", tw_durable_get_stats(b->wheel, &st)) != 0) return -1;
     return durable_check(b, "flush", tw_durable_flush_to(b->wheel, st.last_seq, NULL));
 }
 
-/* Adds the durable timers of the batch's new sessions and flushes them: they are in the
- * store before the commit that records their sessions. */
-static int add_timers(ledger *l, const request *batch, size_t n) {
-    billing *b = l->b;
-    int added = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (batch[i].kind != REQ_START) continue;
-        uint64_t key = session_key(b, batch[i].session);
-        int64_t start = batch[i].occurrence;
-        if (durable_check(b, "add idle timeout",
-                          tw_durable_add(b->wheel, key, IDLE_TIMEOUT, NULL, 0,
-                                         start + (int64_t)b->opt.idle_ms, 0, 0)) != 0 ||
-            durable_check(b, "add charging",
-                          tw_durable_add(b->wheel, key, CHARGE, NULL, 0,
-                                         start + (int64_t)b->opt.period_ms, b->opt.period_ms,
-                                         0)) != 0)
-            return -1;
-        atomic_fetch_add(&b->timers_added, 2);
-        added = 1;
-    }
-    return added ? flush_own_changes(b) : 0;
+/* Flushes the durable timers of the batch's new sessions (session_start added them before it
+ * asked for the start): they are in the store before the commit that records their
+ * sessions. */
+static int flush_new_timers(ledger *l, const request *batch, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (batch[i].kind == REQ_START) return flush_own_changes(l->b);
+    return 0;
 }
 
 static int apply_request(ledger *l, const request *r) {
@@ -386,7 +378,8 @@ static int settle(ledger *l) {
         doomed *d = &l->deletes[i];
         tw_status s = tw_durable_delete(b->wheel, d->key, d->name);
         if (s == TW_OK) atomic_fetch_add(&b->deletes_ok, 1);
-        else if (s == TW_ERR_NOT_FOUND && d->name == IDLE_TIMEOUT) {
+        else if (s == TW_ERR_NOT_FOUND && d->name == IDLE_TIMEOUT &&
+                 d->session != NOT_A_SESSION) {
             reserve(&l->idle_missing, &l->missing_cap, l->nmissing, sizeof *l->idle_missing);
             l->idle_missing[l->nmissing++] = d->session;
         } else if (s != TW_ERR_NOT_FOUND) rc = durable_check(b, "delete", s);
@@ -396,7 +389,7 @@ static int settle(ledger *l) {
 }
 
 static int apply_batch(ledger *l, const request *batch, size_t n) {
-    if (add_timers(l, batch, n) != 0 || exec_sql(l->db, "BEGIN IMMEDIATE") != 0) return -1;
+    if (flush_new_timers(l, batch, n) != 0 || exec_sql(l->db, "BEGIN IMMEDIATE") != 0) return -1;
     int rc = save_missing(l);
     for (size_t i = 0; i < n && rc == 0; i++) rc = apply_request(l, &batch[i]);
     if (rc != 0 || exec_sql(l->db, "COMMIT") != 0) {

@@ -172,8 +172,10 @@ static int open_account(billing *b, uint32_t index, schedule when) {
 
 /* Opens account `index` with `credit` units. */
 int session_start(billing *b, uint32_t index, int64_t credit) {
-    if (b->ledger != NULL) { /* --durable: the ledger's writer opens it */
-        ledger_start(b->ledger, index, credit, tw_now_ms(b->wheel));
+    if (b->ledger != NULL) { /* --durable: its timers now, the ledger's writer opens it */
+        int64_t start_ms = tw_now_ms(b->wheel);
+        if (durable_add_timers(b, index, start_ms) != 0) return -1;
+        ledger_start(b->ledger, index, credit, start_ms);
         return 0;
     }
     account *a = &b->accounts[index];
