@@ -333,8 +333,8 @@ impl Runner {
         self.state.writer.pending()
     }
 
-    /// The shards it may fire now, with their epochs: none once the TTL passed since its
-    /// last renewal.
+    /// The shards it may claim now, with their epochs: none once the TTL less the lead
+    /// ([`Settings::lead`]) passed since its last renewal.
     pub fn firing(&self) -> Vec<(i32, i64)> {
         self.state.firing()
     }
