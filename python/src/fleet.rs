@@ -216,6 +216,7 @@ impl Fleet {
             listen,
             buffer,
             missed: durable::missed_points(missed_points)?,
+            ..Settings::default()
         };
         Ok(Fleet {
             phase: RwLock::new(Phase::Registering(RunnerBuilder::new().settings(settings))),

@@ -105,6 +105,7 @@ impl TryFrom<&tw_fleet_settings> for Settings {
             listen: s.listen != 0,
             buffer: usize::try_from(s.buffer).unwrap_or(usize::MAX),
             missed: missed_points(s.missed_points).map_err(|_| tw_status::TW_ERR_INVALID)?,
+            ..Settings::default()
         })
     }
 }

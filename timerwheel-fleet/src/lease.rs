@@ -193,17 +193,30 @@ pub fn fence(tx: &mut impl GenericClient, owner: &str, shard: i32, epoch: i64) -
 /// [`fence`] of many leases in one statement (one round trip however many shards a node
 /// holds): refused, naming the first lease that moved, unless `owner` holds all of them.
 pub fn fence_all(tx: &mut impl GenericClient, owner: &str, held: &[(i32, i64)]) -> Result<()> {
+    fence_lasting(tx, owner, held, 0)
+}
+
+/// [`fence_all`] of leases that last `lead_ms` more at least (on the database's clock):
+/// what a claim of fires due within `lead_ms` needs, so that each is delivered under a
+/// live lease.
+pub(crate) fn fence_lasting(
+    tx: &mut impl GenericClient,
+    owner: &str,
+    held: &[(i32, i64)],
+    lead_ms: i64,
+) -> Result<()> {
     let (shards, epochs): (Vec<i32>, Vec<i64>) = held.iter().copied().unzip();
     let rows = tx.query_typed(
         "SELECT s.shard FROM tw_fleet_shards s
          JOIN unnest($1::int[], $2::bigint[]) AS h(shard, epoch)
            ON s.shard = h.shard AND s.epoch = h.epoch
-         WHERE s.owner = $3 AND s.lease_until > now()
+         WHERE s.owner = $3 AND s.lease_until > now() + $4 * interval '1 millisecond'
          FOR SHARE OF s",
         &[
             (&shards, Type::INT4_ARRAY),
             (&epochs, Type::INT8_ARRAY),
             (&owner, Type::TEXT),
+            (&lead_ms, Type::INT8),
         ],
     )?;
     let fenced: BTreeSet<i32> = rows.iter().map(|r| r.get(0)).collect();

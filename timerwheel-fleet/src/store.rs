@@ -10,7 +10,7 @@ use postgres::GenericClient;
 use timerwheel_core::durable::MissedPoints;
 
 use crate::error::{FleetError, Result};
-use crate::lease::{fence, fence_all};
+use crate::lease::{fence, fence_all, fence_lasting};
 use crate::schema::check_schema;
 use crate::shard::shard_of;
 use crate::Key;
@@ -231,11 +231,14 @@ pub fn delete_timer(client: &mut impl GenericClient, key: Key, name: &str) -> Re
     Ok(deleted == 1)
 }
 
-/// What a claim takes: up to `limit` timers due at `now_ms`, and what becomes of the points
-/// a periodic timer missed.
+/// What a claim takes: up to `limit` timers due at or before `now_ms + lead_ms` (its
+/// [`cutoff`](Self::cutoff)), and what becomes of the points a periodic timer missed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Claim {
     pub now_ms: i64,
+    /// How far ahead it claims: the fence then requires every lease to last that much
+    /// more, so that a fire claimed ahead is due while the lease is still live.
+    pub lead_ms: i64,
     pub limit: i64,
     /// [`MissedPoints::Each`]: a periodic timer moves on by its period, and a point still
     /// due is claimed again, so no point is skipped. [`MissedPoints::Coalesce`]: one fire
@@ -244,13 +247,19 @@ pub struct Claim {
 }
 
 impl Claim {
-    /// Up to `limit` timers due at `now_ms`, every missed point delivered.
+    /// Up to `limit` timers due at `now_ms`, none ahead, every missed point delivered.
     pub fn each(now_ms: i64, limit: i64) -> Self {
         Claim {
             now_ms,
+            lead_ms: 0,
             limit,
             missed: MissedPoints::Each,
         }
+    }
+
+    /// The latest due time it claims.
+    pub fn cutoff(&self) -> i64 {
+        self.now_ms.saturating_add(self.lead_ms)
     }
 }
 
@@ -270,9 +279,10 @@ pub fn claim_due(
 }
 
 /// Acknowledges `acks` and makes `claim` as [`claim_due`] does, in one fenced transaction (one fence
-/// for both): how many were acknowledged, and the fires claimed. Each of `acks` must be
-/// under a lease of `held` ([`FleetError::Invalid`] otherwise, before anything is
-/// written); when a lease moved on, neither is done ([`FleetError::Fenced`]).
+/// for both): how many were acknowledged, and the fires claimed (due up to the claim's
+/// cutoff, earliest first). Each of `acks` must be under a lease of `held`
+/// ([`FleetError::Invalid`] otherwise, before anything is written); when a lease moved on
+/// or ends within the claim's lead, neither is done ([`FleetError::Fenced`]).
 pub fn ack_and_claim(
     client: &mut impl GenericClient,
     owner: &str,
@@ -290,13 +300,13 @@ pub fn ack_and_claim(
         )));
     }
     let mut tx = client.transaction()?;
-    fence_all(&mut tx, owner, held)?;
+    fence_lasting(&mut tx, owner, held, claim.lead_ms)?;
     let acked = delete_fires(&mut tx, acks)?;
     let shards: Vec<i32> = held.iter().map(|(s, _)| *s).collect();
     let epochs: Vec<i64> = held.iter().map(|(_, e)| *e).collect();
     let rows = tx.query_typed(
         // `occurrence`: the point fired, the due time itself, or with $5 (coalesce) the
-        // latest point of a periodic timer that passed by $3.
+        // latest point of a periodic timer at or before the cutoff $3.
         "WITH due AS (
              SELECT t.shard, t.key, t.name, t.period_ms, t.payload, t.version,
                     CASE WHEN $5 AND t.period_ms > 0
@@ -326,7 +336,7 @@ pub fn ack_and_claim(
         &[
             (&shards, Type::INT4_ARRAY),
             (&epochs, Type::INT8_ARRAY),
-            (&claim.now_ms, Type::INT8),
+            (&claim.cutoff(), Type::INT8),
             (&claim.limit, Type::INT8),
             (&(claim.missed == MissedPoints::Coalesce), Type::BOOL),
         ],
