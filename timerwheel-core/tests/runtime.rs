@@ -634,6 +634,44 @@ fn timers_of_one_tick_start_in_the_order_of_their_exact_deadlines() {
     assert_eq!(*order.lock().unwrap(), vec![100, 200, 300, 400]);
 }
 
+/// Timers due and queued behind a busy worker, some reset to "now" (a later deadline than
+/// all the others): the reset ones start after the others, in deadline order. Their older
+/// queue entries (reset since) start nothing.
+#[test]
+fn a_queued_timer_reset_to_now_starts_after_the_runs_due_before_it() {
+    let rt = runtime::<BoxTask>(1);
+    let (release, blocked) = mpsc::channel::<()>();
+    let started = Arc::new(AtomicBool::new(false));
+    let flag = started.clone();
+    let blocker = move |_| {
+        flag.store(true, SeqCst);
+        let _ = blocked.recv();
+    };
+    rt.add(ms(0), Box::new(blocker)).unwrap();
+    wait_until("the blocker to start", || started.load(SeqCst));
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let ids: Vec<TimerId> = (1..=20)
+        .map(|delay| {
+            let order = order.clone();
+            let record = move |_| order.lock().unwrap().push(delay);
+            rt.add(ms(delay), Box::new(record)).unwrap()
+        })
+        .collect();
+    wait_until("all twenty queued", || rt.stats().queue_depth >= 20);
+    for &id in &ids[..5] {
+        rt.reset(id, ms(0)).unwrap();
+    }
+    // Each reset one queued again for its new deadline (its old entry stays).
+    wait_until("the resets queued", || rt.stats().queue_depth >= 25);
+    release.send(()).unwrap();
+    wait_until("twenty runs", || order.lock().unwrap().len() == 20);
+    let order = order.lock().unwrap().clone();
+    let (others, reset) = order.split_at(15);
+    assert_eq!(others, (6..=20).collect::<Vec<_>>(), "{order:?}");
+    assert_eq!(reset, [1, 2, 3, 4, 5], "{order:?}");
+    assert_eq!(rt.shutdown(), Ok(0));
+}
+
 #[test]
 fn shutdown_waits_for_a_callback_running_inside_poll() {
     let config = Config {

@@ -403,7 +403,8 @@ pub struct tw_stats {
     pub workers_spawned: u64,
     /// Workers retired after worker_keepalive_ms idle.
     pub workers_retired: u64,
-    /// Due callbacks waiting for a worker.
+    /// Due callbacks waiting for a worker, counting those of timers deleted or reset since
+    /// they were queued, which a worker takes without starting them.
     pub queue_depth: u64,
     /// Median lateness (callback start minus the exact time it was due, not its tick),
     /// microseconds.

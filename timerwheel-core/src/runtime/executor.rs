@@ -308,13 +308,14 @@ impl Executor {
         }
     }
 
-    /// Takes the next due run to start it; `None` when the queue is empty or closed.
-    pub(crate) fn take(&self) -> Option<TimerId> {
+    /// Takes the next due run to start it, with the deadline it was queued for; `None`
+    /// when the queue is empty or closed.
+    pub(crate) fn take(&self) -> Option<(TimerId, Deadline)> {
         let mut queue = self.lock();
         if queue.closed {
             return None;
         }
-        queue.runs.pop().map(|run| run.id)
+        queue.runs.pop().map(|run| (run.id, run.deadline))
     }
 
     /// The monitor (see the module doc): starts workers when runs back up because workers
@@ -604,7 +605,7 @@ mod tests {
     fn every_queued_run_counts_until_taken() {
         let executor = busy(1, 4, 40);
         assert_eq!(executor.counts().queued, 40);
-        assert_eq!(executor.take(), TimerId::from_u64(1));
+        assert_eq!(executor.take().map(|(id, _)| id), TimerId::from_u64(1));
         assert_eq!(executor.counts().queued, 39);
     }
 
@@ -615,7 +616,7 @@ mod tests {
         executor.push(&mut vec![run(5, 1), run(7, 2)]);
         executor.push(&mut vec![run(3, 3), run(5, 4), run(9, 5)]);
         let taken: Vec<_> = std::iter::from_fn(|| executor.take())
-            .map(|id| id.as_u64())
+            .map(|(id, _)| id.as_u64())
             .collect();
         assert_eq!(taken, [3, 1, 4, 2, 5]);
     }

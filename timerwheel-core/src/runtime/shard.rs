@@ -520,17 +520,25 @@ impl<T> ShardState<T> {
         self.sides.has_walls()
     }
 
-    /// Takes the task of an expired timer for a run at `now_ns`. `None` if the id went
-    /// stale, was re-armed, is running already (the queue may hold an id more than once),
-    /// or is not due yet: the tick thread expires a tick early and holds a timer until its
-    /// exact deadline, and an older entry of a timer reset since must not start it early.
+    /// Takes the task of an expired timer, queued for its deadline `queued`, for a run at
+    /// `now_ns`. `None` if the id went stale, was re-armed, is running already (the queue
+    /// may hold an id more than once), is not due yet (the tick thread expires a tick early
+    /// and holds a timer until its exact deadline), or was reset since it was queued: that
+    /// older entry must neither start it early nor ahead of the runs due before its new
+    /// deadline (the entry of its new deadline starts it).
     #[inline]
-    pub(crate) fn start(&mut self, key: Key, now_ns: u64, clock: &Clock) -> Option<Run<T>> {
+    pub(crate) fn start(
+        &mut self,
+        key: Key,
+        queued: Deadline,
+        now_ns: u64,
+        clock: &Clock,
+    ) -> Option<Run<T>> {
         if self.state(key) != Some(State::Due) {
             return None;
         }
         let deadline = self.deadline(key)?;
-        if clock.exact_ns(deadline) > now_ns {
+        if deadline != queued || clock.exact_ns(deadline) > now_ns {
             return None;
         }
         let entry = self.wheel.get_mut(key)?;
@@ -774,7 +782,7 @@ mod tests {
     fn run_next(state: &mut ShardState<fn(TimerId)>, key: Key, clock: &Clock) -> u64 {
         let due = state.deadline(key).unwrap();
         state.expire_due(due.tick, |_, _| {});
-        let run = state.start(key, clock.exact_ns(due), clock).unwrap();
+        let run = state.start(key, due, clock.exact_ns(due), clock).unwrap();
         assert_eq!(run.deadline, due);
         assert!(matches!(
             state.finish(key, run, clock),
@@ -831,7 +839,7 @@ mod tests {
         let (mut state, key) = every_second(&clock, SECOND);
         let due = state.deadline(key).unwrap();
         state.expire_due(due.tick, |_, _| {});
-        let run = state.start(key, u64::MAX, &clock).unwrap();
+        let run = state.start(key, due, u64::MAX, &clock).unwrap();
         assert!(run.periodic && state.is_live(key));
         assert!(
             state.cancel(key).unwrap().is_none(),

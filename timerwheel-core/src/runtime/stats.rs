@@ -29,7 +29,8 @@ pub struct Stats {
     pub workers_spawned: u64,
     /// Workers retired after worker_keepalive idle.
     pub workers_retired: u64,
-    /// Due timers waiting for a worker.
+    /// Due timers waiting for a worker, counting those deleted or reset since they were
+    /// queued, which a worker takes without starting them.
     pub queue_depth: u64,
     /// Median lateness (callback start minus the exact time it was due, not its tick),
     /// microseconds.

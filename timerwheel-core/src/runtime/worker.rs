@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use super::clock::Deadline;
 use super::executor::WorkerThread;
 use super::export::Ending;
 use super::group::Slot;
@@ -68,10 +69,10 @@ fn run_batch<T: Task>(inner: &Inner<T>, limit: usize, worker: Option<&WorkerThre
             ended: None,
         };
         while ran < limit {
-            let Some(id) = inner.executor.take() else {
+            let Some((id, queued)) = inner.executor.take() else {
                 break;
             };
-            ran += usize::from(runner.run(id));
+            ran += usize::from(runner.run(id, queued));
         }
         runner.forget_ended();
     });
@@ -92,8 +93,9 @@ struct Runner<'a, T> {
 }
 
 impl<'a, T: Task> Runner<'a, T> {
-    /// Starts `id` if it is still due, runs it and records its end; whether it ran.
-    fn run(&mut self, id: TimerId) -> bool {
+    /// Starts `id`, queued for its deadline `queued`, if it is still due for it, runs it
+    /// and records its end; whether it ran.
+    fn run(&mut self, id: TimerId, queued: Deadline) -> bool {
         let Ok((shard, key)) = self.inner.shard_of(id) else {
             return false;
         };
@@ -103,7 +105,7 @@ impl<'a, T: Task> Runner<'a, T> {
         if let Some(ended) = self.ended.take_if(|e| std::ptr::eq(e.shard, shard)) {
             shard.forget(&mut state, ended.key);
         }
-        let started = state.start(key, now_ns, &self.inner.clock);
+        let started = state.start(key, queued, now_ns, &self.inner.clock);
         drop(state);
         self.forget_ended();
         let Some(mut run) = started else {
