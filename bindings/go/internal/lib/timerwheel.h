@@ -536,7 +536,8 @@ typedef struct tw_stats {
    */
   uint64_t workers_retired;
   /**
-   * Due callbacks waiting for a worker.
+   * Due callbacks waiting for a worker, counting those of timers deleted or reset since
+   * they were queued, which a worker takes without starting them.
    */
   uint64_t queue_depth;
   /**
