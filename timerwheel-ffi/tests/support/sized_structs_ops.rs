@@ -131,6 +131,17 @@ impl Buffer {
         self.bytes_mut()[..SIZE_FIELD].copy_from_slice(&size.to_ne_bytes());
     }
 
+    /// `tw_config.store_path`, where the buffer holds it, NULL: a pointer of arbitrary bytes
+    /// is not a C caller's mistake the library can see, only a crash (a NULL path is
+    /// refused when durability asks for one).
+    fn set_store_path_null(&mut self) {
+        let at = offset_of!(tw_config, store_path);
+        let width = size_of::<*const std::ffi::c_char>();
+        if let Some(field) = self.bytes_mut().get_mut(at..at + width) {
+            field.fill(0);
+        }
+    }
+
     fn size_field(&self) -> usize {
         usize::from_ne_bytes(self.bytes()[..SIZE_FIELD].try_into().expect("8 bytes"))
     }
@@ -159,12 +170,13 @@ fn allocation(size: usize, first_size: usize) -> usize {
 fn config_buffer(size: Size, bytes: &ConfigBytes) -> Buffer {
     let size = size.bytes(size_of::<tw_config>());
     let mut buffer = Buffer::new(allocation(size, CONFIG_FIRST_SIZE), 0);
-    // SAFETY: tw_config is plain numbers; tw_config_init fills every field.
+    // SAFETY: tw_config is numbers and a pointer, all valid zeroed; tw_config_init fills every field.
     let mut init: tw_config = unsafe { std::mem::zeroed() };
     // SAFETY: `init` is a local tw_config.
     unsafe { tw_config_init(&mut init) };
     init.clock = tw_clock::TW_CLOCK_VIRTUAL as u32;
-    // SAFETY: tw_config is repr(C) with integer fields only, without padding.
+    // SAFETY: tw_config is repr(C) without padding: integers and one pointer (store_path,
+    // NULL here).
     let init_bytes = unsafe {
         std::slice::from_raw_parts(ptr::from_ref(&init).cast::<u8>(), size_of::<tw_config>())
     };
@@ -183,6 +195,7 @@ fn config_buffer(size: Size, bytes: &ConfigBytes) -> Buffer {
         ConfigBytes::Raw(raw) => body.iter_mut().zip(raw).for_each(|(b, r)| *b = *r),
     }
     buffer.set_size_field(size);
+    buffer.set_store_path_null();
     buffer
 }
 
@@ -279,7 +292,7 @@ unsafe extern "C" fn never_runs(_: u64, _: *mut c_void) {}
 
 /// A virtual wheel with `count` timers, a second and more away, none run by `advance_ms`.
 fn virtual_wheel(count: u8, advance_ms: u16) -> *mut tw_wheel {
-    // SAFETY: tw_config is plain numbers; tw_config_init fills every field.
+    // SAFETY: tw_config is numbers and a pointer, all valid zeroed; tw_config_init fills every field.
     let mut cfg: tw_config = unsafe { std::mem::zeroed() };
     let mut wheel = ptr::null_mut();
     // SAFETY: `cfg` and `wheel` are locals.
