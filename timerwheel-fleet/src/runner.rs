@@ -931,14 +931,11 @@ fn claim_all(
                     break Ok(());
                 }
             }
+            // Its acks go alone at the next pass, or at the end (and are refused: its next
+            // owner delivers them again).
             Err(FleetError::Fenced { shard, .. }) => {
                 state.forget(shard);
                 held.retain(|(s, _)| *s != shard);
-                // Its acks go alone (and are refused: its next owner delivers them again).
-                let (fenced, kept): (Vec<_>, Vec<_>) =
-                    acks.into_iter().partition(|t| t.shard == shard);
-                state.ack_now(client, &fenced);
-                acks = kept;
             }
             Err(other) => break Err(other),
         }
