@@ -35,6 +35,7 @@ static REGISTRY: Mutex<Vec<Weak<dyn Lockable>>> = Mutex::new(Vec::new());
 static SLOTS: Mutex<()> = Mutex::new(());
 
 /// The current fork generation (see [`GENERATION`]).
+#[inline]
 pub(crate) fn generation() -> u64 {
     GENERATION.load(Ordering::Relaxed)
 }

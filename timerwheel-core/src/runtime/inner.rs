@@ -310,10 +310,12 @@ impl<T: Task> Inner<T> {
     }
 
     /// Whether this process is a fork() child of the one that started the runtime.
+    #[inline]
     pub(crate) fn forked(&self) -> bool {
         self.born != fork::generation()
     }
 
+    #[inline]
     pub(crate) fn check_open(&self) -> Result<(), Error> {
         if self.forked() {
             return Err(Error::Forked);
@@ -330,6 +332,7 @@ impl<T: Task> Inner<T> {
     /// Drops the task of a timer that ended, or, while an export's function runs, once it
     /// returned (see `export.rs`). In a fork() child at once: an export of the parent's
     /// threads never ends there. A task whose drop is trivial is dropped at once, anywhere.
+    #[inline]
     fn end_task(&self, task: T) {
         match task.drop_is_trivial() {
             true => drop(task),
@@ -353,6 +356,7 @@ impl<T: Task> Inner<T> {
         }
     }
 
+    #[inline]
     pub(crate) fn shard_of(&self, id: TimerId) -> Result<(&Shard<T>, Key), Error> {
         match self.ids.decode(id) {
             (shard, Some(key)) if shard < self.shards.len() => Ok((&self.shards[shard], key)),
@@ -362,6 +366,7 @@ impl<T: Task> Inner<T> {
 
     /// Whether a timer may be added: the runtime is open and below `max_timers` (a place is
     /// taken: give it back if the add fails after all).
+    #[inline]
     fn admit(&self) -> Result<(), Error> {
         self.check_open()?;
         match self.capacity.take() {
@@ -370,6 +375,7 @@ impl<T: Task> Inner<T> {
         }
     }
 
+    #[inline]
     pub(crate) fn add(
         &self,
         deadline: Deadline,
@@ -453,6 +459,7 @@ impl<T: Task> Inner<T> {
 
     /// After an insert into the shard `index`: the new timer's id, or the refusal (its
     /// place under `max_timers` given back).
+    #[inline]
     fn added(
         &self,
         index: usize,
@@ -560,6 +567,7 @@ impl<T: Task> Inner<T> {
         self.shards.iter().map(|shard| shard.lock().groups()).sum()
     }
 
+    #[inline]
     pub(crate) fn cancel(&self, id: TimerId) -> Result<(), Error> {
         self.check_open()?;
         let (shard, key) = self.shard_of(id)?;
@@ -586,6 +594,7 @@ impl<T: Task> Inner<T> {
 
     /// After a cancel: the timer is no longer pending, so its place under `max_timers` is
     /// free; its task, if it came back (not running), is dropped, then its group told.
+    #[inline]
     fn end_cancelled(&self, shard: &Shard<T>, removed: Option<Removed<T>>) {
         self.capacity.give_back(1);
         if let Some(Removed { task, group }) = removed {
@@ -601,6 +610,7 @@ impl<T: Task> Inner<T> {
         self.clock.deadline_at(when, self.wall_offset.load(Relaxed))
     }
 
+    #[inline]
     pub(crate) fn reset(&self, id: TimerId, delay: Duration) -> Result<(), Error> {
         self.check_open()?;
         let (shard, key) = self.shard_of(id)?;

@@ -185,6 +185,7 @@ impl<T: Task> Runtime<T> {
     }
 
     /// Adds a one-shot timer that runs `task` once, not before `delay` has passed.
+    #[inline]
     pub fn add(&self, delay: Duration, task: T) -> Result<TimerId, Rejected<T>> {
         let deadline = self.inner.clock.deadline_after(delay);
         self.inner.add(deadline, Schedule::Once, task)
@@ -304,6 +305,7 @@ impl<T: Task> Runtime<T> {
     /// Stops a timer: `Ok` when it was pending (or a periodic timer whose run is under way)
     /// and will not start again; `NotFound` otherwise (fired one-shot, cancelled, stale).
     /// Its task is dropped once no run of it is under way.
+    #[inline]
     pub fn cancel(&self, id: TimerId) -> Result<(), Error> {
         self.inner.cancel(id)
     }
@@ -317,6 +319,7 @@ impl<T: Task> Runtime<T> {
 
     /// Re-arms a pending timer to fire `delay` from now. For a periodic timer, this moves
     /// its next run; the period stays.
+    #[inline]
     pub fn reset(&self, id: TimerId, delay: Duration) -> Result<(), Error> {
         self.inner.reset(id, delay)
     }

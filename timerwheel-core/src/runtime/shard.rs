@@ -62,6 +62,7 @@ impl Ids {
     }
 
     /// The id of `key` in `shard`.
+    #[inline]
     pub(crate) fn encode(self, shard: usize, key: Key) -> TimerId {
         let raw = key.to_u64();
         let generation = shifted(raw >> 32, self.shift);
@@ -71,6 +72,7 @@ impl Ids {
     }
 
     /// The shard and key an id names (the shard may not exist: callers check).
+    #[inline]
     pub(crate) fn decode(self, id: TimerId) -> (usize, Option<Key>) {
         let raw = id.as_u64();
         let shard = (raw as usize) & (MAX_SHARDS - 1);
@@ -102,12 +104,23 @@ impl Ids {
     }
 }
 
-/// A generation (1..=u32::MAX) moved `by` places around its cycle; 0, which no key has,
-/// stays 0.
+/// A generation (1..=u32::MAX) moved `by` (at most one cycle) places around its cycle; 0,
+/// which no key has, stays 0. One subtraction instead of a division: ids are encoded and
+/// decoded on every call.
+#[inline]
 fn shifted(generation: u64, by: u64) -> u64 {
+    debug_assert!(generation <= GENERATIONS && by <= GENERATIONS);
     match generation {
         0 => 0,
-        _ => (generation - 1 + by) % GENERATIONS + 1,
+        _ => {
+            let moved = generation - 1 + by; // below two cycles
+            let wrapped = if moved >= GENERATIONS {
+                moved - GENERATIONS
+            } else {
+                moved
+            };
+            wrapped + 1
+        }
     }
 }
 
@@ -223,6 +236,7 @@ impl<T> Shard<T> {
         }
     }
 
+    #[inline]
     pub(crate) fn lock(&self) -> MutexGuard<'_, ShardState<T>> {
         // A panic never happens under this lock (tasks run and drop outside it), so a
         // poisoned lock still guards consistent state.
@@ -282,6 +296,7 @@ impl<T> ShardState<T> {
         }
     }
 
+    #[inline]
     pub(crate) fn insert(
         &mut self,
         deadline: Deadline,
@@ -417,6 +432,7 @@ impl<T> ShardState<T> {
     }
 
     /// Moves a live timer's next run to `deadline`.
+    #[inline]
     pub(crate) fn reset(&mut self, key: Key, deadline: Deadline) -> Result<(), Error> {
         match self.state(key) {
             Some(State::Pending | State::Due) => {
@@ -634,6 +650,7 @@ impl<T> ShardState<T> {
 
     /// Removes the node and its record (taking a group's timer off its list); its task if
     /// it still holds one, and its group.
+    #[inline]
     fn remove(&mut self, key: Key) -> (Option<T>, Option<Slot>) {
         let Some(entry) = self.wheel.remove(key) else {
             return (None, None);
@@ -737,6 +754,18 @@ mod tests {
                 assert_eq!(ids.decode(id), (shard, Some(key)));
             }
         }
+    }
+
+    #[test]
+    fn shifting_a_generation_wraps_around_its_cycle_as_the_remainder_does() {
+        let edges = [0, 1, 2, GROUP_SHIFT, GENERATIONS - 1, GENERATIONS];
+        for generation in edges.into_iter().filter(|&g| g != 0) {
+            for by in edges {
+                let expected = (generation - 1 + by) % GENERATIONS + 1;
+                assert_eq!(shifted(generation, by), expected, "{generation} by {by}");
+            }
+        }
+        assert_eq!(shifted(0, 5), 0);
     }
 
     #[test]

@@ -39,6 +39,7 @@ fn level_shift(level: usize) -> u32 {
 /// The list for `deadline` (at least `now`) when the wheel stands at `now`: the lowest
 /// level whose window (the current rotation of the next level up, and the one after)
 /// contains it.
+#[inline]
 pub(super) fn list_for(deadline: u64, now: u64) -> usize {
     debug_assert!(deadline >= now);
     (0..LEVELS)

@@ -136,6 +136,7 @@ impl<T> Wheel<T> {
 
     /// Adds `value`, due at tick `deadline` (any u64; one already past is due at the next
     /// advance).
+    #[inline]
     pub fn insert(&mut self, deadline: u64, value: T) -> Result<Key, Full<T>> {
         if !self.retired.is_empty() && !self.pool.has_free() {
             self.unlink_retired(); // reuse before growing
@@ -148,6 +149,7 @@ impl<T> Wheel<T> {
     /// Takes the entry out, pending or expired; `None` for a stale key. The key is stale at
     /// once; the node of a pending entry is reused after a few more removes or the next
     /// advance.
+    #[inline]
     pub fn remove(&mut self, key: Key) -> Option<T> {
         let index = self.pool.resolve(key)?;
         let list = self.pool.node(index).list;
@@ -170,6 +172,7 @@ impl<T> Wheel<T> {
     /// A pending entry above level 0 pushed later stays in its slot with the new deadline:
     /// that slot comes due no later than the new deadline, and the entry is re-placed then.
     /// So the common "touch" of an idle timeout writes one node and no list.
+    #[inline]
     pub fn reset(&mut self, key: Key, deadline: u64) -> bool {
         let Some(index) = self.pool.resolve(key) else {
             return false;
@@ -394,6 +397,7 @@ impl<T> Wheel<T> {
     }
 
     /// Links a detached node into the list of its deadline.
+    #[inline]
     fn link(&mut self, index: u32) {
         let deadline = self.pool.node(index).deadline.max(self.now);
         let list = list_for(deadline, self.now);
@@ -435,6 +439,7 @@ impl<T> Wheel<T> {
     }
 
     /// Joins the neighbours of a node in `list` to each other.
+    #[inline]
     fn splice_out(&mut self, index: u32, list: usize) {
         let node = self.pool.node_mut(index);
         let (prev, next) = (node.prev, node.next);
@@ -450,6 +455,7 @@ impl<T> Wheel<T> {
     }
 
     /// Counts one entry less in `list`.
+    #[inline]
     fn uncount(&mut self, list: usize) {
         self.counts[list] -= 1;
         if self.counts[list] == 0 {

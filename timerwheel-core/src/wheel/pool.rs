@@ -97,6 +97,7 @@ impl<T> Pool<T> {
     }
 
     /// Takes a node for `value`, detached; hands the value back when the pool is full.
+    #[inline]
     pub(super) fn alloc(&mut self, deadline: u64, value: T) -> Result<u32, T> {
         if self.live >= self.limit {
             return Err(value);
@@ -142,6 +143,7 @@ impl<T> Pool<T> {
     /// Takes the value out of a node and ends its entry: the generation moves on, so every
     /// key of the old entry is stale from now on. The node is not reused before
     /// [`recycle`](Self::recycle).
+    #[inline]
     pub(super) fn retire(&mut self, index: u32) -> T {
         let node = &mut self.nodes[index as usize];
         node.generation = node.generation.wrapping_add(1).max(1);
@@ -158,6 +160,7 @@ impl<T> Pool<T> {
     }
 
     /// The index behind `key` if it names a live node.
+    #[inline]
     pub(super) fn resolve(&self, key: Key) -> Option<u32> {
         let node = self.nodes.get(key.index as usize)?;
         (node.generation == key.generation && node.list != FREE).then_some(key.index)
