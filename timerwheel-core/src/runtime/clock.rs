@@ -189,6 +189,7 @@ impl Clock {
 
     /// The first tick at or after `delay` from now (rounded up): a timer due at this tick
     /// fires when `now_tick` reaches it, which is never before `delay` has passed.
+    #[inline]
     pub(crate) fn deadline_after(&self, delay: Duration) -> Deadline {
         let due_ns = u64::try_from(delay.as_nanos())
             .ok()
@@ -202,6 +203,7 @@ impl Clock {
 
     /// The deadline of the exact time `due_ns` (nanoseconds since the origin): the first
     /// tick at or after it, or the end tick for a time beyond it.
+    #[inline]
     pub(crate) fn deadline_of(&self, due_ns: u64) -> Deadline {
         let tick = due_ns.div_ceil(self.tick_ns);
         if tick > self.end_tick {

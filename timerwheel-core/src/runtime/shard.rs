@@ -450,7 +450,8 @@ impl<T> ShardState<T> {
                         periodic.reset_to = None;
                     }
                 }
-                place(&mut self.wheel, key, deadline);
+                entry.rounded_up = RoundedUp::of(deadline);
+                self.wheel.reset(key, deadline.tick);
                 Ok(())
             }
             Some(State::Running { rearms: true }) => {

@@ -123,6 +123,7 @@ impl Ticker {
 
     /// Called after an add or reset due at `deadline`: wakes the thread if it would sleep
     /// past it.
+    #[inline]
     pub(crate) fn notify_if_earlier(&self, deadline: u64) {
         if deadline < self.wake_at.load(SeqCst) {
             self.unpark();
