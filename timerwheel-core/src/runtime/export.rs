@@ -11,8 +11,8 @@
 
 use std::cell::RefCell;
 
+use super::callback::drop_task;
 use super::group::GroupData;
-use super::inner::drop_task;
 use super::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use super::sync::thread_local;
 use super::sync::{Condvar, Mutex, MutexGuard};

@@ -13,7 +13,7 @@
 use std::fmt;
 use std::num::NonZeroU64;
 
-use super::side::{SideId, Sides};
+use super::side::{SideId, Sides, Slot};
 use super::Error;
 use crate::wheel::Key;
 
@@ -44,9 +44,6 @@ impl fmt::Debug for GroupId {
         write!(f, "GroupId({:#x})", self.0)
     }
 }
-
-/// Where a group is kept in its shard's table: stays valid while the group lives.
-pub(crate) type Slot = u32;
 
 struct Group {
     data: GroupData,

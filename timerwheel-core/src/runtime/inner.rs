@@ -1,23 +1,24 @@
-//! The runtime's shared state and the paths a timer takes through it: add, cancel, reset,
-//! expire (tick thread), run (worker), shutdown.
+//! The runtime's shared state and the calls on it: add, cancel, reset, groups, the shards'
+//! expiry for the tick round (`ticker.rs`), stats, export and the drop of what ended. The
+//! tick round, the runs (`worker.rs`) and the threads' start and shutdown (`threads.rs`)
+//! use it; it uses none of them.
 
-use std::cell::{Cell, RefCell};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::cell::Cell;
 use std::time::{Duration, SystemTime};
 
+use super::callback::{drop_task, running};
 use super::clock::{Clock, Deadline};
 use super::executor::Executor;
 use super::export::{exporting_here, Ending, ExportGuard, Exports};
 use super::fork::{self, Held, Lockable};
-use super::group::{GroupData, GroupId, Slot};
+use super::group::{GroupData, GroupId};
 use super::metrics::{Metrics, Reading, Window};
-use super::shard::{Ids, Removed, Run, Schedule, Shard, MAX_SHARDS};
+use super::shard::{Ids, Removed, Shard, MAX_SHARDS};
+use super::side::{Schedule, Slot};
 use super::stats::Histogram;
 use super::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use super::sync::{thread_local, Mutex};
-use super::ticker::{HeldTimers, Ticker, WALL_CHECK};
-use super::worker::{run_queued, spawn_worker};
+use super::wake::Ticker;
 use super::{Config, Error, Rejected, Stats, Task, TimerId};
 use crate::wheel::Key;
 
@@ -28,16 +29,6 @@ thread_local! {
     /// The shard this thread creates its next group in: each group goes to the next one,
     /// so that one thread's groups, and their timers, spread over the shards.
     static NEXT_GROUP_SHARD: Cell<usize> = Cell::new(NEXT_THREAD_HINT.fetch_add(1, Relaxed));
-    /// The callback running on this thread.
-    static CURRENT: Cell<Current> = const { Cell::new(Current::NONE) };
-    /// The callbacks this thread runs further out, innermost last: a callback that polls a
-    /// manual runtime runs that runtime's callbacks inside its own.
-    static OUTER: RefCell<Vec<Current>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Whether this thread runs, at any depth, a callback for which `matches` holds.
-fn running(matches: impl Fn(&Current) -> bool) -> bool {
-    CURRENT.with(|c| matches(&c.get())) || OUTER.with(|outer| outer.borrow().iter().any(matches))
 }
 
 /// The shard, of `shards` (a power of two), a timer outside groups due at `deadline` goes
@@ -57,119 +48,6 @@ fn shard_for(deadline: Deadline, shards: usize) -> usize {
 fn next_group_shard(shards: usize) -> usize {
     let next = NEXT_GROUP_SHARD.with(|next| next.replace(next.get().wrapping_add(1)));
     next & (shards - 1)
-}
-
-/// The runtime and timer whose callback runs on a thread (0, 0 when none), whether it
-/// reported a failure ([`record_callback_failure`]), the runtime's count of failed
-/// callbacks that a report goes to, and whether a drop function runs inside it now (which
-/// is not the callback, and records nothing).
-#[derive(Clone, Copy)]
-struct Current {
-    runtime: usize,
-    timer: u64,
-    failed: bool,
-    panics: *const AtomicU64,
-    dropping: bool,
-}
-
-impl Current {
-    const NONE: Current = Current {
-        runtime: 0,
-        timer: 0,
-        failed: false,
-        panics: std::ptr::null(),
-        dropping: false,
-    };
-}
-
-/// Marks the current thread as running a callback of a runtime until it is left (or
-/// dropped).
-struct CallbackScope {
-    previous: Current,
-}
-
-impl CallbackScope {
-    fn enter(runtime: usize, id: TimerId, panics: *const AtomicU64) -> Self {
-        Self::replace(Current {
-            runtime,
-            timer: id.as_u64(),
-            failed: false,
-            panics,
-            dropping: false,
-        })
-    }
-
-    /// A drop function of the runtime `runtime` runs on this thread: it may call as a
-    /// callback of that runtime may (`tw_destroy` is `Busy` there, whatever thread it is),
-    /// but it is not a callback, and records nothing. Inside a callback of the same
-    /// runtime it stands for that callback's timer.
-    fn dropping(runtime: usize) -> Self {
-        let current = CURRENT.with(Cell::get);
-        let timer = if current.runtime == runtime {
-            current.timer
-        } else {
-            0
-        };
-        Self::replace(Current {
-            runtime,
-            timer,
-            failed: false,
-            panics: std::ptr::null(),
-            dropping: true,
-        })
-    }
-
-    fn replace(current: Current) -> Self {
-        let previous = CURRENT.with(|c| c.replace(current));
-        if previous.runtime != 0 {
-            OUTER.with(|outer| outer.borrow_mut().push(previous));
-        }
-        CallbackScope { previous }
-    }
-
-    /// Ends the scope; whether the callback reported a failure.
-    fn leave(self) -> bool {
-        let left = self.restore();
-        std::mem::forget(self);
-        left.failed
-    }
-
-    /// Puts back what ran further out; what this scope ran.
-    fn restore(&self) -> Current {
-        if self.previous.runtime != 0 {
-            OUTER.with(|outer| outer.borrow_mut().pop());
-        }
-        CURRENT.with(|c| c.replace(self.previous))
-    }
-}
-
-impl Drop for CallbackScope {
-    fn drop(&mut self) {
-        self.restore();
-    }
-}
-
-/// Records that the callback running on this thread failed, for an interface whose
-/// callbacks report failure rather than panic (a C++ exception caught by its wrapper, a Go
-/// panic recovered by its binding): it is counted in `callback_panics` of its runtime at
-/// once (a report made right after sees it), once per callback however often it was
-/// recorded. `Invalid`, and nothing is counted, outside a callback, and in a drop function
-/// (which is not a callback), also one that runs inside a callback.
-pub fn record_callback_failure() -> Result<(), Error> {
-    CURRENT.with(|c| {
-        let mut current = c.get();
-        if current.runtime == 0 || current.dropping {
-            return Err(Error::Invalid);
-        }
-        if !current.failed && !current.panics.is_null() {
-            // SAFETY: `panics` is the counter of the runtime whose callback runs on this
-            // thread: `run_task` borrows that runtime for as long as its scope is current.
-            unsafe { &*current.panics }.fetch_add(1, Relaxed);
-        }
-        current.failed = true;
-        c.set(current);
-        Ok(())
-    })
 }
 
 /// The capacity limit across shards; free of atomics when there is none.
@@ -215,11 +93,11 @@ pub(crate) struct Inner<T> {
     pub(crate) executor: Executor,
     pub(crate) ticker: Ticker,
     capacity: Capacity,
-    lateness: Histogram,
-    panics: AtomicU64,
+    pub(crate) lateness: Histogram,
+    pub(crate) panics: AtomicU64,
     /// `config.slow_callback` in nanoseconds; `None` when unset.
-    slow_callback_ns: Option<u64>,
-    slow_callbacks: AtomicU64,
+    pub(crate) slow_callback_ns: Option<u64>,
+    pub(crate) slow_callbacks: AtomicU64,
     /// The readings of the last-minute view.
     window: Mutex<Window>,
     shutting_down: AtomicBool,
@@ -243,15 +121,6 @@ pub(crate) struct Snapshot<'a, A, T, S> {
     pub(crate) running: usize,
     /// The export under way: drop it once the copies were read, the deferred drops run then.
     pub(crate) exporting: ExportGuard<'a, Ending<T>>,
-}
-
-/// Drops a task of the runtime `runtime` outside every lock, in a drop function's scope; a
-/// panicking drop is counted, not propagated.
-pub(crate) fn drop_task<T>(task: T, runtime: usize, panics: &AtomicU64) {
-    let _dropping = CallbackScope::dropping(runtime);
-    if catch_unwind(AssertUnwindSafe(move || drop(task))).is_err() {
-        panics.fetch_add(1, Relaxed);
-    }
 }
 
 impl<T: Task> Inner<T> {
@@ -305,7 +174,7 @@ impl<T: Task> Inner<T> {
         }
     }
 
-    fn id(&self) -> usize {
+    pub(crate) fn id(&self) -> usize {
         self as *const Self as usize
     }
 
@@ -342,7 +211,7 @@ impl<T: Task> Inner<T> {
 
     /// Drops what ended now or, while an export is under way, once it is over (in the
     /// order things ended, so a group's data after its timers' tasks).
-    fn end(&self, ended: Ending<T>) {
+    pub(crate) fn end(&self, ended: Ending<T>) {
         match self.forked() {
             true => drop_task(ended, self.id(), &self.panics),
             false => self.exports.drop_or_defer(ended, self.id(), &self.panics),
@@ -659,96 +528,14 @@ impl<T: Task> Inner<T> {
             .min()
     }
 
-    /// Runs a started timer's task, recording its lateness (from the exact time it was
-    /// due, not its tick), catching a panic and counting it when slow.
-    pub(crate) fn run_task(&self, id: TimerId, run: &mut Run<T>) {
-        let start_ns = self.clock.elapsed_ns();
-        let late_ns = start_ns.saturating_sub(self.clock.exact_ns(run.deadline));
-        self.lateness.record(late_ns / 1000);
-        let scope = CallbackScope::enter(self.id(), id, &self.panics);
-        let panicked = catch_unwind(AssertUnwindSafe(|| run.task.run(id))).is_err();
-        let recorded = scope.leave(); // counted when it was recorded
-        if panicked && !recorded {
-            self.panics.fetch_add(1, Relaxed);
-        }
-        if let Some(slow_ns) = self.slow_callback_ns {
-            if self.clock.elapsed_ns().saturating_sub(start_ns) >= slow_ns {
-                self.slow_callbacks.fetch_add(1, Relaxed);
-            }
-        }
-    }
-
-    /// Drops the task of a timer whose run ended, on the thread that ran it and as part of
-    /// that timer's callback scope: its drop function may call back into the runtime as the
-    /// callback could (`cancel_sync` of its own timer is `Busy`, a shutdown does not wait
-    /// for this thread).
-    pub(crate) fn drop_ended(&self, id: TimerId, ended: Ending<T>) {
-        let _scope = CallbackScope::enter(self.id(), id, std::ptr::null());
-        self.end(ended);
-    }
-
     /// A one-shot timer started its run: no longer pending, its place under `max_timers`
     /// is free while it runs and drops.
     pub(crate) fn one_shot_started(&self) {
         self.capacity.give_back(1);
     }
 
-    /// One step of time for manual `poll` and the virtual clock: queues every run due by
-    /// the current tick (its exact deadline is then past too). Returns as
-    /// [`step_time`](Self::step_time).
-    pub(crate) fn advance_time(&self) -> (Option<u64>, bool) {
-        self.step_time(self.clock.now_tick(), |mut expired| {
-            self.executor.push(&mut expired);
-        })
-    }
-
-    /// The tick thread's step of time: expires one tick ahead, queues what is due by its
-    /// exact deadline and holds the rest until then (see `ticker.rs`), then queues the held
-    /// timers whose time has come. Returns as [`step_time`](Self::step_time).
-    fn advance_ahead(&self, held: &mut HeldTimers) -> (Option<u64>, bool) {
-        let ahead = self.clock.now_tick().saturating_add(1);
-        self.step_time(ahead, |expired| {
-            for (deadline, id) in expired {
-                held.hold(self.clock.exact_ns(deadline), deadline, id);
-            }
-            let mut due = Vec::new();
-            held.take_due(self.clock.elapsed_ns(), &mut due);
-            self.executor.push(&mut due);
-        })
-    }
-
-    /// Follows a step of the system clock, expires what is due by `tick` and hands it to
-    /// `dispatch` in deadline order, then moves far timers closer. Returns the next tick
-    /// with work and whether wall-clock timers are pending.
-    fn step_time(
-        &self,
-        tick: u64,
-        dispatch: impl FnOnce(Vec<(Deadline, TimerId)>),
-    ) -> (Option<u64>, bool) {
-        self.follow_wall_clock();
-        dispatch(self.collect_due(tick));
-        self.move_ahead()
-    }
-
-    /// One round of the tick thread: its step of time (timers held until their exact
-    /// deadline stay in `held`), then run what is due here (no workers) or let the
-    /// executor's monitor grow the pool. Returns the next tick with work in the wheel and
-    /// the longest sleep allowed.
-    pub(crate) fn tick(self: &Arc<Self>, held: &mut HeldTimers) -> (Option<u64>, Duration) {
-        let (next, wall) = self.advance_ahead(held);
-        let mut longest = if wall { WALL_CHECK } else { Duration::MAX };
-        if self.config.max_workers == 0 {
-            run_queued(self, usize::MAX);
-        } else {
-            let growth = self.executor.grow(self.clock.elapsed_ns());
-            (0..growth.start).for_each(|_| spawn_worker(self));
-            longest = longest.min(growth.look_again.unwrap_or(Duration::MAX));
-        }
-        (next, longest)
-    }
-
     /// Re-places wall-clock timers if the system clock moved against the monotonic one.
-    fn follow_wall_clock(&self) {
+    pub(crate) fn follow_wall_clock(&self) {
         let now = self.clock.wall_offset_ns();
         let before = i128::from(self.wall_offset.load(Relaxed));
         if (now - before).unsigned_abs() > u128::from(self.clock.tick_ns()).max(1_000_000) {

@@ -5,7 +5,7 @@
 //! A lost wake-up leaves a thread parked for good, which loom reports as a deadlock.
 //!
 //! The roles: a manual runtime's `poll` (the tick thread's step and a run loop on one
-//! thread), or [`Inner::advance_time`] on the model's thread with real workers
+//! thread), or [`advance_time`] on the model's thread with real workers
 //! ([`spawn_worker`]) taking the runs, or a threaded runtime's own tick thread and workers.
 //! Model time stands still unless a model moves it (`sync::time::advance`): a timer added
 //! with no delay is due at once; any other is not due until time moves.
@@ -13,7 +13,7 @@
 //! Run: `make test-loom` (`RUSTFLAGS="--cfg loom" cargo test --release -p timerwheel-core
 //! --lib loom`).
 //!
-//! [`Inner::advance_time`]: super::inner::Inner::advance_time
+//! [`advance_time`]: super::ticker::advance_time
 
 use std::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
@@ -23,6 +23,7 @@ use loom::sync::Arc;
 use loom::thread;
 
 use super::sync::{self, time::advance};
+use super::ticker::advance_time;
 use super::worker::spawn_worker;
 use super::{Builder, Error, PeriodMode, Rejected, Runtime, Task, TimerId};
 
@@ -344,7 +345,7 @@ fn loom_a_drop_stops_the_next_due_timer() {
                 .count_drop_on(&dropped);
             ids[index].store(add_now(&runtime, false, probe).as_u64(), SeqCst);
         }
-        runtime.inner.advance_time();
+        advance_time(&runtime.inner);
         dropped.wait();
         let runs = first.runs.load(SeqCst) + second.runs.load(SeqCst);
         assert_eq!(runs, 1, "the drop of the first run did not stop the second");
@@ -368,7 +369,7 @@ fn loom_a_queued_run_wakes_an_idle_worker() {
                 false,
                 Probe::new(tally).on_run(move || done.count_down()),
             );
-            runtime.inner.advance_time();
+            advance_time(&runtime.inner);
             ran.wait();
         }
         assert_eq!(runtime.shutdown(), Ok(0));

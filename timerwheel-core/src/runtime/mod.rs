@@ -13,12 +13,15 @@
 //! | `periodic.rs` | where a periodic timer runs next (fixed rate, fixed delay)  |
 //! | `restart.rs`  | the export of pending timers, re-creation in phase          |
 //! | `export.rs`   | an export's drops deferred, its calls back in refused       |
-//! | `ticker.rs`   | the tick thread: its rounds, sleep and wake-up              |
+//! | `ticker.rs`   | the tick round (advance, expire, follow the wall clock), the tick thread |
+//! | `wake.rs`     | how the tick thread is woken; how precisely threads wake    |
 //! | `executor.rs` | the run queue, the worker count, the grow/shrink decision   |
 //! | `run_queue.rs` | the due runs not yet started, in deadline order            |
-//! | `worker.rs`   | worker threads and the run of a due timer                   |
+//! | `worker.rs`   | worker threads, the run of a due timer, its callback and drop |
+//! | `callback.rs` | which runtime's callback or drop runs on this thread        |
+//! | `threads.rs`  | the runtime's threads started, and shut down, in order       |
 //! | `thread_state.rs` | whether a thread is blocked, as the kernel says         |
-//! | `inner.rs`    | the paths of a timer through all of them                    |
+//! | `inner.rs`    | the shared state: add, cancel, reset, groups across shards  |
 //! | `stats.rs`    | counters and the lateness histogram                         |
 //! | `metrics.rs`  | the last-minute view and the Prometheus text exposition     |
 //! | `fork.rs`     | the locks around fork(), and runtimes in a fork() child     |
@@ -36,6 +39,7 @@
 //! the child a new runtime of its own on first use. A callback that calls fork() must not
 //! return in the child (exec or exit there): its thread belongs to the parent's runtime.
 
+mod callback;
 mod clock;
 mod config;
 mod deadline;
@@ -60,20 +64,22 @@ mod stats;
 mod sync;
 mod task;
 mod thread_state;
+mod threads;
 mod ticker;
 mod timer;
 mod tsc;
 mod virtual_clock;
+mod wake;
 mod worker;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+pub use callback::record_callback_failure;
 pub use config::{Builder, Config, ConfigError, MAX_TICK, MAX_WORKERS, MIN_TICK};
 pub use error::{Error, Rejected};
 pub use fork::PerProcess;
 pub use group::{GroupData, GroupId};
-pub use inner::record_callback_failure;
 pub use metrics::{Metrics, MAX_WINDOW, MIN_WINDOW, PROMETHEUS_CONTENT_TYPE};
 pub use restart::{Export, ExportedTimer, Missed, TimerKind};
 pub use scope::{Group, GroupHandle};
@@ -83,9 +89,8 @@ pub use task::{prefetch, BoxTask, PeriodMode, Task, TimerId};
 pub use timer::Timer;
 
 use inner::Inner;
-use shard::Schedule;
-use ticker::ticker_main;
-use worker::{run_queued, spawn_worker};
+use side::Schedule;
+use worker::run_queued;
 
 /// A timer runtime. Every method takes `&self` and is safe from any thread, including from
 /// inside callbacks. Dropping the runtime shuts it down.
@@ -159,28 +164,7 @@ impl<T: Task> Runtime<T> {
     }
 
     fn start(config: Config, shared: bool) -> Result<Self, Error> {
-        config.validate()?;
-        // A virtual clock has no threads: nothing would move it.
-        let manual = config.manual || config.virtual_start.is_some();
-        let config = Config { manual, ..config };
-        let inner = Arc::new(Inner::new(config, shared));
-        fork::register(&inner);
-        if !inner.config.manual {
-            let ticker = Arc::clone(&inner);
-            inner.executor.ticker_started();
-            let handle = sync::thread::Builder::new()
-                .name("timerwheel-tick".into())
-                .spawn(move || ticker_main(ticker))
-                .map_err(|_| {
-                    inner.executor.ticker_exited();
-                    Error::Invalid
-                })?;
-            inner.ticker.set_thread(handle.thread().clone());
-            inner.executor.adopt(handle);
-            for _ in 0..inner.executor.reserve_initial() {
-                spawn_worker(&inner);
-            }
-        }
+        let inner = threads::start(config, shared)?;
         Ok(Runtime { inner })
     }
 
@@ -418,7 +402,7 @@ impl<T: Task> Runtime<T> {
             return Err(Error::Invalid);
         }
         self.drive(|inner| {
-            inner.advance_time();
+            ticker::advance_time(inner);
             run_queued(inner, usize::MAX)
         })
     }
@@ -454,20 +438,7 @@ impl<T: Task> Runtime<T> {
     /// whose callbacks need what is about to go away (Python's exit handler closes the
     /// shared default wheel so, before the interpreter is torn down).
     pub fn shutdown_at_exit(&self) -> Result<usize, Error> {
-        let inner = &self.inner;
-        if inner.would_wait_for_itself() {
-            return Err(Error::Busy);
-        }
-        if !inner.begin_shutdown() {
-            return Err(Error::Shutdown);
-        }
-        inner.ticker.stop();
-        if inner.forked() {
-            inner.executor.stop();
-        } else {
-            inner.executor.close();
-        }
-        Ok(inner.discard_all())
+        threads::shutdown(&self.inner)
     }
 
     /// Shuts down without waiting for callbacks still running, the caller's own included:
@@ -487,22 +458,7 @@ impl<T: Task> Runtime<T> {
         &self,
         release: impl FnOnce() + Send + 'static,
     ) -> Result<usize, Error> {
-        let inner = &self.inner;
-        if inner.shared || inner.exporting_here() {
-            return Err(Error::Busy);
-        }
-        if !inner.begin_shutdown() {
-            return Err(Error::Shutdown);
-        }
-        inner.ticker.stop();
-        inner.executor.stop();
-        let discarded = inner.discard_all();
-        if inner.forked() {
-            release(); // the threads it counts are the parent's: none will let go here
-        } else {
-            inner.executor.when_unused(Box::new(release));
-        }
-        Ok(discarded)
+        threads::shutdown_nowait(&self.inner, release)
     }
 
     /// The configuration the runtime runs with.

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use super::clock::{Clock, Deadline};
 use super::periodic::resume;
-use super::shard::Schedule;
+use super::side::Schedule;
 use super::{period_ns, Error, GroupId, PeriodMode, Rejected, Runtime, Task, TimerId};
 
 /// What a periodic timer re-created at an absolute start

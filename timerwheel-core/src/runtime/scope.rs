@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use super::clock::Deadline;
 use super::inner::Inner;
-use super::shard::Schedule;
+use super::side::Schedule;
 use super::{periodic_schedule, BoxTask, Error, GroupId, PeriodMode, Timer, TimerId};
 
 /// A group of timers, owned: dropping it (or [`cancel`](Self::cancel)) cancels every timer

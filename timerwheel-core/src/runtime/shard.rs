@@ -8,16 +8,15 @@
 
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
-use std::time::SystemTime;
 
 use super::clock::{Clock, Deadline};
-use super::group::{GroupData, GroupId, Groups, Slot};
+use super::group::{GroupData, GroupId, Groups};
 use super::lifecycle::State;
 use super::periodic::Periodic;
-use super::side::{Side, SideId, Sides};
+use super::side::{Schedule, Side, SideId, Sides, Slot};
 use super::stats::Counters;
 use super::sync::{Condvar, Mutex, MutexGuard};
-use super::{Error, PeriodMode, Task, TimerId};
+use super::{Error, Task, TimerId};
 use crate::wheel::{Full, Key, Wheel};
 
 /// Low bits of a timer id that name its shard.
@@ -122,25 +121,6 @@ fn shifted(generation: u64, by: u64) -> u64 {
             wrapped + 1
         }
     }
-}
-
-/// When a timer runs.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Schedule {
-    Once,
-    /// `period` in nanoseconds, exact.
-    Every {
-        period: u64,
-        mode: PeriodMode,
-    },
-    At(SystemTime),
-    /// A periodic timer whose first run is off its grid: one run now for the points that
-    /// passed before it was added; after it, the schedule goes on at `then`.
-    EveryAfterCatchUp {
-        period: u64,
-        mode: PeriodMode,
-        then: Deadline,
-    },
 }
 
 /// What the wheel holds per timer. `task` is `None` while a worker runs it.
@@ -741,7 +721,8 @@ fn place<T>(wheel: &mut Wheel<Entry<T>>, key: Key, deadline: Deadline) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use crate::runtime::PeriodMode;
+    use std::time::{Duration, SystemTime};
 
     #[test]
     fn ids_round_trip_through_shards() {

@@ -6,10 +6,32 @@
 use std::num::NonZeroU32;
 use std::time::SystemTime;
 
-use super::group::Slot;
+use super::clock::Deadline;
 use super::periodic::Periodic;
-use super::shard::Schedule;
+use super::PeriodMode;
 use crate::wheel::Key;
+
+/// Where a group is kept in its shard's table: stays valid while the group lives.
+pub(crate) type Slot = u32;
+
+/// When a timer runs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Schedule {
+    Once,
+    /// `period` in nanoseconds, exact.
+    Every {
+        period: u64,
+        mode: PeriodMode,
+    },
+    At(SystemTime),
+    /// A periodic timer whose first run is off its grid: one run now for the points that
+    /// passed before it was added; after it, the schedule goes on at `then`.
+    EveryAfterCatchUp {
+        period: u64,
+        mode: PeriodMode,
+        then: Deadline,
+    },
+}
 
 /// The record of a timer that is not a plain one-shot.
 pub(crate) enum Side {

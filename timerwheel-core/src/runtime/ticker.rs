@@ -22,27 +22,20 @@
 //! stale and starting it does nothing. A run never starts before its exact deadline: a
 //! stale entry in the run queue whose timer was reset and then expired early again is
 //! refused when a worker would start it (`ShardState::start`).
-//!
-//! Wake-ups: `wake_at` holds the first tick whose timers the thread will expire in time at
-//! its next wake-up: the tick after the one its wake-up time lies in, or the wheel's next
-//! expiry itself when it sleeps until the start of the tick before (see [`wake_tick`]). An
-//! add or reset due earlier than that unparks it. While it scans the shards `wake_at` is
-//! `u64::MAX`, so an add racing with the scan unparks it too; an unpark before `park`
-//! makes `park` return at once, so no wake-up is lost.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::clock::{Clock, Deadline};
 use super::inner::Inner;
-use super::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
-use super::sync::thread::{self, Thread};
+use super::wake::tighten_timer_slack;
+use super::worker::{run_queued, spawn_worker};
 use super::{Task, TimerId};
 
 /// How often the thread looks at the clocks while wall-clock timers are pending, to catch
 /// a step of the system clock.
-pub(crate) const WALL_CHECK: Duration = Duration::from_secs(1);
+const WALL_CHECK: Duration = Duration::from_secs(1);
 
 /// The shortest time between two wake-ups for held timers: an eighth of the tick, at
 /// least 50 us (and at most the tick), at most 1 ms (so that a large tick does not fold
@@ -109,67 +102,14 @@ impl HeldTimers {
     }
 }
 
-#[derive(Default)]
-pub(crate) struct Ticker {
-    wake_at: AtomicU64,
-    thread: OnceLock<Thread>,
-    stop: AtomicBool,
-}
-
-impl Ticker {
-    pub(crate) fn set_thread(&self, thread: Thread) {
-        let _ = self.thread.set(thread);
-    }
-
-    /// Called after an add or reset due at `deadline`: wakes the thread if it would sleep
-    /// past it.
-    #[inline]
-    pub(crate) fn notify_if_earlier(&self, deadline: u64) {
-        if deadline < self.wake_at.load(SeqCst) {
-            self.unpark();
-        }
-    }
-
-    fn unpark(&self) {
-        if let Some(thread) = self.thread.get() {
-            thread.unpark();
-        }
-    }
-
-    /// The thread starts a scan: every add from now on wakes it.
-    pub(crate) fn begin_scan(&self) {
-        self.wake_at.store(u64::MAX, SeqCst);
-    }
-
-    /// Sleeps until woken for a timer of a tick before `tick` (`None`: any), at most
-    /// `timeout` (`None`: until woken).
-    pub(crate) fn sleep(&self, tick: Option<u64>, timeout: Option<Duration>) {
-        self.wake_at.store(tick.unwrap_or(u64::MAX - 1), SeqCst);
-        match timeout {
-            Some(timeout) if timeout.is_zero() => {}
-            Some(timeout) => thread::park_timeout(timeout),
-            None => thread::park(),
-        }
-    }
-
-    pub(crate) fn stop(&self) {
-        self.stop.store(true, SeqCst);
-        self.unpark();
-    }
-
-    pub(crate) fn stopped(&self) -> bool {
-        self.stop.load(SeqCst)
-    }
-}
-
-/// The tick thread: a round of [`Inner::tick`], then sleep until the next wake-up it needs
+/// The tick thread: a [`round`], then sleep until the next wake-up it needs
 /// (or until woken, or the longest sleep the round allows).
 pub(crate) fn ticker_main<T: Task>(inner: Arc<Inner<T>>) {
     tighten_timer_slack();
     let mut held = HeldTimers::default();
     while !inner.ticker.stopped() {
         inner.ticker.begin_scan();
-        let (next, longest) = inner.tick(&mut held);
+        let (next, longest) = round(&inner, &mut held);
         let wake_ns = wake_time(&inner.clock, next, &held);
         let timeout = match wake_ns {
             Some(ns) => Some(inner.clock.until_ns(ns).min(longest)),
@@ -183,6 +123,59 @@ pub(crate) fn ticker_main<T: Task>(inner: Arc<Inner<T>>) {
     inner.executor.ticker_exited();
 }
 
+/// One step of time for manual `poll` and the virtual clock: queues every run due by the
+/// current tick (its exact deadline is then past too). Returns as [`step_time`].
+pub(crate) fn advance_time<T: Task>(inner: &Inner<T>) -> (Option<u64>, bool) {
+    step_time(inner, inner.clock.now_tick(), |mut expired| {
+        inner.executor.push(&mut expired);
+    })
+}
+
+/// The tick thread's step of time: expires one tick ahead, queues what is due by its exact
+/// deadline and holds the rest until then (see the module doc), then queues the held timers
+/// whose time has come. Returns as [`step_time`].
+fn advance_ahead<T: Task>(inner: &Inner<T>, held: &mut HeldTimers) -> (Option<u64>, bool) {
+    let ahead = inner.clock.now_tick().saturating_add(1);
+    step_time(inner, ahead, |expired| {
+        for (deadline, id) in expired {
+            held.hold(inner.clock.exact_ns(deadline), deadline, id);
+        }
+        let mut due = Vec::new();
+        held.take_due(inner.clock.elapsed_ns(), &mut due);
+        inner.executor.push(&mut due);
+    })
+}
+
+/// Follows a step of the system clock, expires what is due by `tick` and hands it to
+/// `dispatch` in deadline order, then moves far timers closer. Returns the next tick with
+/// work and whether wall-clock timers are pending.
+fn step_time<T: Task>(
+    inner: &Inner<T>,
+    tick: u64,
+    dispatch: impl FnOnce(Vec<(Deadline, TimerId)>),
+) -> (Option<u64>, bool) {
+    inner.follow_wall_clock();
+    dispatch(inner.collect_due(tick));
+    inner.move_ahead()
+}
+
+/// One round of the tick thread: its step of time (timers held until their exact deadline
+/// stay in `held`), then run what is due here (no workers) or let the executor's monitor
+/// grow the pool. Returns the next tick with work in the wheel and the longest sleep
+/// allowed.
+fn round<T: Task>(inner: &Arc<Inner<T>>, held: &mut HeldTimers) -> (Option<u64>, Duration) {
+    let (next, wall) = advance_ahead(inner, held);
+    let mut longest = if wall { WALL_CHECK } else { Duration::MAX };
+    if inner.config.max_workers == 0 {
+        run_queued(inner, usize::MAX);
+    } else {
+        let growth = inner.executor.grow(inner.clock.elapsed_ns());
+        (0..growth.start).for_each(|_| spawn_worker(inner));
+        longest = longest.min(growth.look_again.unwrap_or(Duration::MAX));
+    }
+    (next, longest)
+}
+
 /// When the thread must wake next (`None`: only when woken): at the start of the tick
 /// before the wheel's `next` expiry, or for the earliest held timer (see
 /// [`HeldTimers::wake_ns`]).
@@ -191,25 +184,6 @@ fn wake_time(clock: &Clock, next: Option<u64>, held: &HeldTimers) -> Option<u64>
     let for_held = held.wake_ns(min_gap(clock.tick_ns()));
     for_wheel.into_iter().chain(for_held).min()
 }
-
-/// Asks the kernel to wake this thread within about a microsecond of its deadline instead
-/// of the default 50 us timer slack: the tick thread's wake-up, and a worker's, is part of
-/// every timer's lateness.
-#[cfg(target_os = "linux")]
-pub(crate) fn tighten_timer_slack() {
-    const PR_SET_TIMERSLACK: std::ffi::c_int = 29;
-    extern "C" {
-        fn prctl(option: std::ffi::c_int, ...) -> std::ffi::c_int;
-    }
-    // SAFETY: PR_SET_TIMERSLACK takes one unsigned long by value and touches no memory of
-    // ours; it affects only the calling thread.
-    unsafe {
-        prctl(PR_SET_TIMERSLACK, 1000 as std::ffi::c_ulong);
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn tighten_timer_slack() {}
 
 #[cfg(test)]
 mod tests {

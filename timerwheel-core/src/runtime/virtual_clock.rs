@@ -19,6 +19,7 @@
 use std::time::{Duration, SystemTime};
 
 use super::inner::Inner;
+use super::ticker::advance_time;
 use super::worker::run_queued;
 use super::{Error, Runtime, Task};
 
@@ -98,7 +99,7 @@ fn run_until<T: Task>(inner: &Inner<T>, target_ns: u64) -> usize {
             .map(|tick| inner.clock.tick_start_ns(tick))
             .filter(|&ns| ns <= target_ns);
         inner.clock.move_to(stop_ns.unwrap_or(target_ns));
-        inner.advance_time();
+        advance_time(inner);
         ran += run_queued(inner, usize::MAX);
         if stop_ns.is_none() {
             return ran;

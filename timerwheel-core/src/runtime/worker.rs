@@ -9,16 +9,19 @@
 //! the next due timer still pending and can stop it. The ended timer's node goes with the
 //! next lock of its shard, usually the one that starts the next run.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+use super::callback::CallbackScope;
 use super::clock::Deadline;
 use super::executor::WorkerThread;
 use super::export::Ending;
-use super::group::Slot;
 use super::inner::Inner;
 use super::shard::{Finished, Run, Shard};
+use super::side::Slot;
+use super::sync::atomic::Ordering::Relaxed;
 use super::sync::thread;
-use super::ticker::tighten_timer_slack;
+use super::wake::tighten_timer_slack;
 use super::{Task, TimerId};
 use crate::wheel::Key;
 
@@ -123,10 +126,10 @@ impl<'a, T: Task> Runner<'a, T> {
     /// runtime's own lock waits before and after are not).
     fn run_callback(&self, id: TimerId, run: &mut Run<T>) {
         let Some(worker) = self.worker else {
-            return self.inner.run_task(id, run);
+            return self.run_task(id, run);
         };
         worker.enter_run(self.inner.clock.elapsed_ns());
-        self.inner.run_task(id, run);
+        self.run_task(id, run);
         worker.leave_runs();
     }
 
@@ -149,7 +152,7 @@ impl<'a, T: Task> Runner<'a, T> {
         } else {
             run.task
         };
-        self.inner.drop_ended(id, Ending::Task(task));
+        self.drop_ended(id, Ending::Task(task));
         match group {
             None => self.ended = Some(Ended { shard, key }),
             Some(group) => self.leave_group(shard, key, id, group),
@@ -167,8 +170,36 @@ impl<'a, T: Task> Runner<'a, T> {
         shard.notify_finished(&state);
         drop(state);
         if let Some(data) = ended {
-            self.inner.drop_ended(id, Ending::Group(data));
+            self.drop_ended(id, Ending::Group(data));
         }
+    }
+
+    /// Runs a started timer's task, recording its lateness (from the exact time it was
+    /// due, not its tick), catching a panic and counting it when slow.
+    fn run_task(&self, id: TimerId, run: &mut Run<T>) {
+        let start_ns = self.inner.clock.elapsed_ns();
+        let late_ns = start_ns.saturating_sub(self.inner.clock.exact_ns(run.deadline));
+        self.inner.lateness.record(late_ns / 1000);
+        let scope = CallbackScope::enter(self.inner.id(), id, &self.inner.panics);
+        let panicked = catch_unwind(AssertUnwindSafe(|| run.task.run(id))).is_err();
+        let recorded = scope.leave(); // counted when it was recorded
+        if panicked && !recorded {
+            self.inner.panics.fetch_add(1, Relaxed);
+        }
+        if let Some(slow_ns) = self.inner.slow_callback_ns {
+            if self.inner.clock.elapsed_ns().saturating_sub(start_ns) >= slow_ns {
+                self.inner.slow_callbacks.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// Drops the task of a timer whose run ended, on the thread that ran it and as part of
+    /// that timer's callback scope: its drop function may call back into the runtime as the
+    /// callback could (`cancel_sync` of its own timer is `Busy`, a shutdown does not wait
+    /// for this thread).
+    fn drop_ended(&self, id: TimerId, ended: Ending<T>) {
+        let _scope = CallbackScope::enter(self.inner.id(), id, std::ptr::null());
+        self.inner.end(ended);
     }
 
     /// Removes the node of the last ended timer, if any.
