@@ -4,7 +4,7 @@
 //!
 //! A group lives in one shard, and so do its timers: one lock guards the group and every
 //! timer in it, so deleting the group races with nothing. Its timers form a list threaded
-//! through their member records in the shard's [`Sides`] (a timer outside every group has
+//! through their member records in the shard's [`Extras`] (a timer outside every group has
 //! no such record and pays nothing). `live` counts the timers whose task has not been
 //! dropped yet; it only falls after a drop, so the group's data is dropped after the drop of
 //! each of its timers. Every timer on the list is counted in `live`, so a group's slot
@@ -13,7 +13,7 @@
 use std::fmt;
 use std::num::NonZeroU64;
 
-use super::side::{SideId, Sides, Slot};
+use super::extras::{ExtraId, Extras, Slot};
 use super::Error;
 use crate::wheel::Key;
 
@@ -51,7 +51,7 @@ struct Group {
     /// Timers of the group whose task has not been dropped yet.
     live: usize,
     /// The member record of the first timer on the group's list.
-    head: Option<SideId>,
+    head: Option<ExtraId>,
 }
 
 struct Entry {
@@ -123,38 +123,38 @@ impl Groups {
     }
 
     /// Puts the timer whose member record is `member` on the group's list.
-    pub(crate) fn link(&mut self, sides: &mut Sides, slot: Slot, member: SideId) {
+    pub(crate) fn link(&mut self, extras: &mut Extras, slot: Slot, member: ExtraId) {
         let group = self.group_mut(slot);
         group.live += 1;
         let next = group.head.replace(member);
         if let Some(next) = next {
-            sides.member_mut(next).prev = Some(member);
+            extras.member_mut(next).prev = Some(member);
         }
-        sides.member_mut(member).next = next;
+        extras.member_mut(member).next = next;
     }
 
     /// Takes the timer whose member record is `member` off its group's list (it stays
     /// counted until its task is dropped: [`dropped`](Self::dropped)).
-    pub(crate) fn unlink(&mut self, sides: &mut Sides, member: SideId) {
-        let record = sides.member_mut(member);
+    pub(crate) fn unlink(&mut self, extras: &mut Extras, member: ExtraId) {
+        let record = extras.member_mut(member);
         let (slot, prev, next) = (record.group, record.prev.take(), record.next.take());
         match prev {
-            Some(prev) => sides.member_mut(prev).next = next,
+            Some(prev) => extras.member_mut(prev).next = next,
             None => self.group_mut(slot).head = next,
         }
         if let Some(next) = next {
-            sides.member_mut(next).prev = prev;
+            extras.member_mut(next).prev = prev;
         }
     }
 
     /// Empties the group's list, for a delete of all of them: the keys of its timers. Each
     /// stays counted until its drop; a timer that is not deleted (it is running) leaves
     /// no list when it ends.
-    pub(crate) fn take_members(&mut self, sides: &mut Sides, slot: Slot) -> Vec<Key> {
+    pub(crate) fn take_members(&mut self, extras: &mut Extras, slot: Slot) -> Vec<Key> {
         let mut keys = Vec::new();
         let mut at = self.group_mut(slot).head.take();
         while let Some(member) = at {
-            let record = sides.member_mut(member);
+            let record = extras.member_mut(member);
             record.prev = None;
             at = record.next.take();
             keys.push(record.key);

@@ -30,7 +30,7 @@
 //! | `Pending`, `Due`, `Running { rearms: true }` | shutdown         | gone (a running one when its run returns) | `discarded`; place freed  |
 //!
 //! A run ends a timer in two steps: the worker drops the task outside the lock, then the
-//! node goes ([`ShardState::forget`](super::shard::ShardState::forget)); until then the
+//! node goes ([`ShardState::remove_ended`](super::shard::ShardState::remove_ended)); until then the
 //! timer still reads as running, so `cancel_sync` waits for the drop too.
 
 use super::periodic::Periodic;

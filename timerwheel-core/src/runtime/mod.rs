@@ -7,7 +7,7 @@
 //! | `virtual_clock.rs` | time moved by the caller: `advance`, `advance_to_next` |
 //! | `lifecycle.rs` | a timer's states and transitions, read in one place        |
 //! | `shard.rs`    | one wheel + bookkeeping under a lock; the transitions' code |
-//! | `side.rs`     | what periodic and wall-clock timers keep beside the wheel   |
+//! | `extras.rs`   | what periodic, wall-clock and group timers keep beside the wheel |
 //! | `group.rs`    | timer groups: a shard's table of them, their timers' list   |
 //! | `scope.rs`    | the Rust API's group handles: a scope that cancels on drop  |
 //! | `periodic.rs` | where a periodic timer runs next (fixed rate, fixed delay)  |
@@ -21,7 +21,7 @@
 //! | `callback.rs` | which runtime's callback or drop runs on this thread        |
 //! | `threads.rs`  | the runtime's threads started, and shut down, in order       |
 //! | `thread_state.rs` | whether a thread is blocked, as the kernel says         |
-//! | `inner.rs`    | the shared state: add, cancel, reset, groups across shards  |
+//! | `runtime_state.rs` | the shared state: add, cancel, reset, groups across shards |
 //! | `stats.rs`    | counters and the lateness histogram                         |
 //! | `metrics.rs`  | the last-minute view and the Prometheus text exposition     |
 //! | `fork.rs`     | the locks around fork(), and runtimes in a fork() child     |
@@ -46,9 +46,9 @@ mod deadline;
 mod error;
 mod executor;
 mod export;
+mod extras;
 mod fork;
 mod group;
-mod inner;
 mod lifecycle;
 #[cfg(all(test, loom))]
 mod loom_tests;
@@ -56,10 +56,10 @@ mod metrics;
 mod periodic;
 mod restart;
 mod run_queue;
+mod runtime_state;
 mod scope;
 mod shard;
 mod shared;
-mod side;
 mod stats;
 mod sync;
 mod task;
@@ -88,14 +88,14 @@ pub use stats::{Lateness, Stats, LATENESS_BOUNDS_US};
 pub use task::{prefetch, BoxTask, PeriodMode, Task, TimerId};
 pub use timer::Timer;
 
-use inner::Inner;
-use side::Schedule;
+use extras::Schedule;
+use runtime_state::RuntimeState;
 use worker::run_queued;
 
 /// A timer runtime. Every method takes `&self` and is safe from any thread, including from
 /// inside callbacks. Dropping the runtime shuts it down.
 pub struct Runtime<T: Task = BoxTask> {
-    inner: Arc<Inner<T>>,
+    inner: Arc<RuntimeState<T>>,
 }
 
 impl Runtime<BoxTask> {
@@ -409,7 +409,7 @@ impl<T: Task> Runtime<T> {
 
     /// Runs `step` on the calling thread as a poll (counted by the executor, so that a
     /// shutdown waits for it) and returns what it returns: how many callbacks ran.
-    fn drive(&self, step: impl FnOnce(&Inner<T>) -> usize) -> Result<usize, Error> {
+    fn drive(&self, step: impl FnOnce(&RuntimeState<T>) -> usize) -> Result<usize, Error> {
         self.inner.check_open()?;
         // A callback may shut the runtime down without waiting and let its owner free this
         // handle once the poll ends: the poll holds the runtime on its own.
@@ -485,7 +485,7 @@ fn period_ns(period: Duration) -> Option<u64> {
 /// [`Runtime`] handle ([`Runtime::shutdown_nowait_then`]); the owner's release then waits
 /// for the hold to end, and the calls still to come answer `Shutdown` through the hold.
 pub struct Hold<T: Task> {
-    inner: Arc<Inner<T>>,
+    inner: Arc<RuntimeState<T>>,
     /// Whether the executor counts it (not when the runtime was closed already).
     counted: bool,
 }

@@ -5,8 +5,8 @@
 use std::time::{Duration, SystemTime};
 
 use super::clock::{Clock, Deadline};
+use super::extras::Schedule;
 use super::periodic::resume;
-use super::side::Schedule;
 use super::{period_ns, Error, GroupId, PeriodMode, Rejected, Runtime, Task, TimerId};
 
 /// What a periodic timer re-created at an absolute start

@@ -8,8 +8,8 @@ use std::sync::Weak;
 use std::time::{Duration, SystemTime};
 
 use super::clock::Deadline;
-use super::inner::Inner;
-use super::side::Schedule;
+use super::extras::Schedule;
+use super::runtime_state::RuntimeState;
 use super::{periodic_schedule, BoxTask, Error, GroupId, PeriodMode, Timer, TimerId};
 
 /// A group of timers, owned: dropping it (or [`cancel`](Self::cancel)) cancels every timer
@@ -40,11 +40,11 @@ pub struct Group {
 #[derive(Clone)]
 pub struct GroupHandle {
     id: GroupId,
-    runtime: Weak<Inner<BoxTask>>,
+    runtime: Weak<RuntimeState<BoxTask>>,
 }
 
 impl Group {
-    pub(crate) fn new(id: GroupId, runtime: Weak<Inner<BoxTask>>) -> Self {
+    pub(crate) fn new(id: GroupId, runtime: Weak<RuntimeState<BoxTask>>) -> Self {
         Group {
             handle: Some(GroupHandle { id, runtime }),
         }
@@ -100,13 +100,16 @@ impl GroupHandle {
         self.id
     }
 
-    fn with<R>(&self, f: impl FnOnce(&Inner<BoxTask>) -> Result<R, Error>) -> Result<R, Error> {
+    fn with<R>(
+        &self,
+        f: impl FnOnce(&RuntimeState<BoxTask>) -> Result<R, Error>,
+    ) -> Result<R, Error> {
         f(&*self.runtime.upgrade().ok_or(Error::Shutdown)?)
     }
 
     fn add(
         &self,
-        deadline: impl FnOnce(&Inner<BoxTask>) -> Deadline,
+        deadline: impl FnOnce(&RuntimeState<BoxTask>) -> Deadline,
         schedule: Schedule,
         task: BoxTask,
     ) -> Result<Timer, Error> {
@@ -123,7 +126,7 @@ impl GroupHandle {
         delay: Duration,
         f: impl FnMut(TimerId) + Send + 'static,
     ) -> Result<Timer, Error> {
-        let deadline = |rt: &Inner<BoxTask>| rt.clock.deadline_after(delay);
+        let deadline = |rt: &RuntimeState<BoxTask>| rt.clock.deadline_after(delay);
         self.add(deadline, Schedule::Once, Box::new(f))
     }
 
@@ -133,7 +136,7 @@ impl GroupHandle {
         when: SystemTime,
         f: impl FnMut(TimerId) + Send + 'static,
     ) -> Result<Timer, Error> {
-        let deadline = |rt: &Inner<BoxTask>| rt.deadline_at(when);
+        let deadline = |rt: &RuntimeState<BoxTask>| rt.deadline_at(when);
         self.add(deadline, Schedule::At(when), Box::new(f))
     }
 
@@ -145,7 +148,7 @@ impl GroupHandle {
         f: impl FnMut(TimerId) + Send + 'static,
     ) -> Result<Timer, Error> {
         let schedule = periodic_schedule(period, PeriodMode::FixedRate).ok_or(Error::Invalid)?;
-        let deadline = |rt: &Inner<BoxTask>| rt.clock.deadline_after(period);
+        let deadline = |rt: &RuntimeState<BoxTask>| rt.clock.deadline_after(period);
         self.add(deadline, schedule, Box::new(f))
     }
 

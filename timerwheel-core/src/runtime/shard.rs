@@ -10,10 +10,10 @@ use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use super::clock::{Clock, Deadline};
+use super::extras::{Extra, ExtraId, Extras, Schedule, Slot};
 use super::group::{GroupData, GroupId, Groups};
 use super::lifecycle::State;
 use super::periodic::Periodic;
-use super::side::{Schedule, Side, SideId, Sides, Slot};
 use super::stats::Counters;
 use super::sync::{Condvar, Mutex, MutexGuard};
 use super::{Error, Task, TimerId};
@@ -128,9 +128,9 @@ pub(crate) struct Entry<T> {
     task: Option<T>,
     /// How far the deadline's exact time lies before its tick (see [`Deadline`]).
     rounded_up: RoundedUp,
-    /// The record of a periodic or wall-clock timer in the shard's [`Sides`], which says
+    /// The record of a periodic or wall-clock timer in the shard's [`Extras`], which says
     /// which of the two it is; none for a one-shot.
-    side: Option<SideId>,
+    extra: Option<ExtraId>,
 }
 
 /// [`Deadline::rounded_up_ns`] as an entry keeps it: plus one, so that `Option<Entry>` has
@@ -183,7 +183,7 @@ pub(crate) struct GroupDeleted<T> {
 pub(crate) enum Finished<T> {
     /// It went back into the wheel, due at this deadline.
     Rearmed(Deadline),
-    /// It ended (cancelled): drop the task, then [`forget`](ShardState::forget) the key.
+    /// It ended (cancelled): drop the task, then [`remove_ended`](ShardState::remove_ended) the key.
     Ended(T),
 }
 
@@ -195,7 +195,7 @@ pub(crate) struct Shard<T> {
 
 pub(crate) struct ShardState<T> {
     wheel: Wheel<Entry<T>>,
-    sides: Sides,
+    extras: Extras,
     pub(crate) counters: Counters,
     sync_waiters: usize,
     /// Scratch space of `expire_due`.
@@ -226,10 +226,10 @@ impl<T> Shard<T> {
     }
 
     /// Removes the node of a timer whose run ended and whose task was dropped
-    /// ([`ShardState::forget`]), and wakes the `cancel_sync` callers waiting for it.
+    /// ([`ShardState::remove_ended`]), and wakes the `cancel_sync` callers waiting for it.
     #[inline]
-    pub(crate) fn forget(&self, state: &mut ShardState<T>, key: Key) {
-        state.forget(key);
+    pub(crate) fn remove_ended(&self, state: &mut ShardState<T>, key: Key) {
+        state.remove_ended(key);
         self.notify_finished(state);
     }
 
@@ -241,7 +241,7 @@ impl<T> Shard<T> {
     }
 
     /// Waits, with the lock, until no run of `key` is under way and, if the run ended the
-    /// timer, its task has been dropped (see [`ShardState::forget`]).
+    /// timer, its task has been dropped (see [`ShardState::remove_ended`]).
     pub(crate) fn wait_not_running<'a>(
         &self,
         mut state: MutexGuard<'a, ShardState<T>>,
@@ -266,7 +266,7 @@ impl<T> ShardState<T> {
         wheel.advance(now, |_, _| {});
         ShardState {
             wheel,
-            sides: Sides::default(),
+            extras: Extras::default(),
             counters: Counters::default(),
             sync_waiters: 0,
             expired: Vec::new(),
@@ -289,23 +289,23 @@ impl<T> ShardState<T> {
         let entry = Entry {
             task: Some(task),
             rounded_up: RoundedUp::of(deadline),
-            side: None,
+            extra: None,
         };
         let key = self
             .wheel
             .insert(deadline.tick, entry)
             .map_err(|Full(entry)| (Error::Full, entry.task.expect("just put in")))?;
-        let side = match schedule {
+        let extra = match schedule {
             Schedule::Once => None,
-            Schedule::Every { period, mode } => Some(Side::Periodic(Periodic::new(period, mode))),
-            Schedule::At(when) => Some(Side::Wall { key, when }),
-            Schedule::EveryAfterCatchUp { period, mode, then } => Some(Side::Periodic(Periodic {
+            Schedule::Every { period, mode } => Some(Extra::Periodic(Periodic::new(period, mode))),
+            Schedule::At(when) => Some(Extra::Wall { key, when }),
+            Schedule::EveryAfterCatchUp { period, mode, then } => Some(Extra::Periodic(Periodic {
                 reset_to: Some(then),
                 ..Periodic::new(period, mode)
             })),
         };
-        if let Some(side) = side {
-            self.attach(key, side);
+        if let Some(extra) = extra {
+            self.attach(key, extra);
         }
         if deadline.tick <= self.wheel.now() {
             self.wheel.detach(key);
@@ -341,9 +341,9 @@ impl<T> ShardState<T> {
         };
         let key = self.insert(deadline, schedule, task)?;
         let entry = self.wheel.get_mut(key).expect("just inserted");
-        let member = self.sides.insert_member(key, slot, entry.side);
-        entry.side = Some(member);
-        self.groups.link(&mut self.sides, slot, member);
+        let member = self.extras.insert_member(key, slot, entry.extra);
+        entry.extra = Some(member);
+        self.groups.link(&mut self.extras, slot, member);
         Ok(key)
     }
 
@@ -357,7 +357,7 @@ impl<T> ShardState<T> {
     pub(crate) fn delete_group(&mut self, group: Key) -> Result<GroupDeleted<T>, Error> {
         let slot = self.groups.find(group)?;
         let (mut tasks, mut cancelled) = (Vec::new(), 0);
-        for key in self.groups.take_members(&mut self.sides, slot) {
+        for key in self.groups.take_members(&mut self.extras, slot) {
             match self.cancel(key) {
                 Ok(Some(removed)) => tasks.push(removed.task),
                 Ok(None) => {}
@@ -381,9 +381,9 @@ impl<T> ShardState<T> {
     }
 
     /// A timer of the group in `slot` ended after its run and its task was dropped:
-    /// removes its node ([`forget`](Self::forget)); the group's data if that ended it.
+    /// removes its node ([`remove_ended`](Self::remove_ended)); the group's data if that ended it.
     pub(crate) fn member_ended(&mut self, key: Key, slot: Slot) -> Option<GroupData> {
-        self.forget(key);
+        self.remove_ended(key);
         self.groups.dropped(slot, 1)
     }
 
@@ -421,12 +421,12 @@ impl<T> ShardState<T> {
                     .get_mut(key)
                     .expect("a timer in a state has a node");
                 // A plain one-shot has no record to change.
-                if entry.side.is_some() {
+                if entry.extra.is_some() {
                     // Re-armed by a delay, a wall-clock timer is no longer one.
-                    self.sides.drop_wall(&mut entry.side);
+                    self.extras.drop_wall(&mut entry.extra);
                     // The reset moves the next run: a catch-up run's way back to its grid
                     // goes.
-                    if let Some(periodic) = self.sides.periodic_mut(entry.side) {
+                    if let Some(periodic) = self.extras.periodic_mut(entry.extra) {
                         periodic.reset_to = None;
                     }
                 }
@@ -451,7 +451,7 @@ impl<T> ShardState<T> {
         // Only a running timer's record matters: whether it is periodic, and cancelled.
         let periodic = match task_here {
             true => None,
-            false => self.sides.periodic(entry.side),
+            false => self.extras.periodic(entry.extra),
         };
         Some(State::of(task_here, in_wheel, periodic))
     }
@@ -459,8 +459,8 @@ impl<T> ShardState<T> {
     /// The periodic schedule of a timer in the state `Running { rearms: true }`.
     fn periodic_of(&mut self, key: Key) -> &mut Periodic {
         let entry = self.wheel.get(key).expect("a running timer has a node");
-        self.sides
-            .periodic_mut(entry.side)
+        self.extras
+            .periodic_mut(entry.extra)
             .expect("a timer that rearms is periodic")
     }
 
@@ -514,7 +514,7 @@ impl<T> ShardState<T> {
     }
 
     pub(crate) fn has_wall_timers(&self) -> bool {
-        self.sides.has_walls()
+        self.extras.has_walls()
     }
 
     /// Takes the task of an expired timer, queued for its deadline `queued`, for a run at
@@ -541,7 +541,7 @@ impl<T> ShardState<T> {
         let entry = self.wheel.get_mut(key)?;
         let task = entry.task.take()?;
         self.counters.fired += 1;
-        let (periodic, group) = self.sides.run_kind(entry.side);
+        let (periodic, group) = self.extras.run_kind(entry.extra);
         if !periodic {
             self.counters.fired_one_shot += 1;
         }
@@ -556,7 +556,7 @@ impl<T> ShardState<T> {
 
     /// Ends a periodic timer's run: it goes back into the wheel (its next deadline comes
     /// back), or, cancelled, it ends and its task comes back to be dropped. An ended
-    /// timer's node stays, as if still running, until [`forget`](Self::forget): so
+    /// timer's node stays, as if still running, until [`remove_ended`](Self::remove_ended): so
     /// `cancel_sync` waits until the task is dropped.
     pub(crate) fn finish(&mut self, key: Key, run: Run<T>, clock: &Clock) -> Finished<T> {
         let Run {
@@ -567,7 +567,7 @@ impl<T> ShardState<T> {
         let (Some(due), Some(entry)) = (self.deadline(key), self.wheel.get_mut(key)) else {
             return Finished::Ended(task);
         };
-        let periodic = match self.sides.periodic_mut(entry.side) {
+        let periodic = match self.extras.periodic_mut(entry.extra) {
             Some(periodic) if !periodic.cancelled => periodic, // Running { rearms: true }
             _ => return Finished::Ended(task),                 // Cancelling
         };
@@ -593,7 +593,7 @@ impl<T> ShardState<T> {
                         tick,
                         rounded_up_ns: entry.rounded_up.ns(),
                     };
-                    visit(key, deadline, self.sides.schedule(entry.side), task);
+                    visit(key, deadline, self.extras.schedule(entry.extra), task);
                 }
                 None => running += usize::from(self.state(key) == Some(RUNNING_PERIODIC)),
             }
@@ -608,7 +608,7 @@ impl<T> ShardState<T> {
 
     /// Removes the node of a timer whose run ended, once its task has been dropped.
     #[inline]
-    pub(crate) fn forget(&mut self, key: Key) {
+    pub(crate) fn remove_ended(&mut self, key: Key) {
         if self.is_running(key) {
             self.remove(key);
         }
@@ -623,9 +623,9 @@ impl<T> ShardState<T> {
     }
 
     /// Keeps the record of a timer just inserted.
-    fn attach(&mut self, key: Key, side: Side) {
+    fn attach(&mut self, key: Key, extra: Extra) {
         if let Some(entry) = self.wheel.get_mut(key) {
-            entry.side = Some(self.sides.insert(side));
+            entry.extra = Some(self.extras.insert(extra));
         }
     }
 
@@ -636,9 +636,9 @@ impl<T> ShardState<T> {
         let Some(entry) = self.wheel.remove(key) else {
             return (None, None);
         };
-        let group = match entry.side {
-            Some(side) if self.sides.group(Some(side)).is_some() => self.remove_member(side),
-            Some(side) => self.sides.remove(side),
+        let group = match entry.extra {
+            Some(extra) if self.extras.group(Some(extra)).is_some() => self.remove_member(extra),
+            Some(extra) => self.extras.remove(extra),
             None => None,
         };
         (entry.task, group)
@@ -648,14 +648,14 @@ impl<T> ShardState<T> {
     /// records; its group. Out of the way of the timers outside groups.
     #[cold]
     #[inline(never)]
-    fn remove_member(&mut self, member: SideId) -> Option<Slot> {
-        self.groups.unlink(&mut self.sides, member);
-        self.sides.remove(member)
+    fn remove_member(&mut self, member: ExtraId) -> Option<Slot> {
+        self.groups.unlink(&mut self.extras, member);
+        self.extras.remove(member)
     }
 
     /// Re-places pending wall-clock timers after the system clock was stepped.
     pub(crate) fn replace_wall_timers(&mut self, clock: &Clock, wall_offset_ns: i64) {
-        for (key, when) in self.sides.walls() {
+        for (key, when) in self.extras.walls() {
             if self.wheel.is_pending(key) {
                 place(
                     &mut self.wheel,
@@ -675,20 +675,20 @@ impl<T> ShardState<T> {
         // A periodic timer running now (closed from a callback) ends when its run returns:
         // discarded too, though its task is not here.
         let mut running_periodic = 0;
-        let sides = &self.sides;
+        let extras = &self.extras;
         self.wheel.drain(|_, entry| {
             // The node has left the wheel: only whether the task is here and the periodic
             // record tell the state (`Due` stands for `Pending` too).
             let task_here = entry.task.is_some();
-            let periodic = sides.periodic(entry.side).filter(|_| !task_here);
+            let periodic = extras.periodic(entry.extra).filter(|_| !task_here);
             let state = State::of(task_here, false, periodic);
             running_periodic += u64::from(state == RUNNING_PERIODIC);
             if state.holds_task() {
-                groups.extend(sides.group(entry.side));
+                groups.extend(extras.group(entry.extra));
             }
             tasks.extend(entry.task);
         });
-        self.sides.clear();
+        self.extras.clear();
         self.groups.close_all();
         self.due_on_add.clear();
         self.counters.discarded += tasks.len() as u64 + running_periodic;
@@ -859,7 +859,7 @@ mod tests {
         assert!(!state.is_live(key));
         assert_eq!(state.cancel(key).err(), Some(Error::NotFound));
         assert!(matches!(state.finish(key, run, &clock), Finished::Ended(_)));
-        state.forget(key);
+        state.remove_ended(key);
         assert!(state.wheel.get(key).is_none() && state.close().0.is_empty());
     }
 

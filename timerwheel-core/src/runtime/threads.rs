@@ -5,19 +5,19 @@
 use std::sync::Arc;
 
 use super::fork;
-use super::inner::Inner;
+use super::runtime_state::RuntimeState;
 use super::sync;
 use super::ticker::ticker_main;
 use super::worker::spawn_worker;
 use super::{Config, Error, Task};
 
 /// A started runtime: its tick thread and `min_workers` workers unless manual.
-pub(crate) fn start<T: Task>(config: Config, shared: bool) -> Result<Arc<Inner<T>>, Error> {
+pub(crate) fn start<T: Task>(config: Config, shared: bool) -> Result<Arc<RuntimeState<T>>, Error> {
     config.validate()?;
     // A virtual clock has no threads: nothing would move it.
     let manual = config.manual || config.virtual_start.is_some();
     let config = Config { manual, ..config };
-    let inner = Arc::new(Inner::new(config, shared));
+    let inner = Arc::new(RuntimeState::new(config, shared));
     fork::register(&inner);
     if !inner.config.manual {
         let ticker = Arc::clone(&inner);
@@ -40,7 +40,7 @@ pub(crate) fn start<T: Task>(config: Config, shared: bool) -> Result<Arc<Inner<T
 
 /// [`Runtime::shutdown_at_exit`](super::Runtime::shutdown_at_exit): waits for running
 /// callbacks, then drops every pending timer; how many.
-pub(crate) fn shutdown<T: Task>(inner: &Inner<T>) -> Result<usize, Error> {
+pub(crate) fn shutdown<T: Task>(inner: &RuntimeState<T>) -> Result<usize, Error> {
     if inner.would_wait_for_itself() {
         return Err(Error::Busy);
     }
@@ -60,7 +60,7 @@ pub(crate) fn shutdown<T: Task>(inner: &Inner<T>) -> Result<usize, Error> {
 /// pending timer without waiting for running callbacks; `release` once no thread of the
 /// runtime is left.
 pub(crate) fn shutdown_nowait<T: Task>(
-    inner: &Inner<T>,
+    inner: &RuntimeState<T>,
     release: impl FnOnce() + Send + 'static,
 ) -> Result<usize, Error> {
     if inner.shared || inner.exporting_here() {

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::clock::{Clock, Deadline};
-use super::inner::Inner;
+use super::runtime_state::RuntimeState;
 use super::wake::tighten_timer_slack;
 use super::worker::{run_queued, spawn_worker};
 use super::{Task, TimerId};
@@ -104,7 +104,7 @@ impl HeldTimers {
 
 /// The tick thread: a [`round`], then sleep until the next wake-up it needs
 /// (or until woken, or the longest sleep the round allows).
-pub(crate) fn ticker_main<T: Task>(inner: Arc<Inner<T>>) {
+pub(crate) fn ticker_main<T: Task>(inner: Arc<RuntimeState<T>>) {
     tighten_timer_slack();
     let mut held = HeldTimers::default();
     while !inner.ticker.stopped() {
@@ -125,7 +125,7 @@ pub(crate) fn ticker_main<T: Task>(inner: Arc<Inner<T>>) {
 
 /// One step of time for manual `poll` and the virtual clock: queues every run due by the
 /// current tick (its exact deadline is then past too). Returns as [`step_time`].
-pub(crate) fn advance_time<T: Task>(inner: &Inner<T>) -> (Option<u64>, bool) {
+pub(crate) fn advance_time<T: Task>(inner: &RuntimeState<T>) -> (Option<u64>, bool) {
     step_time(inner, inner.clock.now_tick(), |mut expired| {
         inner.executor.push(&mut expired);
     })
@@ -134,7 +134,7 @@ pub(crate) fn advance_time<T: Task>(inner: &Inner<T>) -> (Option<u64>, bool) {
 /// The tick thread's step of time: expires one tick ahead, queues what is due by its exact
 /// deadline and holds the rest until then (see the module doc), then queues the held timers
 /// whose time has come. Returns as [`step_time`].
-fn advance_ahead<T: Task>(inner: &Inner<T>, held: &mut HeldTimers) -> (Option<u64>, bool) {
+fn advance_ahead<T: Task>(inner: &RuntimeState<T>, held: &mut HeldTimers) -> (Option<u64>, bool) {
     let ahead = inner.clock.now_tick().saturating_add(1);
     step_time(inner, ahead, |expired| {
         for (deadline, id) in expired {
@@ -150,7 +150,7 @@ fn advance_ahead<T: Task>(inner: &Inner<T>, held: &mut HeldTimers) -> (Option<u6
 /// `dispatch` in deadline order, then moves far timers closer. Returns the next tick with
 /// work and whether wall-clock timers are pending.
 fn step_time<T: Task>(
-    inner: &Inner<T>,
+    inner: &RuntimeState<T>,
     tick: u64,
     dispatch: impl FnOnce(Vec<(Deadline, TimerId)>),
 ) -> (Option<u64>, bool) {
@@ -163,7 +163,7 @@ fn step_time<T: Task>(
 /// stay in `held`), then run what is due here (no workers) or let the executor's monitor
 /// grow the pool. Returns the next tick with work in the wheel and the longest sleep
 /// allowed.
-fn round<T: Task>(inner: &Arc<Inner<T>>, held: &mut HeldTimers) -> (Option<u64>, Duration) {
+fn round<T: Task>(inner: &Arc<RuntimeState<T>>, held: &mut HeldTimers) -> (Option<u64>, Duration) {
     let (next, wall) = advance_ahead(inner, held);
     let mut longest = if wall { WALL_CHECK } else { Duration::MAX };
     if inner.config.max_workers == 0 {

@@ -3,7 +3,7 @@
 use std::sync::Weak;
 use std::time::Duration;
 
-use super::inner::Inner;
+use super::runtime_state::RuntimeState;
 use super::{BoxTask, Error, TimerId};
 
 /// A handle to a timer of the Rust API. Dropping it does not cancel the timer; it does not
@@ -11,7 +11,7 @@ use super::{BoxTask, Error, TimerId};
 #[derive(Clone)]
 pub struct Timer {
     id: TimerId,
-    runtime: Weak<Inner<BoxTask>>,
+    runtime: Weak<RuntimeState<BoxTask>>,
 }
 
 impl std::fmt::Debug for Timer {
@@ -21,7 +21,7 @@ impl std::fmt::Debug for Timer {
 }
 
 impl Timer {
-    pub(crate) fn new(id: TimerId, runtime: Weak<Inner<BoxTask>>) -> Self {
+    pub(crate) fn new(id: TimerId, runtime: Weak<RuntimeState<BoxTask>>) -> Self {
         Timer { id, runtime }
     }
 
@@ -30,7 +30,10 @@ impl Timer {
         self.id
     }
 
-    fn with<R>(&self, f: impl FnOnce(&Inner<BoxTask>) -> Result<R, Error>) -> Result<R, Error> {
+    fn with<R>(
+        &self,
+        f: impl FnOnce(&RuntimeState<BoxTask>) -> Result<R, Error>,
+    ) -> Result<R, Error> {
         f(&*self.runtime.upgrade().ok_or(Error::Shutdown)?)
     }
 

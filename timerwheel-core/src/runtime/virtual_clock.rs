@@ -18,7 +18,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::inner::Inner;
+use super::runtime_state::RuntimeState;
 use super::ticker::advance_time;
 use super::worker::run_queued;
 use super::{Error, Runtime, Task};
@@ -64,7 +64,7 @@ impl<T: Task> Runtime<T> {
     /// Runs `step` as a poll, after the advances of other threads under way.
     fn drive_virtual(
         &self,
-        step: impl FnOnce(&Inner<T>) -> Result<usize, Error>,
+        step: impl FnOnce(&RuntimeState<T>) -> Result<usize, Error>,
     ) -> Result<usize, Error> {
         if !self.inner.clock.is_virtual() {
             return Err(Error::Invalid);
@@ -84,7 +84,7 @@ impl<T: Task> Runtime<T> {
 
 /// The next tick with work that the clock can reach: none past its end tick, where only
 /// periodic timers whose schedule left the clock's range wait.
-fn next_stop<T: Task>(inner: &Inner<T>) -> Option<u64> {
+fn next_stop<T: Task>(inner: &RuntimeState<T>) -> Option<u64> {
     inner
         .next_expiry()
         .filter(|&tick| tick <= inner.clock.end_tick())
@@ -92,7 +92,7 @@ fn next_stop<T: Task>(inner: &Inner<T>) -> Option<u64> {
 
 /// Moves the virtual clock to `target_ns`, stopping at every tick with work on the way to
 /// run what is due there; returns how many callbacks ran.
-fn run_until<T: Task>(inner: &Inner<T>, target_ns: u64) -> usize {
+fn run_until<T: Task>(inner: &RuntimeState<T>, target_ns: u64) -> usize {
     let mut ran = 0;
     loop {
         let stop_ns = next_stop(inner)

@@ -16,9 +16,9 @@ use super::callback::CallbackScope;
 use super::clock::Deadline;
 use super::executor::WorkerThread;
 use super::export::Ending;
-use super::inner::Inner;
+use super::extras::Slot;
+use super::runtime_state::RuntimeState;
 use super::shard::{Finished, Run, Shard};
-use super::side::Slot;
 use super::sync::atomic::Ordering::Relaxed;
 use super::sync::thread;
 use super::wake::tighten_timer_slack;
@@ -30,7 +30,7 @@ use crate::wheel::Key;
 const MAX_BATCH: usize = 32;
 
 /// Starts a worker thread (already counted by the executor).
-pub(crate) fn spawn_worker<T: Task>(inner: &Arc<Inner<T>>) {
+pub(crate) fn spawn_worker<T: Task>(inner: &Arc<RuntimeState<T>>) {
     let worker = Arc::clone(inner);
     let spawned = thread::Builder::new()
         .name("timerwheel-worker".into())
@@ -44,7 +44,7 @@ pub(crate) fn spawn_worker<T: Task>(inner: &Arc<Inner<T>>) {
 /// A worker thread: runs what is queued until told to exit. Its callbacks, and its
 /// entry into a batch (an interpreter lock may make it wait there), are stamped for the
 /// executor's monitor.
-fn worker_main<T: Task>(inner: Arc<Inner<T>>) {
+fn worker_main<T: Task>(inner: Arc<RuntimeState<T>>) {
     tighten_timer_slack();
     let me = inner.executor.enlist();
     while inner.executor.wait_for_work() {
@@ -56,13 +56,17 @@ fn worker_main<T: Task>(inner: Arc<Inner<T>>) {
 
 /// Runs queued due timers on the calling thread, at most `limit`, until the queue is empty
 /// or the executor closes; returns how many ran.
-pub(crate) fn run_queued<T: Task>(inner: &Inner<T>, limit: usize) -> usize {
+pub(crate) fn run_queued<T: Task>(inner: &RuntimeState<T>, limit: usize) -> usize {
     run_batch(inner, limit, None)
 }
 
 /// [`run_queued`], on a worker when `worker` is set: its stamp of the entry into the batch
 /// ends once inside, and each callback is stamped.
-fn run_batch<T: Task>(inner: &Inner<T>, limit: usize, worker: Option<&WorkerThread>) -> usize {
+fn run_batch<T: Task>(
+    inner: &RuntimeState<T>,
+    limit: usize,
+    worker: Option<&WorkerThread>,
+) -> usize {
     let mut ran = 0;
     T::enter_batch(&mut || {
         worker.inspect(|w| w.leave_runs());
@@ -89,7 +93,7 @@ struct Ended<'a, T> {
 }
 
 struct Runner<'a, T> {
-    inner: &'a Inner<T>,
+    inner: &'a RuntimeState<T>,
     /// The worker thread running, if it is one.
     worker: Option<&'a WorkerThread>,
     ended: Option<Ended<'a, T>>,
@@ -106,7 +110,7 @@ impl<'a, T: Task> Runner<'a, T> {
         let now_ns = self.inner.clock.elapsed_ns();
         let mut state = shard.lock();
         if let Some(ended) = self.ended.take_if(|e| std::ptr::eq(e.shard, shard)) {
-            shard.forget(&mut state, ended.key);
+            shard.remove_ended(&mut state, ended.key);
         }
         let started = state.start(key, queued, now_ns, &self.inner.clock);
         drop(state);
@@ -205,7 +209,7 @@ impl<'a, T: Task> Runner<'a, T> {
     /// Removes the node of the last ended timer, if any.
     fn forget_ended(&mut self) {
         if let Some(ended) = self.ended.take() {
-            ended.shard.forget(&mut ended.shard.lock(), ended.key);
+            ended.shard.remove_ended(&mut ended.shard.lock(), ended.key);
         }
     }
 }

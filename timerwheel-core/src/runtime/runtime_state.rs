@@ -10,11 +10,11 @@ use super::callback::{drop_task, running};
 use super::clock::{Clock, Deadline};
 use super::executor::Executor;
 use super::export::{exporting_here, Ending, ExportGuard, Exports};
+use super::extras::{Schedule, Slot};
 use super::fork::{self, Held, Lockable};
 use super::group::{GroupData, GroupId};
 use super::metrics::{Metrics, Reading, Window};
 use super::shard::{Ids, Removed, Shard, MAX_SHARDS};
-use super::side::{Schedule, Slot};
 use super::stats::Histogram;
 use super::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use super::sync::{thread_local, Mutex};
@@ -84,7 +84,7 @@ impl Capacity {
     }
 }
 
-pub(crate) struct Inner<T> {
+pub(crate) struct RuntimeState<T> {
     pub(crate) config: Config,
     pub(crate) clock: Clock,
     shards: Box<[Shard<T>]>,
@@ -106,12 +106,12 @@ pub(crate) struct Inner<T> {
     /// A process-wide default: never shut down.
     pub(crate) shared: bool,
     /// The fork generation the runtime started in (see `fork.rs`).
-    born: u64,
+    fork_generation: u64,
     /// Exports under way, and the drops they defer (see `export.rs`).
     exports: Exports<Ending<T>>,
 }
 
-/// The exportable timers of one instant, copied ([`Inner::export`]).
+/// The exportable timers of one instant, copied ([`RuntimeState::export`]).
 pub(crate) struct Snapshot<'a, A, T, S> {
     /// What was read at that instant.
     pub(crate) at: A,
@@ -123,7 +123,7 @@ pub(crate) struct Snapshot<'a, A, T, S> {
     pub(crate) exporting: ExportGuard<'a, Ending<T>>,
 }
 
-impl<T: Task> Inner<T> {
+impl<T: Task> RuntimeState<T> {
     pub(crate) fn new(config: Config, shared: bool) -> Self {
         let clock = match config.virtual_start {
             Some(start) => Clock::new_virtual(config.tick, start),
@@ -146,7 +146,7 @@ impl<T: Task> Inner<T> {
         let shards = (0..shard_count)
             .map(|_| Shard::new(usize::MAX, 0))
             .collect();
-        Inner {
+        RuntimeState {
             executor: Executor::new(
                 config.min_workers,
                 config.max_workers,
@@ -169,7 +169,7 @@ impl<T: Task> Inner<T> {
             shutting_down: AtomicBool::new(false),
             wall_offset,
             shared,
-            born: fork::generation(),
+            fork_generation: fork::generation(),
             exports: Exports::default(),
         }
     }
@@ -181,7 +181,7 @@ impl<T: Task> Inner<T> {
     /// Whether this process is a fork() child of the one that started the runtime.
     #[inline]
     pub(crate) fn forked(&self) -> bool {
-        self.born != fork::generation()
+        self.fork_generation != fork::generation()
     }
 
     #[inline]
@@ -661,7 +661,7 @@ impl<T: Task> Inner<T> {
     }
 }
 
-impl<T: Task> Lockable for Inner<T> {
+impl<T: Task> Lockable for RuntimeState<T> {
     /// The shards in order, then the executor's locks.
     fn lock_all(&self) -> Box<dyn Held + '_> {
         let shards: Vec<_> = self.shards.iter().map(Shard::lock).collect();
