@@ -1,6 +1,6 @@
 //! W1-W8 of docs/benchmarks.md through the runtime (Rust API), each beside its baselines in the
 //! same run: the same-shape heap timer (BinaryHeap + lazy delete behind a Mutex, with its
-//! own thread) and tokio's DelayQueue. Every (workload, implementation) pair runs in a
+//! own thread) and tokio's DelayQueue (W1 and W2 also against tokio's `Sleep`). Every (workload, implementation) pair runs in a
 //! child process of its own, so memory figures start from a clean heap. W3 runs three times
 //! per implementation and reports the run with the median p99.
 //!
@@ -16,7 +16,7 @@
 
 mod support;
 
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -32,6 +32,8 @@ const SEED: u64 = 0x7157_2024;
 const OURS: &str = "timerwheel-rust";
 const HEAP: &str = "heap-timer";
 const TOKIO: &str = "tokio-delayqueue";
+/// tokio's own timer future, each registered with the runtime's driver by a first poll.
+const TOKIO_SLEEP: &str = "tokio-sleep";
 const TOKIO_MT: &str = "tokio-multi-thread";
 
 struct Scale {
@@ -77,9 +79,11 @@ fn main() {
         ("W1", OURS),
         ("W1", HEAP),
         ("W1", TOKIO),
+        ("W1", TOKIO_SLEEP),
         ("W2", OURS),
         ("W2", HEAP),
         ("W2", TOKIO),
+        ("W2", TOKIO_SLEEP),
         ("W3", OURS),
         ("W3", HEAP),
         ("W3", TOKIO),
@@ -186,9 +190,11 @@ fn run_child(workload: &str, implementation: &str, scale: &Scale) -> Row {
         ("W1", OURS) => w1_ours(scale.n),
         ("W1", HEAP) => w1_heap(scale.n),
         ("W1", TOKIO) => w1_tokio(scale.n),
+        ("W1", TOKIO_SLEEP) => w1_tokio_sleep(scale.n),
         ("W2", OURS) => w2_ours(scale),
         ("W2", HEAP) => w2_heap(scale),
         ("W2", TOKIO) => w2_tokio(scale),
+        ("W2", TOKIO_SLEEP) => w2_tokio_sleep(scale),
         ("W3", OURS) => w3_ours(scale.n),
         ("W3", HEAP) => w3_heap(scale.n),
         ("W3", TOKIO) => w3_tokio(scale.n),
@@ -320,6 +326,35 @@ fn w1_tokio(n: usize) -> Row {
     w1_row(TOKIO, true, n, add, start.elapsed(), grown)
 }
 
+/// A `Sleep` of tokio's due `delay` from now, registered with the driver of the runtime
+/// entered (as awaiting it would, by its first poll).
+fn registered_sleep(delay: Duration) -> std::pin::Pin<Box<tokio::time::Sleep>> {
+    let mut sleep = Box::pin(tokio::time::sleep(delay));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(sleep.as_mut().poll(&mut cx).is_pending());
+    sleep
+}
+
+/// W1 on tokio's `Sleep`: an add is a sleep made and polled once, a delete its drop.
+fn w1_tokio_sleep(n: usize) -> Row {
+    let (delays, order) = (w1_delays(n), w1_order(n));
+    let rt = tokio_runtime();
+    let _guard = rt.enter();
+    let mut sleeps: Vec<_> = (0..n).map(|_| None).collect();
+    let rss = rss_bytes();
+    let start = Instant::now();
+    for (i, &d) in delays.iter().enumerate() {
+        sleeps[i] = Some(registered_sleep(d));
+    }
+    let add = start.elapsed();
+    let grown = rss_bytes() - rss;
+    let start = Instant::now();
+    for &i in &order {
+        sleeps[i] = None;
+    }
+    w1_row(TOKIO_SLEEP, true, n, add, start.elapsed(), grown)
+}
+
 /// W2: `touches` refreshes of a random live 30 s timer to "30 s from now".
 fn w2_targets(scale: &Scale) -> Vec<usize> {
     let mut rng = Rng::new(SEED ^ 2);
@@ -374,6 +409,20 @@ fn w2_tokio(scale: &Scale) -> Row {
         queue.reset(&keys[i], SESSION);
     }
     w2_row(TOKIO, true, scale, start.elapsed())
+}
+
+/// W2 on tokio's `Sleep`: a touch is `Sleep::reset` to 30 s from now.
+fn w2_tokio_sleep(scale: &Scale) -> Row {
+    let targets = w2_targets(scale);
+    let rt = tokio_runtime();
+    let _guard = rt.enter();
+    let mut sleeps: Vec<_> = (0..scale.n).map(|_| registered_sleep(SESSION)).collect();
+    let start = Instant::now();
+    for &i in &targets {
+        let deadline = tokio::time::Instant::now() + SESSION;
+        sleeps[i].as_mut().reset(deadline);
+    }
+    w2_row(TOKIO_SLEEP, true, scale, start.elapsed())
 }
 
 /// W3: n timers due uniformly over [1 s, 3 s); each records how late it ran.
@@ -759,9 +808,12 @@ fn report(rows: &[Row]) {
         ratio("W1", "cancel_ns", OURS, HEAP).map(|r| r.target(1.0)),
         ratio("W1", "add_ns", OURS, TOKIO),
         ratio("W1", "cancel_ns", OURS, TOKIO),
+        ratio("W1", "add_ns", OURS, TOKIO_SLEEP),
+        ratio("W1", "cancel_ns", OURS, TOKIO_SLEEP),
         ratio("W1", "bytes_per_timer", OURS, HEAP),
         ratio("W2", "touch_ns", OURS, HEAP),
         ratio("W2", "touch_ns", OURS, TOKIO),
+        ratio("W2", "touch_ns", OURS, TOKIO_SLEEP),
         ratio("W3", "late_p99_us", OURS, HEAP),
         ratio("W3", "late_p99_us", OURS, TOKIO),
         ratio("W4", "idle_cpu_pct", OURS, HEAP),
