@@ -407,6 +407,14 @@ func cDeleteMany(w cWheel, ids []uint64) []error {
 	return errs
 }
 
+// cDeleteInto deletes the timers of ids in one crossing into C, writing each one's status
+// into statuses (as long as ids); no allocation, for the deferred deletes of Stop.
+func cDeleteInto(w cWheel, ids []uint64, statuses []uint32) {
+	// Its own status is TW_OK here (w, ids and statuses are set): the statuses say it all.
+	_ = C.tw_delete_many(w, (*C.tw_timer_id)(unsafe.Pointer(&ids[0])), C.size_t(len(ids)),
+		&statuses[0])
+}
+
 // cReset re-arms a pending timer delayMs from now.
 func cReset(w cWheel, id, delayMs uint64) error {
 	return statusErr(C.tw_reset(w, C.tw_timer_id(id), C.uint64_t(delayMs)))

@@ -156,7 +156,7 @@ func TestCloseWhileGoroutinesUseTheWheel(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	checkInvariant(t, w.Stats())
-	if n := timers.countWheel(w); n != 0 {
+	if n := liveEntries(w); n != 0 {
 		t.Fatalf("%d registry entries live after Close", n)
 	}
 }

@@ -72,7 +72,7 @@ func TestStopAndResetRaceOneTimer(t *testing.T) {
 	eventually(t, "the timer to end", func() bool { return w.Stats().Pending == 0 })
 	checkInvariant(t, w.Stats())
 	// The Go side of a callback that the library has started may still be on its way.
-	eventually(t, "no registry entry live", func() bool { return timers.countWheel(w) == 0 })
+	eventually(t, "no registry entry live", func() bool { return liveEntries(w) == 0 })
 }
 
 // holdFiring runs act while the one-shot timer tm of w, which the library has just started
@@ -137,7 +137,7 @@ func TestResetWhileFiringMovesIt(t *testing.T) {
 		t.Fatalf("Added %d FiredOneShot %d, want 1 and 1", s.Added, s.FiredOneShot)
 	}
 	// The Go side of a callback that the library has started may still be on its way.
-	eventually(t, "no registry entry live", func() bool { return timers.countWheel(w) == 0 })
+	eventually(t, "no registry entry live", func() bool { return liveEntries(w) == 0 })
 }
 
 func TestStopWhileFiringStopsIt(t *testing.T) {

@@ -60,7 +60,7 @@ func TestMaxTimersGivesErrFull(t *testing.T) {
 	if _, err := w.AfterFunc(time.Hour, func() {}); !errors.Is(err, ErrFull) {
 		t.Fatalf("third AfterFunc with MaxTimers 2 = %v, want ErrFull", err)
 	}
-	if n := timers.countWheel(w); n != 2 {
+	if n := liveEntries(w); n != 2 {
 		t.Fatalf("%d live entries after a refused add, want 2", n)
 	}
 	a.Stop()

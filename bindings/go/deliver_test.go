@@ -65,7 +65,7 @@ func TestCloseRacingDeliveredFiresWaitsForEveryStartedFunc(t *testing.T) {
 	if s.FiredOneShot != uint64(atClose) {
 		t.Fatalf("Stats after Close: FiredOneShot %d, %d funcs ran", s.FiredOneShot, atClose)
 	}
-	if n := timers.countWheel(w); n != 0 {
+	if n := liveEntries(w); n != 0 {
 		t.Fatalf("%d registry entries live after Close", n)
 	}
 }

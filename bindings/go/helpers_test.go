@@ -61,3 +61,13 @@ func checkInvariant(t *testing.T, s Stats) {
 			s.Added, s.FiredOneShot, s.Cancelled, s.Pending, s.Discarded)
 	}
 }
+
+// liveEntries is the number of w's live registry entries once the deletes that its Stops
+// queued (stops.go) are made.
+func liveEntries(w *Wheel) int {
+	if w.gate.enter() {
+		w.flushStops()
+		w.gate.exit()
+	}
+	return timers.countWheel(w)
+}

@@ -38,11 +38,11 @@ func TestNoLeaks(t *testing.T) {
 	for _, tm := range periodic[:10] {
 		tm.Stop() // stopped after running a while; the other 10 are discarded by Close
 	}
-	if n := timers.countWheel(w); n != 110 {
+	if n := liveEntries(w); n != 110 {
 		t.Fatalf("%d live entries with 110 timers pending", n)
 	}
 	w.Close()
-	if n := timers.countWheel(w); n != 0 {
+	if n := liveEntries(w); n != 0 {
 		t.Fatalf("%d registry entries live after Close", n)
 	}
 	eventually(t, "the goroutine count to return to where it was", func() bool {

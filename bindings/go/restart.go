@@ -71,6 +71,7 @@ func (w *Wheel) Export() ([]Pending, int, error) {
 		return nil, 0, w.err
 	}
 	defer w.gate.exit()
+	w.flushStops() // a stopped timer's C timer is not pending
 	exported, running, err := cExport(w.c)
 	if err != nil {
 		return nil, 0, err

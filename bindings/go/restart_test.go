@@ -164,7 +164,7 @@ func TestEveryFromRefusesWhatCannotKeepTheSchedule(t *testing.T) {
 			t.Errorf("EveryFrom(period %v, missed %d): %v, want ErrInvalid", tc.period, tc.missed, err)
 		}
 	}
-	if n := timers.countWheel(w); n != 0 {
+	if n := liveEntries(w); n != 0 {
 		t.Fatalf("%d registry entries left by refused adds, want 0", n)
 	}
 }

@@ -74,6 +74,14 @@ func (t *Timer) stopFunc() bool {
 		return false
 	}
 	defer w.gate.exit()
+	if t.deferrable() {
+		// Stopped here: a fire of this handle finds it gone (begin); the C timer is deleted
+		// with others (stops.go).
+		w.deferStop(t.id, t.handle)
+		t.handle = 0
+		t.unwatchContext()
+		return true
+	}
 	return t.deleted(cDelete(w.c, t.id))
 }
 
@@ -173,6 +181,11 @@ func (t *Timer) armWith(add func(handle uintptr) (uint64, error)) error {
 	defer w.gate.exit()
 	h := timers.add(t)
 	id, err := add(h)
+	if errors.Is(err, ErrFull) && w.batched {
+		// Stopped timers whose delete is still queued (stops.go) hold places: free them.
+		w.flushStops()
+		id, err = add(h)
+	}
 	if err != nil {
 		timers.release(h)
 		return err

@@ -37,6 +37,8 @@ type Wheel struct {
 	// funcs that are running or about to.
 	batched bool
 	runs    sync.WaitGroup
+	// stops holds the C timers of Stops not deleted yet (stops.go); batched wheels only.
+	stops stopQueue
 
 	// final is what Stats returns once the wheel is closed (set by Close).
 	final atomic.Pointer[Stats]
@@ -129,6 +131,7 @@ func (w *Wheel) startWith(period time.Duration, mode periodMode, f func(),
 // counters, with the timers that were pending counted as discarded.
 func (w *Wheel) Stats() Stats {
 	if w.gate.enter() {
+		w.flushStops()
 		s, err := cStats(w.c)
 		w.gate.exit()
 		if err == nil {
@@ -156,6 +159,7 @@ func (w *Wheel) StatsRecent(window time.Duration) Stats {
 		return Stats{}
 	}
 	defer w.gate.exit()
+	w.flushStops()
 	s, err := cStatsRecent(w.c, window)
 	if err != nil {
 		return Stats{}
@@ -173,6 +177,7 @@ func (w *Wheel) MetricsText() (string, error) {
 		return "", ErrClosed
 	}
 	defer w.gate.exit()
+	w.flushStops()
 	return cMetricsText(w.c)
 }
 
@@ -188,6 +193,7 @@ func (w *Wheel) Close() error {
 	if w.shared || !w.gate.closeAllowing(w.inCallback.Load()) {
 		return nil
 	}
+	w.flushStops()      // the gate is closed: no Stop queues a delete after this
 	s, _ := cStats(w.c) // the last snapshot: the wheel is freed below
 	last := w.unstarted.adjust(s)
 	w.final.Store(&last)
