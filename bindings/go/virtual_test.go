@@ -176,13 +176,16 @@ func TestVirtualCloseFromACallbackStopsTheAdvance(t *testing.T) {
 
 // Timers already due when added (a zero or negative delay: Go's "now") start in the order
 // they were added, on a virtual wheel and on a wheel of one worker (held busy while they
-// queue), like the runtime's timers of equal deadlines.
+// queue), like the runtime's timers of equal deadlines. The wheel of one worker sets
+// SlowCallback, so that its funcs run on the library's worker (the direct path): on the
+// real clock without it, deliverers run batches side by side and a func that blocks holds
+// up only its own batch (README, "How callbacks run").
 func TestTimersAlreadyDueRunInTheOrderAdded(t *testing.T) {
 	for _, kind := range []string{"virtual", "one worker"} {
 		t.Run(kind, func(t *testing.T) {
 			cfg := Config{VirtualStart: start}
 			if kind == "one worker" {
-				cfg = Config{MinWorkers: 1, MaxWorkers: 1}
+				cfg = Config{MinWorkers: 1, MaxWorkers: 1, SlowCallback: time.Hour}
 			}
 			w := newWheel(t, cfg)
 			gate := make(chan struct{})
