@@ -7,6 +7,10 @@ as it is much slower; each line says its n. Per-operation figures include the Py
 that drives them, the same for both.
 
     python bench.py [--n 1000000] [--asyncio-n 200000] [--touches 2000000]
+
+`--w1 ROUNDS` runs only W1 at asyncio's size (--asyncio-n), ROUNDS times each, alternating
+timerwheel and asyncio, and prints the call_later + cancel ratio of each round and their
+median: the quick check of one figure.
 """
 
 import argparse
@@ -189,6 +193,22 @@ def w3_asyncio(n):
     return w3_report("asyncio", n, lateness, start, end)
 
 
+# ---- W1 alone, in rounds (--w1).
+
+def w1_rounds(n, rounds):
+    ratios = []
+    for _ in range(rounds):
+        wheel = timerwheel.Wheel()
+        ours = w1("timerwheel-python", n, wheel.call_later, wheel.close)
+        loop = asyncio.new_event_loop()
+        base = w1("asyncio", n, loop.call_later, loop.close)
+        ratio = (ours["add_ns"] + ours["cancel_ns"]) / (base["add_ns"] + base["cancel_ns"])
+        ratios.append(ratio)
+        print(f"W1 call_later+cancel ratio (n={n:,} both): {ratio:.3f}", flush=True)
+    ratios.sort()
+    print(f"median of {rounds}: {ratios[len(ratios) // 2]:.3f}  target <= 0.12")
+
+
 # ---- The table.
 
 def table(rows, n, an):
@@ -231,8 +251,11 @@ def main():
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--asyncio-n", type=int, default=200_000)
     parser.add_argument("--touches", type=int, default=2_000_000)
+    parser.add_argument("--w1", type=int, metavar="ROUNDS", help="only W1, ROUNDS times")
     args = parser.parse_args()
     n, an = args.n, args.asyncio_n
+    if args.w1:
+        return w1_rounds(an, args.w1)
     rows = []
 
     for size in (n, an):

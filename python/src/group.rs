@@ -107,7 +107,7 @@ impl Group {
         kwargs: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Timer> {
         let delay = self::delay("delay", &delay)?;
-        let task = task(callback, args, kwargs)?;
+        let task = task(callback, Some(args), kwargs)?;
         self.added(self.rt.group_add(self.id, delay, task), "call_later")
     }
 
@@ -121,7 +121,7 @@ impl Group {
         kwargs: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Timer> {
         let when = unix_time(when)?;
-        let task = task(callback, args, kwargs)?;
+        let task = task(callback, Some(args), kwargs)?;
         self.added(self.rt.group_add_at(self.id, when, task), "call_at")
     }
 
@@ -138,7 +138,7 @@ impl Group {
         kwargs: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Timer> {
         let (period, first) = every(&period, first)?;
-        let task = task(callback, args, kwargs)?;
+        let task = task(callback, Some(args), kwargs)?;
         let added = self
             .rt
             .group_add_periodic(self.id, first, period, mode(fixed_delay), task);

@@ -18,27 +18,38 @@ use crate::gil;
 /// is printed besides what `sys.unraisablehook` prints.
 pub struct CallbackRaised;
 
+/// `func(*args, **kwargs)` with at least one argument: kept in a box of its own, so that the
+/// common task without arguments is the callable alone.
 struct Call {
     func: Py<PyAny>,
-    // `None` for no arguments, the common case: nothing to hold or release.
+    // `None` for no positional arguments (keyword arguments only).
     args: Option<Py<PyTuple>>,
     kwargs: Option<Py<PyDict>>,
+}
+
+/// What a task holds: two words, so that a timer's node in the wheel stays small.
+enum Held {
+    /// `func()`: the callable alone, the common case (no box, no tuple).
+    Func(Py<PyAny>),
+    /// `func(*args, **kwargs)` with arguments.
+    Call(Box<Call>),
+    /// A task of the library's own.
+    Native(Box<BoxTask>),
+    /// Nothing: only inside `drop`, which takes the references out to release them while
+    /// attached.
+    Released,
 }
 
 /// A timer's task: `func(*args, **kwargs)`, or a task of the library's own (a durable
 /// timer's dispatch to its handler, which takes the GIL itself).
 pub struct PyTask {
-    // `None` only inside `drop`, which takes it out to release it while attached, and for
-    // a native task.
-    call: Option<Call>,
-    native: Option<BoxTask>,
+    held: Held,
 }
 
 impl From<BoxTask> for PyTask {
     fn from(task: BoxTask) -> Self {
         PyTask {
-            call: None,
-            native: Some(task),
+            held: Held::Native(Box::new(task)),
         }
     }
 }
@@ -48,31 +59,52 @@ impl PyTask {
     /// not kept.
     pub fn new(
         func: Bound<'_, PyAny>,
-        args: Bound<'_, PyTuple>,
+        args: Option<Bound<'_, PyTuple>>,
         kwargs: Option<Bound<'_, PyDict>>,
     ) -> PyTask {
-        let call = Call {
-            func: func.unbind(),
-            args: (!args.is_empty()).then(|| args.unbind()),
-            kwargs: kwargs.filter(|k| !k.is_empty()).map(Bound::unbind),
+        let args = args.filter(|a| !a.is_empty()).map(Bound::unbind);
+        let kwargs = kwargs.filter(|k| !k.is_empty()).map(Bound::unbind);
+        let held = match (args, kwargs) {
+            (None, None) => Held::Func(func.unbind()),
+            (args, kwargs) => Held::Call(Box::new(Call {
+                func: func.unbind(),
+                args,
+                kwargs,
+            })),
         };
-        PyTask {
-            call: Some(call),
-            native: None,
-        }
+        PyTask { held }
     }
 
     /// New references to its callable, positional and keyword arguments (if any).
     pub fn call_parts(&self, py: Python<'_>) -> Option<CallParts> {
-        let call = self.call.as_ref()?;
-        let args = call.args.as_ref().map(|args| args.clone_ref(py));
-        let kwargs = call.kwargs.as_ref().map(|kwargs| kwargs.clone_ref(py));
-        Some((call.func.clone_ref(py), args, kwargs))
+        match &self.held {
+            Held::Func(func) => Some((func.clone_ref(py), None, None)),
+            Held::Call(call) => {
+                let args = call.args.as_ref().map(|args| args.clone_ref(py));
+                let kwargs = call.kwargs.as_ref().map(|kwargs| kwargs.clone_ref(py));
+                Some((call.func.clone_ref(py), args, kwargs))
+            }
+            Held::Native(_) | Held::Released => None,
+        }
     }
 }
 
 /// A task's callable, positional arguments and keyword arguments (if any).
 pub type CallParts = (Py<PyAny>, Option<Py<PyTuple>>, Option<Py<PyDict>>);
+
+/// What a callback's exception becomes: reported (`sys.unraisablehook`), then the unwind
+/// that the runtime counts.
+fn raised(py: Python<'_>, err: PyErr, func: &Bound<'_, PyAny>) -> ! {
+    err.write_unraisable(py, Some(func));
+    panic::resume_unwind(Box::new(CallbackRaised));
+}
+
+fn invoke_func(py: Python<'_>, func: &Py<PyAny>) {
+    let func = func.bind(py);
+    if let Err(err) = func.call0() {
+        raised(py, err, func);
+    }
+}
 
 impl Call {
     fn invoke(&self, py: Python<'_>) {
@@ -87,29 +119,37 @@ impl Call {
             }
         };
         if let Err(err) = result {
-            err.write_unraisable(py, Some(func));
-            panic::resume_unwind(Box::new(CallbackRaised));
+            raised(py, err, func);
         }
     }
 }
 
 impl Task for PyTask {
     fn run(&mut self, id: TimerId) {
-        if let Some(native) = &mut self.native {
-            native(id);
-        } else if let Some(call) = &self.call {
-            // None: the interpreter is shutting down; nothing can run any more.
-            Python::try_attach(|py| call.invoke(py));
+        // try_attach: None when the interpreter is shutting down; nothing can run any more.
+        match &mut self.held {
+            Held::Func(func) => {
+                Python::try_attach(|py| invoke_func(py, func));
+            }
+            Held::Call(call) => {
+                Python::try_attach(|py| call.invoke(py));
+            }
+            Held::Native(native) => native(id),
+            Held::Released => {}
         }
     }
 
     /// The callable and its arguments are read first when the run starts.
     fn warm(&self) {
-        if let Some(call) = &self.call {
-            prefetch(call.func.as_ptr());
-            if let Some(args) = &call.args {
-                prefetch(args.as_ptr());
+        match &self.held {
+            Held::Func(func) => prefetch(func.as_ptr()),
+            Held::Call(call) => {
+                prefetch(call.func.as_ptr());
+                if let Some(args) = &call.args {
+                    prefetch(args.as_ptr());
+                }
             }
+            Held::Native(_) | Held::Released => {}
         }
     }
 
@@ -129,19 +169,20 @@ impl Task for PyTask {
 
 impl Drop for PyTask {
     fn drop(&mut self) {
-        if let Some(call) = self.call.take() {
-            if let Err(call) = release(call) {
+        let held = std::mem::replace(&mut self.held, Held::Released);
+        if let Held::Func(_) | Held::Call(_) = held {
+            if let Err(held) = release(held) {
                 // The interpreter is gone: the references cannot be released any more.
-                std::mem::forget(call);
+                std::mem::forget(held);
             }
         }
     }
 }
 
 /// Releases the references now, attached to the interpreter (a no-op attach when the
-/// thread already holds the GIL); hands `call` back when the interpreter is gone.
-fn release(call: Call) -> Result<(), Call> {
-    let mut slot = Some(call);
+/// thread already holds the GIL); hands `held` back when the interpreter is gone.
+fn release(held: Held) -> Result<(), Held> {
+    let mut slot = Some(held);
     match Python::try_attach(|_py| drop(slot.take())) {
         Some(()) => Ok(()),
         None => Err(slot.take().expect("not taken when not attached")),

@@ -47,7 +47,7 @@ fn virtual_start(value: Option<Bound<'_, PyAny>>) -> PyResult<Option<SystemTime>
 /// The task for `callback(*args, **kwargs)`, or a TypeError if it cannot be called.
 pub(crate) fn task(
     callback: Bound<'_, PyAny>,
-    args: Bound<'_, PyTuple>,
+    args: Option<Bound<'_, PyTuple>>,
     kwargs: Option<Bound<'_, PyDict>>,
 ) -> PyResult<PyTask> {
     if !callback.is_callable() {
@@ -57,6 +57,38 @@ pub(crate) fn task(
         )));
     }
     Ok(PyTask::new(callback, args, kwargs))
+}
+
+/// The two first positional arguments of a call, and the callback's arguments after them.
+type Split<'py> = (
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Option<Bound<'py, PyTuple>>,
+);
+
+/// The two positional-only parameters `names` of the method `what` of `_Wheel` and the
+/// callback's positional arguments after them (None when there are none), from the tuple of
+/// every positional argument; the TypeError of a call without them as Python words it.
+fn two_first<'py>(
+    args: &Bound<'py, PyTuple>,
+    what: &str,
+    names: [&str; 2],
+) -> PyResult<Split<'py>> {
+    let given = args.len();
+    if given < 2 {
+        let missing = match given {
+            0 => format!(
+                "2 required positional arguments: '{}' and '{}'",
+                names[0], names[1]
+            ),
+            _ => format!("1 required positional argument: '{}'", names[1]),
+        };
+        return Err(PyTypeError::new_err(format!(
+            "_Wheel.{what}() missing {missing}"
+        )));
+    }
+    let rest = (given > 2).then(|| args.get_slice(2, given));
+    Ok((args.get_item(0)?, args.get_item(1)?, rest))
 }
 
 /// The period and the first delay of `call_every(period, ..., first=...)`: one period when
@@ -303,14 +335,19 @@ impl Wheel {
     }
 
     /// Runs `callback(*args, **kwargs)` once, `delay` seconds from now (never earlier).
-    #[pyo3(signature = (delay, callback, /, *args, **kwargs))]
+    // The signature is (delay, callback, /, *args, **kwargs), parsed by `two_first` from
+    // the tuple of every positional argument: no tuple of the callback's arguments is made
+    // when there are none.
+    #[pyo3(
+        signature = (*args, **kwargs),
+        text_signature = "($self, delay, callback, /, *args, **kwargs)"
+    )]
     fn call_later(
         &self,
-        delay: Bound<'_, PyAny>,
-        callback: Bound<'_, PyAny>,
-        args: Bound<'_, PyTuple>,
+        args: &Bound<'_, PyTuple>,
         kwargs: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Timer> {
+        let (delay, callback, args) = two_first(args, "call_later", ["delay", "callback"])?;
         let delay = self::delay("delay", &delay)?;
         let task = task(callback, args, kwargs)?;
         self.added(self.rt.add(delay, task), "call_later")
@@ -327,7 +364,7 @@ impl Wheel {
         kwargs: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Timer> {
         let when = unix_time(when)?;
-        let task = task(callback, args, kwargs)?;
+        let task = task(callback, Some(args), kwargs)?;
         self.added(self.rt.add_at(when, task), "call_at")
     }
 
@@ -349,7 +386,7 @@ impl Wheel {
         kwargs: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Timer> {
         let (period, first) = every(&period, first)?;
-        let task = task(callback, args, kwargs)?;
+        let task = task(callback, Some(args), kwargs)?;
         self.added(
             self.rt.add_periodic(first, period, mode(fixed_delay), task),
             "call_every",
@@ -377,7 +414,7 @@ impl Wheel {
         let first = unix_time(first)?;
         let period = self::period(&period)?;
         let missed = self::missed(missed)?;
-        let task = task(callback, args, kwargs)?;
+        let task = task(callback, Some(args), kwargs)?;
         let mode = mode(fixed_delay);
         self.added(
             self.rt.add_periodic_at(first, period, mode, missed, task),
