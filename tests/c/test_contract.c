@@ -147,8 +147,28 @@ static void test_drop_delete_syncs_itself(void) {
     pair a = {w, 0, 0, -1, 0, 0};
     CHECK_OK(tw_add(w, 1, count_run, &a, drop_delete_syncs_itself, &a.other));
     CHECK(wait_for(&a.drops, 1, WAIT_MS));
-    tw_status status = (tw_status)atomic_get(&a.status);
-    CHECK(status == TW_ERR_BUSY || status == TW_ERR_NOT_FOUND);
+    CHECK_STATUS((tw_status)atomic_get(&a.status), TW_ERR_BUSY);
+    CHECK_OK(tw_destroy(w));
+}
+
+/* The same drop, run by the tw_delete of its timer on this thread (outside any callback):
+ * TW_ERR_BUSY as from the drop after a run, not TW_ERR_NOT_FOUND for the timer it drops. */
+static void test_drop_run_by_delete_delete_syncs_itself(void) {
+    tw_wheel *w = wheel(1, 1, 0);
+    pair a = {w, 0, 0, -1, 0, 0};
+    CHECK_OK(tw_add(w, 3600000, count_run, &a, drop_delete_syncs_itself, &a.other));
+    CHECK_OK(tw_delete(w, a.other));
+    CHECK(atomic_get(&a.drops) == 1);
+    CHECK_STATUS((tw_status)atomic_get(&a.status), TW_ERR_BUSY);
+    tw_timer_id ids[1] = {a.other};
+    tw_status statuses[1];
+    CHECK_OK(tw_add(w, 3600000, count_run, &a, drop_delete_syncs_itself, &ids[0]));
+    a.other = ids[0];
+    CHECK_OK(tw_delete_many(w, ids, 1, statuses));
+    CHECK_STATUS(statuses[0], TW_OK);
+    CHECK(atomic_get(&a.drops) == 2);
+    CHECK_STATUS((tw_status)atomic_get(&a.status), TW_ERR_BUSY);
+    CHECK(atomic_get(&a.runs) == 0);
     CHECK_OK(tw_destroy(w));
 }
 
@@ -219,6 +239,27 @@ static void destroy_from_own_context(uint32_t max_workers, int manual, int from_
     CHECK_STATUS((tw_status)atomic_get(&o.nowait_status), TW_OK);
     CHECK(atomic_get(&o.pending_drops) == PENDING);
     sleep_ms(20); /* the wheel's threads exit and free it: LeakSanitizer checks at exit */
+}
+
+/* A drop that tw_destroy's own discards run: the wheel is being destroyed already, so
+ * tw_destroy and tw_destroy_nowait there are TW_ERR_SHUTDOWN (not TW_ERR_BUSY). */
+static long destroy_in_discard[2] = {-1, -1};
+
+static void destroy_again_in_drop(void *data) {
+    tw_wheel *w = data;
+    destroy_in_discard[0] = tw_destroy(w);
+    destroy_in_discard[1] = tw_destroy_nowait(w);
+}
+
+static void test_destroy_from_a_drop_of_its_own_discards(void) {
+    for (int manual = 0; manual <= 1; manual++) {
+        tw_wheel *w = manual ? wheel(0, 0, 1) : wheel(1, 2, 0);
+        tw_timer_id id;
+        CHECK_OK(tw_add(w, 3600000, never_runs, w, destroy_again_in_drop, &id));
+        CHECK_OK(tw_destroy(w));
+        CHECK_STATUS((tw_status)destroy_in_discard[0], TW_ERR_SHUTDOWN);
+        CHECK_STATUS((tw_status)destroy_in_discard[1], TW_ERR_SHUTDOWN);
+    }
 }
 
 static void test_destroy_from_a_callback(void) { destroy_from_own_context(2, 0, 0); }
@@ -357,6 +398,8 @@ int main(void) {
     RUN(test_manual_drop_deletes_a_due_one_shot);
     RUN(test_manual_drop_delete_syncs_a_due_one_shot);
     RUN(test_drop_delete_syncs_itself);
+    RUN(test_drop_run_by_delete_delete_syncs_itself);
+    RUN(test_destroy_from_a_drop_of_its_own_discards);
     RUN(test_destroy_from_a_callback);
     RUN(test_destroy_from_a_drop);
     RUN(test_destroy_from_the_tick_thread);

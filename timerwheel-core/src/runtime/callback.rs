@@ -83,6 +83,19 @@ impl CallbackScope {
         })
     }
 
+    /// The drop function of the timer `id` of the runtime `runtime` runs on this thread,
+    /// outside its callback (its timer was cancelled here): as [`dropping`](Self::dropping),
+    /// standing for that timer.
+    pub(crate) fn dropping_timer(runtime: usize, id: TimerId) -> Self {
+        Self::replace(Current {
+            runtime,
+            timer: id.as_u64(),
+            failed: false,
+            panics: std::ptr::null(),
+            dropping: true,
+        })
+    }
+
     fn replace(current: Current) -> Self {
         let previous = CURRENT.with(|c| c.replace(current));
         if previous.runtime != 0 {

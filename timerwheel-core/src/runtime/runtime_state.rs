@@ -6,7 +6,7 @@
 use std::cell::Cell;
 use std::time::{Duration, SystemTime};
 
-use super::callback::{drop_task, running};
+use super::callback::{drop_task, running, CallbackScope};
 use super::clock::{Clock, Deadline};
 use super::executor::Executor;
 use super::export::{exporting_here, Ending, ExportGuard, Exports};
@@ -207,6 +207,24 @@ impl<T: Task> RuntimeState<T> {
             true => drop(task),
             false => self.end(Ending::Task(task)),
         }
+    }
+
+    /// Drops the task of the timer `id`, cancelled here, as its drop: a call of the drop
+    /// function on that timer is one from its own drop (`cancel_sync` of it is `Busy`), as
+    /// when a worker drops it after its run.
+    #[inline]
+    fn end_cancelled_task(&self, id: TimerId, task: T) {
+        match task.drop_is_trivial() {
+            true => drop(task),
+            false => self.drop_cancelled_task(id, task),
+        }
+    }
+
+    /// [`end_cancelled_task`](Self::end_cancelled_task) of a task whose drop runs code.
+    #[inline(never)]
+    fn drop_cancelled_task(&self, id: TimerId, task: T) {
+        let _dropping = CallbackScope::dropping_timer(self.id(), id);
+        self.end(Ending::Task(task));
     }
 
     /// Drops what ended now or, while an export is under way, once it is over (in the
@@ -441,7 +459,7 @@ impl<T: Task> RuntimeState<T> {
         self.check_open()?;
         let (shard, key) = self.shard_of(id)?;
         let removed = shard.lock().cancel(key)?;
-        self.end_cancelled(shard, removed);
+        self.end_cancelled(id, shard, removed);
         Ok(())
     }
 
@@ -455,7 +473,7 @@ impl<T: Task> RuntimeState<T> {
         let result = state.cancel(key);
         let state = shard.wait_not_running(state, key);
         drop(state);
-        let ended = result.map(|removed| self.end_cancelled(shard, removed));
+        let ended = result.map(|removed| self.end_cancelled(id, shard, removed));
         // A drop deferred by an export (this one's, or that of the run waited for) has run.
         self.wait_for_deferred_drops();
         ended
@@ -464,10 +482,10 @@ impl<T: Task> RuntimeState<T> {
     /// After a cancel: the timer is no longer pending, so its place under `max_timers` is
     /// free; its task, if it came back (not running), is dropped, then its group told.
     #[inline]
-    fn end_cancelled(&self, shard: &Shard<T>, removed: Option<Removed<T>>) {
+    fn end_cancelled(&self, id: TimerId, shard: &Shard<T>, removed: Option<Removed<T>>) {
         self.capacity.give_back(1);
         if let Some(Removed { task, group }) = removed {
-            self.end_task(task);
+            self.end_cancelled_task(id, task);
             if let Some(slot) = group {
                 self.dropped(shard, slot, 1);
             }
@@ -633,6 +651,11 @@ impl<T: Task> RuntimeState<T> {
     /// back in).
     pub(crate) fn exporting_here(&self) -> bool {
         exporting_here(self.id())
+    }
+
+    /// Whether a shutdown has begun (the calls that change the runtime are `Shutdown`).
+    pub(crate) fn shutting_down(&self) -> bool {
+        self.shutting_down.load(Relaxed)
     }
 
     /// Marks the runtime as shutting down; false if it already was.

@@ -41,6 +41,10 @@ pub(crate) fn start<T: Task>(config: Config, shared: bool) -> Result<Arc<Runtime
 /// [`Runtime::shutdown_at_exit`](super::Runtime::shutdown_at_exit): waits for running
 /// callbacks, then drops every pending timer; how many.
 pub(crate) fn shutdown<T: Task>(inner: &RuntimeState<T>) -> Result<usize, Error> {
+    // Before `Busy`: a drop run by a shutdown's discards is inside the runtime too.
+    if inner.shutting_down() {
+        return Err(Error::Shutdown);
+    }
     if inner.would_wait_for_itself() {
         return Err(Error::Busy);
     }
