@@ -1004,8 +1004,7 @@ struct tw_wheel *tw_default(void);
  *   any depth (also from a callback of a manual wheel polled inside one): it would wait
  *   for itself (use tw_destroy_nowait there); or `w` is tw_default().
  * - TW_ERR_SHUTDOWN: `w` is being destroyed already: by another thread at the same time
- *   (that call frees it; also when called from a callback, which that call waits for), or
- *   by the tw_destroy whose discards run the calling drop function.
+ *   (that call frees it), or by the tw_destroy whose discards run the calling drop function.
  *
  * # Safety
  * `w` is NULL or a wheel from tw_create / tw_default that is not yet destroyed. Not to be
