@@ -90,6 +90,25 @@ impl ConnectOptions {
         options
     }
 
+    /// These options with every session ended by the server once it sat `limit` idle inside
+    /// a transaction (`idle_in_transaction_session_timeout`, added to the string's
+    /// `options`): a node stopped inside a transaction (SIGSTOP, a long pause) holds the
+    /// rows it read `FOR SHARE` (its fence) or updated, and another node's lease tick would
+    /// wait on them for as long as it stays stopped.
+    pub fn with_idle_transaction_limit(&self, limit: Duration) -> Self {
+        let mut options = self.clone();
+        let setting = format!(
+            "-c idle_in_transaction_session_timeout={}",
+            limit.as_millis().max(1)
+        );
+        let combined = match options.config.get_options() {
+            Some(given) if !given.is_empty() => format!("{given} {setting}"),
+            _ => setting,
+        };
+        options.config.options(&combined);
+        options
+    }
+
     /// How long a connection attempt may take (the string's `connect_timeout`, else a
     /// minute).
     pub fn connect_timeout(&self) -> Duration {

@@ -11,7 +11,8 @@
 //! at their next tick: at most TTL + one renew interval after its last renewal. A node
 //! stopped in the middle of a transaction (SIGSTOP, a long pause) would keep its shard rows
 //! locked: its session ends after the TTL idle in that transaction
-//! (`idle_in_transaction_session_timeout`), which releases them.
+//! (`idle_in_transaction_session_timeout`, on every connection of a node:
+//! `ConnectOptions::with_idle_transaction_limit`), which releases them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

@@ -191,7 +191,12 @@ impl RunnerBuilder {
         // A server that accepts nothing is an error after a TTL (at least a few seconds: a
         // loaded machine took over a second to answer a short test TTL's reconnect), not
         // a wait without end. Leases, not connection attempts, stop the firing.
-        let options = &options.with_connect_timeout(s.ttl.max(LEAST_CONNECT_TIMEOUT));
+        // Every connection of the node (its lease ticks, claims, acks, writes) is ended by the
+        // server after a TTL idle inside a transaction: a node stopped inside one would keep
+        // the shard rows it fenced locked, and no other node could take its shards.
+        let options = &options
+            .with_connect_timeout(s.ttl.max(LEAST_CONNECT_TIMEOUT))
+            .with_idle_transaction_limit(s.ttl);
         let node = Node::join(options.connect()?, name, s.ttl)?;
         let runtime = Arc::new(
             Runtime::<BoxTask>::new(Config::default())

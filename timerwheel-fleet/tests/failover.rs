@@ -104,6 +104,42 @@ fn a_node_stopped_past_its_lease_has_its_late_ack_refused_by_epoch() {
 }
 
 /// The epoch of a `fire` line.
+/// A node's session stopped inside its fence (the shard rows read `FOR SHARE`, as a claim
+/// or an ack holds them) is ended by the server after a TTL idle in that transaction, so the
+/// next node takes the shards; without the limit the rows stayed locked, skipped by every
+/// take, and no node held them (what a node SIGSTOPped inside a claim showed).
+#[test]
+fn a_session_stopped_inside_its_fence_does_not_keep_the_shards_from_the_next_node() {
+    let server = fleet_server(SHARDS);
+    let mut db = connect(&server);
+    let ttl = Duration::from_secs(1);
+    let a = NodeProcess::spawn(&server, "a", ttl, false);
+    wait_owners(&mut db, Duration::from_secs(60), |o| {
+        held_by(o, &["a"]) == [SHARDS as usize]
+    });
+    // Connected as a node connects (Runner::start), then stopped inside the fence.
+    let options = timerwheel_fleet::ConnectOptions::parse(&server.conninfo())
+        .unwrap()
+        .with_idle_transaction_limit(ttl);
+    let mut stopped = options.connect().unwrap();
+    let mut fence = stopped.transaction().unwrap();
+    let fenced = fence
+        .query("SELECT shard FROM tw_fleet_shards FOR SHARE", &[])
+        .unwrap();
+    assert_eq!(fenced.len(), SHARDS as usize);
+    a.signal("-KILL");
+
+    let _b = NodeProcess::spawn(&server, "b", ttl, false);
+    let took = wait_owners(&mut db, Duration::from_secs(20), |o| {
+        held_by(o, &["b"]) == [SHARDS as usize]
+    });
+    assert!(took <= 2 * ttl + Duration::from_secs(3), "took {took:?}");
+    assert!(
+        fence.query("SELECT 1", &[]).is_err(),
+        "the stopped session was ended"
+    );
+}
+
 fn b_epoch(line: &str) -> i64 {
     line.split(' ').nth(6).unwrap().parse().unwrap()
 }
