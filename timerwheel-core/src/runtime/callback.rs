@@ -74,22 +74,20 @@ impl CallbackScope {
         } else {
             0
         };
+        Self::drop_of(runtime, timer)
+    }
+
+    /// The drop function of the timer `id` of the runtime `runtime` runs on this thread
+    /// (after its run, or its timer was cancelled here): as [`dropping`](Self::dropping),
+    /// standing for that timer.
+    pub(crate) fn dropping_timer(runtime: usize, id: TimerId) -> Self {
+        Self::drop_of(runtime, id.as_u64())
+    }
+
+    fn drop_of(runtime: usize, timer: u64) -> Self {
         Self::replace(Current {
             runtime,
             timer,
-            failed: false,
-            panics: std::ptr::null(),
-            dropping: true,
-        })
-    }
-
-    /// The drop function of the timer `id` of the runtime `runtime` runs on this thread,
-    /// outside its callback (its timer was cancelled here): as [`dropping`](Self::dropping),
-    /// standing for that timer.
-    pub(crate) fn dropping_timer(runtime: usize, id: TimerId) -> Self {
-        Self::replace(Current {
-            runtime,
-            timer: id.as_u64(),
             failed: false,
             panics: std::ptr::null(),
             dropping: true,

@@ -201,30 +201,25 @@ impl<T: Task> RuntimeState<T> {
     /// Drops the task of a timer that ended, or, while an export's function runs, once it
     /// returned (see `export.rs`). In a fork() child at once: an export of the parent's
     /// threads never ends there. A task whose drop is trivial is dropped at once, anywhere.
+    /// `timer`: the timer cancelled here, whose drop it is (see [`end_for`](Self::end_for));
+    /// `None` at shutdown.
     #[inline]
-    fn end_task(&self, task: T) {
-        match task.drop_is_trivial() {
-            true => drop(task),
-            false => self.end(Ending::Task(task)),
+    fn end_task(&self, task: T, timer: Option<TimerId>) {
+        match (task.drop_is_trivial(), timer) {
+            (true, _) => drop(task),
+            (false, Some(id)) => self.end_for(id, Ending::Task(task)),
+            (false, None) => self.end(Ending::Task(task)),
         }
     }
 
-    /// Drops the task of the timer `id`, cancelled here, as its drop: a call of the drop
-    /// function on that timer is one from its own drop (`cancel_sync` of it is `Busy`), as
-    /// when a worker drops it after its run.
-    #[inline]
-    fn end_cancelled_task(&self, id: TimerId, task: T) {
-        match task.drop_is_trivial() {
-            true => drop(task),
-            false => self.drop_cancelled_task(id, task),
-        }
-    }
-
-    /// [`end_cancelled_task`](Self::end_cancelled_task) of a task whose drop runs code.
+    /// [`end`](Self::end) as the drop of the timer `id`, whoever runs it (the worker after
+    /// the run, a cancel): a call of the drop function on that timer is one from its own
+    /// drop (`cancel_sync` of it is `Busy`), and a shutdown does not wait for this thread.
+    /// Out of line: the paths of plain timers never come here.
     #[inline(never)]
-    fn drop_cancelled_task(&self, id: TimerId, task: T) {
+    pub(crate) fn end_for(&self, id: TimerId, ended: Ending<T>) {
         let _dropping = CallbackScope::dropping_timer(self.id(), id);
-        self.end(Ending::Task(task));
+        self.end(ended);
     }
 
     /// Drops what ended now or, while an export is under way, once it is over (in the
@@ -426,7 +421,7 @@ impl<T: Task> RuntimeState<T> {
         self.capacity.give_back(deleted.cancelled);
         let count = deleted.tasks.len();
         for task in deleted.tasks {
-            self.end_task(task);
+            self.end_task(task, None);
         }
         self.drop_group(deleted.ended);
         if count > 0 {
@@ -485,7 +480,7 @@ impl<T: Task> RuntimeState<T> {
     fn end_cancelled(&self, id: TimerId, shard: &Shard<T>, removed: Option<Removed<T>>) {
         self.capacity.give_back(1);
         if let Some(Removed { task, group }) = removed {
-            self.end_cancelled_task(id, task);
+            self.end_task(task, Some(id));
             if let Some(slot) = group {
                 self.dropped(shard, slot, 1);
             }
@@ -672,7 +667,7 @@ impl<T: Task> RuntimeState<T> {
             discarded += tasks.len();
             self.capacity.give_back(tasks.len());
             for task in tasks {
-                self.end_task(task);
+                self.end_task(task, None);
             }
             let ended = shard.lock().end_groups(groups);
             ended

@@ -156,7 +156,7 @@ impl<'a, T: Task> Runner<'a, T> {
         } else {
             run.task
         };
-        self.drop_ended(id, Ending::Task(task));
+        self.inner.end_for(id, Ending::Task(task));
         match group {
             None => self.ended = Some(Ended { shard, key }),
             Some(group) => self.leave_group(shard, key, id, group),
@@ -174,7 +174,7 @@ impl<'a, T: Task> Runner<'a, T> {
         shard.notify_finished(&state);
         drop(state);
         if let Some(data) = ended {
-            self.drop_ended(id, Ending::Group(data));
+            self.inner.end_for(id, Ending::Group(data));
         }
     }
 
@@ -195,15 +195,6 @@ impl<'a, T: Task> Runner<'a, T> {
                 self.inner.slow_callbacks.fetch_add(1, Relaxed);
             }
         }
-    }
-
-    /// Drops the task of a timer whose run ended, on the thread that ran it and as part of
-    /// that timer's callback scope: its drop function may call back into the runtime as the
-    /// callback could (`cancel_sync` of its own timer is `Busy`, a shutdown does not wait
-    /// for this thread).
-    fn drop_ended(&self, id: TimerId, ended: Ending<T>) {
-        let _scope = CallbackScope::enter(self.inner.id(), id, std::ptr::null());
-        self.inner.end(ended);
     }
 
     /// Removes the node of the last ended timer, if any.
