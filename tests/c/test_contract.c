@@ -151,8 +151,9 @@ static void test_drop_delete_syncs_itself(void) {
     CHECK_OK(tw_destroy(w));
 }
 
-/* The same drop, run by the tw_delete of its timer on this thread (outside any callback):
- * TW_ERR_BUSY as from the drop after a run, not TW_ERR_NOT_FOUND for the timer it drops. */
+/* The same drop, run by the tw_delete (tw_delete_many, tw_group_delete) of its timer on
+ * this thread (outside any callback): TW_ERR_BUSY as from the drop after a run, not
+ * TW_ERR_NOT_FOUND for the timer it drops. */
 static void test_drop_run_by_delete_delete_syncs_itself(void) {
     tw_wheel *w = wheel(1, 1, 0);
     pair a = {w, 0, 0, -1, 0, 0};
@@ -167,6 +168,14 @@ static void test_drop_run_by_delete_delete_syncs_itself(void) {
     CHECK_OK(tw_delete_many(w, ids, 1, statuses));
     CHECK_STATUS(statuses[0], TW_OK);
     CHECK(atomic_get(&a.drops) == 2);
+    CHECK_STATUS((tw_status)atomic_get(&a.status), TW_ERR_BUSY);
+    CHECK(atomic_get(&a.runs) == 0);
+    /* And run by tw_group_delete of the timer's group. */
+    tw_group_id group;
+    CHECK_OK(tw_group_create(w, NULL, NULL, &group));
+    CHECK_OK(tw_group_add(w, group, 3600000, count_run, &a, drop_delete_syncs_itself, &a.other));
+    CHECK_OK(tw_group_delete(w, group));
+    CHECK(atomic_get(&a.drops) == 3);
     CHECK_STATUS((tw_status)atomic_get(&a.status), TW_ERR_BUSY);
     CHECK(atomic_get(&a.runs) == 0);
     CHECK_OK(tw_destroy(w));

@@ -420,8 +420,8 @@ impl<T: Task> RuntimeState<T> {
         let deleted = shard.lock().delete_group(group)?;
         self.capacity.give_back(deleted.cancelled);
         let count = deleted.tasks.len();
-        for task in deleted.tasks {
-            self.end_task(task, None);
+        for (key, task) in deleted.tasks {
+            self.end_task(task, Some(self.ids.encode(index, key)));
         }
         self.drop_group(deleted.ended);
         if count > 0 {

@@ -173,7 +173,8 @@ pub(crate) struct Removed<T> {
 /// the group: [`ShardState::dropped`]), how many timers it cancelled in all (the periodic
 /// ones running now end when their run returns), and the group's data if it ended.
 pub(crate) struct GroupDeleted<T> {
-    pub(crate) tasks: Vec<T>,
+    /// The tasks of the timers cancelled, each with its timer's key.
+    pub(crate) tasks: Vec<(Key, T)>,
     pub(crate) cancelled: usize,
     pub(crate) group: Slot,
     pub(crate) ended: Option<GroupData>,
@@ -359,7 +360,7 @@ impl<T> ShardState<T> {
         let (mut tasks, mut cancelled) = (Vec::new(), 0);
         for key in self.groups.take_members(&mut self.extras, slot) {
             match self.cancel(key) {
-                Ok(Some(removed)) => tasks.push(removed.task),
+                Ok(Some(removed)) => tasks.push((key, removed.task)),
                 Ok(None) => {}
                 Err(_) => continue, // a one-shot running now, or a periodic one cancelled
             }
