@@ -648,11 +648,6 @@ impl<T: Task> RuntimeState<T> {
         exporting_here(self.id())
     }
 
-    /// Whether a shutdown has begun (the calls that change the runtime are `Shutdown`).
-    pub(crate) fn shutting_down(&self) -> bool {
-        self.shutting_down.load(Relaxed)
-    }
-
     /// Marks the runtime as shutting down; false if it already was.
     pub(crate) fn begin_shutdown(&self) -> bool {
         !self.shutting_down.swap(true, Relaxed)

@@ -44,7 +44,7 @@ pub(crate) fn start<T: Task>(config: Config, shared: bool) -> Result<Arc<Runtime
 /// callbacks, then drops every pending timer; how many.
 pub(crate) fn shutdown<T: Task>(inner: &RuntimeState<T>) -> Result<usize, Error> {
     // Before `Busy`: a drop that this thread's shutdown of the runtime runs is inside it.
-    if inner.shutting_down() && DISCARDING.with(Cell::get) == inner.id() {
+    if DISCARDING.with(Cell::get) == inner.id() {
         return Err(Error::Shutdown);
     }
     if inner.would_wait_for_itself() {
