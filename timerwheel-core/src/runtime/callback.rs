@@ -31,9 +31,9 @@ pub(crate) fn running(matches: impl Fn(&Current) -> bool) -> bool {
 pub(crate) struct Current {
     pub(crate) runtime: usize,
     pub(crate) timer: u64,
-    pub(crate) failed: bool,
-    pub(crate) panics: *const AtomicU64,
-    pub(crate) dropping: bool,
+    failed: bool,
+    panics: *const AtomicU64,
+    dropping: bool,
 }
 
 impl Current {
