@@ -397,9 +397,7 @@ func cDeleteMany(w cWheel, ids []uint64) []error {
 		return nil
 	}
 	statuses := make([]uint32, len(ids)) // enum tw_status, as cgo types it
-	// Its own status is TW_OK here (w, ids and statuses are set): the statuses say it all.
-	_ = C.tw_delete_many(w, (*C.tw_timer_id)(unsafe.Pointer(&ids[0])), C.size_t(len(ids)),
-		&statuses[0])
+	cDeleteInto(w, ids, statuses)
 	errs := make([]error, len(ids))
 	for i, s := range statuses {
 		errs[i] = statusErr(s)
