@@ -38,18 +38,33 @@ fn level_shift(level: usize) -> u32 {
 
 /// The list for `deadline` (at least `now`) when the wheel stands at `now`: the lowest
 /// level whose window (the current rotation of the next level up, and the one after)
-/// contains it.
+/// contains it, that is the least `level` with
+/// `deadline >> 6 * (level + 1) <= (now >> 6 * (level + 1)) + 1`.
+///
+/// Found without a loop over the levels. With `a = deadline >> 6` and `c = now >> 6`, the
+/// test at `level` compares `a` and `c` above bit `6 * level`: they are equal there above
+/// their highest differing bit `p`, where `a` has the 1. Below `p`, `a >> s` is exactly one
+/// more than `c >> s` when `a` holds only 0s and `c` only 1s between bit `s` and `p`. So
+/// the level is the first whose bit `6 * level` lies above every bit below `p` that breaks
+/// that pattern (a 1 of `a` or a 0 of `c`).
 #[inline]
 pub(super) fn list_for(deadline: u64, now: u64) -> usize {
     debug_assert!(deadline >= now);
-    (0..LEVELS)
-        .find(|&level| {
-            let shift = level_shift(level + 1);
-            (deadline >> shift) <= (now >> shift) + 1
-        })
-        .map_or(OVERFLOW, |level| {
-            level * SLOTS + (slot_value(deadline, level) % SLOTS as u64) as usize
-        })
+    let (a, c) = (deadline >> ROTATION_BITS, now >> ROTATION_BITS);
+    let differing = a ^ c;
+    let level = if differing == 0 {
+        0
+    } else {
+        let below_p = (1u64 << (63 - differing.leading_zeros())) - 1;
+        match (a | !c) & below_p {
+            0 => 0,
+            breaking => (63 - breaking.leading_zeros()) as usize / ROTATION_BITS as usize + 1,
+        }
+    };
+    if level >= LEVELS {
+        return OVERFLOW;
+    }
+    level * SLOTS + (slot_value(deadline, level) % SLOTS as u64) as usize
 }
 
 /// The value of `tick` at `level`.
@@ -60,11 +75,6 @@ pub(super) fn slot_value(tick: u64, level: usize) -> u64 {
 /// The tick at which the slot of `value` at `level` comes due.
 pub(super) fn slot_time(value: u64, level: usize) -> u64 {
     value << level_shift(level)
-}
-
-/// The level of a level list id.
-pub(super) fn level_of(list: usize) -> usize {
-    list / SLOTS
 }
 
 /// The list id of `value` at `level`.
@@ -90,4 +100,58 @@ pub(super) fn next_occupied(occupied: u128, level: usize, now: u64) -> Option<u6
         .rotate_right((current % SLOTS as u64) as u32)
         .trailing_zeros();
     Some(current + u64::from(distance))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The definition of [`list_for`], level by level.
+    fn list_by_levels(deadline: u64, now: u64) -> usize {
+        (0..LEVELS)
+            .find(|&level| {
+                let shift = level_shift(level + 1);
+                (deadline >> shift) <= (now >> shift) + 1
+            })
+            .map_or(OVERFLOW, |level| {
+                level * SLOTS + (slot_value(deadline, level) % SLOTS as u64) as usize
+            })
+    }
+
+    #[test]
+    fn the_list_found_without_a_loop_is_the_one_the_definition_names() {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut random = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut pairs = Vec::new();
+        for _ in 0..200_000 {
+            let now = random() >> (random() % 64);
+            // Distances of every size, and deadlines just around the window edges.
+            let span = random() >> (random() % 64);
+            pairs.push((now, now.saturating_add(span)));
+            let shift = level_shift(1 + (random() % LEVELS as u64) as usize);
+            if let Some(edge) = ((now >> shift) + 2).checked_shl(shift) {
+                pairs.push((now, edge.max(now)));
+                pairs.push((now, (edge - 1).max(now)));
+            }
+        }
+        for now in [0, 1, 63, 64, 4095, 4096, u64::MAX - 1, u64::MAX] {
+            for shift in 0..64 {
+                for deadline in [now.saturating_add(1 << shift), now | ((1 << shift) - 1)] {
+                    pairs.push((now, deadline.max(now)));
+                }
+            }
+        }
+        for (now, deadline) in pairs {
+            assert_eq!(
+                list_for(deadline, now),
+                list_by_levels(deadline, now),
+                "deadline {deadline}, now {now}"
+            );
+        }
+    }
 }

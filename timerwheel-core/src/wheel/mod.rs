@@ -22,8 +22,8 @@ mod pool;
 use std::fmt;
 
 use level::{
-    level_of, list_for, list_of, next_occupied, overflow_time, slot_time, slot_value, LEVELS,
-    LISTS, OVERFLOW, SLOTS,
+    list_for, list_of, next_occupied, overflow_time, slot_time, slot_value, LEVELS, LISTS,
+    OVERFLOW, SLOTS,
 };
 pub use pool::Key;
 use pool::{Node, Pool, DETACHED, NIL, RETIRED};
@@ -36,6 +36,9 @@ const DRAIN_CHUNK_SHIFT: u32 = 8;
 /// both neighbours, two cache misses when the wheel is large; a batch lets the processor
 /// overlap them instead of waiting for each in turn.
 const UNLINK_BATCH: usize = 64;
+
+/// Words of the occupancy bitmap: two per level (its 128 slots).
+const OCCUPANCY_WORDS: usize = LEVELS * SLOTS / 64;
 
 /// Chains per list. A node goes into the chain its index picks, and a list is emptied by
 /// taking from its chains in turn: walking one chain waits for each node's cache miss
@@ -57,7 +60,9 @@ pub struct Wheel<T> {
     /// The first node of each chain of each list ([`LANES`] per list).
     heads: Vec<u32>,
     counts: Vec<u32>,
-    occupied: [u128; LEVELS],
+    /// One bit per level list, set while it holds something: list `i` is bit `i % 64` of
+    /// word `i / 64`, so level `L` is words `2L` (low half) and `2L + 1`.
+    occupied: [u64; OCCUPANCY_WORDS],
     /// Lower bound of the deadlines in the overflow list.
     overflow_earliest: u64,
     now: u64,
@@ -105,7 +110,7 @@ impl<T> Wheel<T> {
             pool: Pool::new(limit),
             heads: vec![NIL; LISTS * LANES],
             counts: vec![0; LISTS],
-            occupied: [0; LEVELS],
+            occupied: [0; OCCUPANCY_WORDS],
             overflow_earliest: u64::MAX,
             now: 0,
             retired: Vec::with_capacity(UNLINK_BATCH),
@@ -331,7 +336,7 @@ impl<T> Wheel<T> {
                 )
             });
         (0..LEVELS).rev().fold(overflow, |best, level| {
-            let Some(value) = next_occupied(self.occupied[level], level, self.now) else {
+            let Some(value) = next_occupied(self.occupancy(level), level, self.now) else {
                 return best;
             };
             let time = slot_time(value, level);
@@ -340,6 +345,11 @@ impl<T> Wheel<T> {
                 _ => Some((time, list_of(value, level))),
             }
         })
+    }
+
+    /// The occupancy bitmap of `level`: bit `i` set while its slot `i` holds something.
+    fn occupancy(&self, level: usize) -> u128 {
+        u128::from(self.occupied[2 * level]) | u128::from(self.occupied[2 * level + 1]) << 64
     }
 
     /// The slot after the current one at `level` (above 0) and how many it holds: its
@@ -415,7 +425,7 @@ impl<T> Wheel<T> {
         if list == OVERFLOW {
             self.overflow_earliest = self.overflow_earliest.min(deadline);
         } else {
-            self.occupied[level_of(list)] |= 1u128 << (list % SLOTS);
+            self.occupied[list / 64] |= 1 << (list % 64);
         }
     }
 
@@ -468,7 +478,7 @@ impl<T> Wheel<T> {
         if list == OVERFLOW {
             self.overflow_earliest = u64::MAX;
         } else {
-            self.occupied[level_of(list)] &= !(1u128 << (list % SLOTS));
+            self.occupied[list / 64] &= !(1 << (list % 64));
         }
     }
 
