@@ -397,14 +397,16 @@ impl<T> ShardState<T> {
     /// drop; `Ok(None)`: a periodic run is under way and the timer ends when it returns.
     #[inline]
     pub(crate) fn cancel(&mut self, key: Key) -> Result<Option<Removed<T>>, Error> {
-        match self.state(key) {
-            Some(State::Pending | State::Due) => {
+        let found = self.wheel.find(key).ok_or(Error::NotFound)?;
+        match state_of(&self.extras, found.value(), found.is_pending()) {
+            State::Pending | State::Due => {
                 self.counters.cancelled += 1;
-                let (task, group) = self.remove(key);
-                Ok(task.map(|task| Removed { task, group }))
+                let entry = found.remove();
+                let group = self.remove_extra(entry.extra);
+                Ok(entry.task.map(|task| Removed { task, group }))
             }
-            Some(State::Running { rearms: true }) => {
-                self.periodic_of(key).cancelled = true;
+            State::Running { rearms: true } => {
+                periodic_mut(&mut self.extras, found.value()).cancelled = true;
                 self.counters.cancelled += 1;
                 Ok(None)
             }
@@ -415,12 +417,10 @@ impl<T> ShardState<T> {
     /// Moves a live timer's next run to `deadline`.
     #[inline]
     pub(crate) fn reset(&mut self, key: Key, deadline: Deadline) -> Result<(), Error> {
-        match self.state(key) {
-            Some(State::Pending | State::Due) => {
-                let entry = self
-                    .wheel
-                    .get_mut(key)
-                    .expect("a timer in a state has a node");
+        let mut found = self.wheel.find(key).ok_or(Error::NotFound)?;
+        match state_of(&self.extras, found.value(), found.is_pending()) {
+            State::Pending | State::Due => {
+                let entry = found.value_mut();
                 // A plain one-shot has no record to change.
                 if entry.extra.is_some() {
                     // Re-armed by a delay, a wall-clock timer is no longer one.
@@ -432,11 +432,11 @@ impl<T> ShardState<T> {
                     }
                 }
                 entry.rounded_up = RoundedUp::of(deadline);
-                self.wheel.reset(key, deadline.tick);
+                found.reset(deadline.tick);
                 Ok(())
             }
-            Some(State::Running { rearms: true }) => {
-                self.periodic_of(key).reset_to = Some(deadline);
+            State::Running { rearms: true } => {
+                periodic_mut(&mut self.extras, found.value()).reset_to = Some(deadline);
                 Ok(())
             }
             _ => Err(Error::NotFound),
@@ -448,21 +448,7 @@ impl<T> ShardState<T> {
     #[inline]
     pub(crate) fn state(&self, key: Key) -> Option<State> {
         let (entry, in_wheel) = self.wheel.get_and_pending(key)?;
-        let task_here = entry.task.is_some();
-        // Only a running timer's record matters: whether it is periodic, and cancelled.
-        let periodic = match task_here {
-            true => None,
-            false => self.extras.periodic(entry.extra),
-        };
-        Some(State::of(task_here, in_wheel, periodic))
-    }
-
-    /// The periodic schedule of a timer in the state `Running { rearms: true }`.
-    fn periodic_of(&mut self, key: Key) -> &mut Periodic {
-        let entry = self.wheel.get(key).expect("a running timer has a node");
-        self.extras
-            .periodic_mut(entry.extra)
-            .expect("a timer that rearms is periodic")
+        Some(state_of(&self.extras, entry, in_wheel))
     }
 
     /// Whether the timer will run (again) unless cancelled.
@@ -637,12 +623,17 @@ impl<T> ShardState<T> {
         let Some(entry) = self.wheel.remove(key) else {
             return (None, None);
         };
-        let group = match entry.extra {
+        (entry.task, self.remove_extra(entry.extra))
+    }
+
+    /// Frees the records of a removed timer; its group's slot if it was in one.
+    #[inline]
+    fn remove_extra(&mut self, extra: Option<ExtraId>) -> Option<Slot> {
+        match extra {
             Some(extra) if self.extras.group(Some(extra)).is_some() => self.remove_member(extra),
             Some(extra) => self.extras.remove(extra),
             None => None,
-        };
-        (entry.task, group)
+        }
     }
 
     /// Takes a group's timer whose node was removed off its group's list and frees its
@@ -710,6 +701,25 @@ impl<T> ShardState<T> {
 
 /// A periodic timer whose callback runs and that goes back into the wheel after it.
 const RUNNING_PERIODIC: State = State::Running { rearms: true };
+
+/// The state of a timer from its entry, whether its node is in the wheel, and its records.
+#[inline]
+fn state_of<T>(extras: &Extras, entry: &Entry<T>, in_wheel: bool) -> State {
+    let task_here = entry.task.is_some();
+    // Only a running timer's record matters: whether it is periodic, and cancelled.
+    let periodic = match task_here {
+        true => None,
+        false => extras.periodic(entry.extra),
+    };
+    State::of(task_here, in_wheel, periodic)
+}
+
+/// The periodic schedule of a timer in the state `Running { rearms: true }`.
+fn periodic_mut<'a, T>(extras: &'a mut Extras, entry: &Entry<T>) -> &'a mut Periodic {
+    extras
+        .periodic_mut(entry.extra)
+        .expect("a timer that rearms is periodic")
+}
 
 /// Moves a live timer to `deadline`.
 fn place<T>(wheel: &mut Wheel<Entry<T>>, key: Key, deadline: Deadline) {

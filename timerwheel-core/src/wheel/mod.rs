@@ -54,6 +54,76 @@ fn head_of(list: usize, index: u32) -> usize {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Full<T>(pub T);
 
+/// A live entry of a [`Wheel`], found by its key once ([`Wheel::find`]) for the calls on it
+/// that follow.
+pub struct Found<'a, T> {
+    wheel: &'a mut Wheel<T>,
+    index: u32,
+}
+
+impl<T> Found<'_, T> {
+    /// The entry's value.
+    #[inline]
+    pub fn value(&self) -> &T {
+        self.wheel
+            .pool
+            .node(self.index)
+            .value
+            .as_ref()
+            .expect("a live node holds a value")
+    }
+
+    /// The entry's value, mutably.
+    #[inline]
+    pub fn value_mut(&mut self) -> &mut T {
+        let node = self.wheel.pool.node_mut(self.index);
+        node.value.as_mut().expect("a live node holds a value")
+    }
+
+    /// Whether the entry waits in the wheel (not expired).
+    #[inline]
+    pub fn is_pending(&self) -> bool {
+        self.wheel.pool.node(self.index).list != DETACHED
+    }
+
+    /// Takes the entry out, pending or expired (see [`Wheel::remove`]).
+    #[inline]
+    pub fn remove(self) -> T {
+        let (wheel, index) = (self.wheel, self.index);
+        let list = wheel.pool.node(index).list;
+        if list == DETACHED {
+            return wheel.pool.free(index);
+        }
+        wheel.uncount(usize::from(list));
+        wheel.pool.node_mut(index).list = list | RETIRED;
+        wheel.retired.push(index);
+        let value = wheel.pool.retire(index);
+        if wheel.retired.len() >= UNLINK_BATCH {
+            wheel.unlink_retired();
+        }
+        value
+    }
+
+    /// Moves the entry to a new deadline; an expired entry becomes pending again.
+    ///
+    /// A pending entry above level 0 pushed later stays in its slot with the new deadline:
+    /// that slot comes due no later than the new deadline, and the entry is re-placed then.
+    /// So the common "touch" of an idle timeout writes one node and no list.
+    #[inline]
+    pub fn reset(self, deadline: u64) {
+        let (wheel, index) = (self.wheel, self.index);
+        let node = wheel.pool.node_mut(index);
+        let above_level_0 = node.list != DETACHED && usize::from(node.list) >= SLOTS;
+        if above_level_0 && deadline >= node.deadline {
+            node.deadline = deadline;
+            return;
+        }
+        wheel.unlink(index);
+        wheel.pool.node_mut(index).deadline = deadline;
+        wheel.link(index);
+    }
+}
+
 /// A hierarchical timing wheel holding values of type `T` until their deadline tick.
 pub struct Wheel<T> {
     pool: Pool<T>,
@@ -151,47 +221,27 @@ impl<T> Wheel<T> {
         Ok(self.pool.key(index))
     }
 
+    /// The live entry named by `key`, found once for the calls that follow; `None` for a
+    /// stale key.
+    #[inline]
+    pub fn find(&mut self, key: Key) -> Option<Found<'_, T>> {
+        let index = self.pool.resolve(key)?;
+        Some(Found { wheel: self, index })
+    }
+
     /// Takes the entry out, pending or expired; `None` for a stale key. The key is stale at
     /// once; the node of a pending entry is reused after a few more removes or the next
     /// advance.
     #[inline]
     pub fn remove(&mut self, key: Key) -> Option<T> {
-        let index = self.pool.resolve(key)?;
-        let list = self.pool.node(index).list;
-        if list == DETACHED {
-            return Some(self.pool.free(index));
-        }
-        self.uncount(usize::from(list));
-        self.pool.node_mut(index).list = list | RETIRED;
-        self.retired.push(index);
-        let value = self.pool.retire(index);
-        if self.retired.len() >= UNLINK_BATCH {
-            self.unlink_retired();
-        }
-        Some(value)
+        Some(self.find(key)?.remove())
     }
 
     /// Moves the entry to a new deadline; an expired entry becomes pending again. False
-    /// for a stale key.
-    ///
-    /// A pending entry above level 0 pushed later stays in its slot with the new deadline:
-    /// that slot comes due no later than the new deadline, and the entry is re-placed then.
-    /// So the common "touch" of an idle timeout writes one node and no list.
+    /// for a stale key. See [`Found::reset`].
     #[inline]
     pub fn reset(&mut self, key: Key, deadline: u64) -> bool {
-        let Some(index) = self.pool.resolve(key) else {
-            return false;
-        };
-        let node = self.pool.node_mut(index);
-        let above_level_0 = node.list != DETACHED && usize::from(node.list) >= SLOTS;
-        if above_level_0 && deadline >= node.deadline {
-            node.deadline = deadline;
-            return true;
-        }
-        self.unlink(index);
-        self.pool.node_mut(index).deadline = deadline;
-        self.link(index);
-        true
+        self.find(key).map(|found| found.reset(deadline)).is_some()
     }
 
     /// Expires a pending entry on its own, now: it leaves its list and stays, expired, as
