@@ -4,6 +4,7 @@
 //! attach again, which costs nothing while the batch holds it. Dropping the task is the
 //! timer's end, so a fired or cancelled timer lets go of its callback and arguments at once.
 
+use std::cell::Cell;
 use std::panic;
 
 use pyo3::prelude::*;
@@ -11,6 +12,27 @@ use pyo3::types::{PyDict, PyTuple};
 use timerwheel_core::{prefetch, BoxTask, Task, TimerId};
 
 use crate::gil;
+
+thread_local! {
+    /// Set while this thread, attached, runs a call of the runtime that drops a task it
+    /// ended right there ([`attached_drops`]).
+    static ATTACHED_DROPS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `call` (a call of the runtime, such as a cancel, that does not detach) telling the
+/// tasks it drops that this thread is attached: a task whose callable is referenced
+/// elsewhere too then says its drop is trivial (it only takes one from that count), so the
+/// runtime drops it at once, without the scope of a timer's drop.
+pub fn attached_drops<R>(_py: Python<'_>, call: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = ATTACHED_DROPS.try_with(|flag| flag.set(self.0));
+        }
+    }
+    let _restore = Restore(ATTACHED_DROPS.with(|flag| flag.replace(true)));
+    call()
+}
 
 /// The marker a task unwinds with after a callback raised: the runtime catches it and
 /// counts it in `callback_panics`, so a Python exception is counted exactly like a Rust
@@ -150,6 +172,21 @@ impl Task for PyTask {
                 }
             }
             Held::Native(_) | Held::Released => {}
+        }
+    }
+
+    /// A callable alone, with more references than this one, dropped by a thread that is
+    /// attached ([`attached_drops`]): the drop takes one from its count, which stays above
+    /// zero (no code runs, nothing is freed). The count is read and then dropped under the
+    /// same hold of the GIL: no other thread changes it in between.
+    fn drop_is_trivial(&self) -> bool {
+        match &self.held {
+            Held::Func(func) => {
+                ATTACHED_DROPS.try_with(Cell::get).unwrap_or(false)
+                    // SAFETY: this thread is attached (the flag), so the count is its to read.
+                    && unsafe { pyo3::ffi::Py_REFCNT(func.as_ptr()) } > 1
+            }
+            Held::Call(_) | Held::Native(_) | Held::Released => false,
         }
     }
 

@@ -7,7 +7,7 @@ use timerwheel_core::{Error, Runtime, TimerId};
 
 use crate::convert::{delay, unix_seconds};
 use crate::errors::to_py;
-use crate::task::PyTask;
+use crate::task::{attached_drops, PyTask};
 
 /// A scheduled timer, returned by `call_later`, `call_at` and `call_every`.
 ///
@@ -57,8 +57,8 @@ impl Timer {
     /// periodic timer cancelled from its own callback); False if it already fired
     /// (one-shot), was cancelled, or its wheel is closed. Does not wait for a run that is
     /// under way on another thread; `cancel_sync` does.
-    pub(crate) fn cancel(&self) -> PyResult<bool> {
-        done(self.rt.cancel(self.id), "cancel")
+    pub(crate) fn cancel(&self, py: Python<'_>) -> PyResult<bool> {
+        done(attached_drops(py, || self.rt.cancel(self.id)), "cancel")
     }
 
     /// Like `cancel`, then waits (without holding the GIL) until a run of this timer on

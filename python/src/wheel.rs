@@ -20,7 +20,7 @@ use crate::durable::{self, DurableSlot, StoreConfig, Token};
 use crate::errors::{add_refused, invalid, to_py, wrong_mode};
 use crate::group::Group;
 use crate::stats::stats_dict;
-use crate::task::{CallParts, PyTask};
+use crate::task::{attached_drops, CallParts, PyTask};
 use crate::timer::{done, Timer};
 
 /// The native wheel: a timerwheel runtime (tick thread and worker pool) running Python
@@ -425,14 +425,14 @@ impl Wheel {
     /// What `cancel()` of each of `timers` returns, in order: the timers of this wheel
     /// are cancelled in one call (a timer given twice: False at its later places), the
     /// others each by its own `cancel()`.
-    fn cancel_many(&self, timers: Vec<PyRef<'_, Timer>>) -> PyResult<Vec<bool>> {
+    fn cancel_many(&self, py: Python<'_>, timers: Vec<PyRef<'_, Timer>>) -> PyResult<Vec<bool>> {
         let ids: Vec<TimerId> = timers.iter().filter_map(|t| t.id_in(&self.rt)).collect();
-        let mut mine = self.rt.cancel_many(&ids).into_iter();
+        let mut mine = attached_drops(py, || self.rt.cancel_many(&ids)).into_iter();
         timers
             .iter()
             .map(|timer| match timer.id_in(&self.rt) {
                 Some(_) => done(mine.next().expect("a result per id"), "cancel_many"),
-                None => timer.cancel(),
+                None => timer.cancel(py),
             })
             .collect()
     }

@@ -2,10 +2,11 @@
 Timer object is still referenced; a garbage-collected wheel shuts down."""
 
 import gc
+import sys
 import threading
 import weakref
 
-from timerwheel import Wheel
+from timerwheel import TimerwheelBusyError, Wheel
 
 from conftest import wait_until
 
@@ -89,3 +90,44 @@ def test_dropping_a_wheel_keeps_the_exception_or_value_in_flight():
         next(gen)
     except StopIteration as stop:
         assert stop.value == "value"
+
+
+def test_cancel_takes_exactly_one_reference_from_a_callable_held_elsewhere(wheel):
+    # Many timers share one callable (the common case): each cancel gives back its own
+    # reference, no more, no less, however the cancels come (one by one, cancel_many).
+    callback = Callback()
+    before = sys.getrefcount(callback)
+    timers = [wheel.call_later(60, callback) for _ in range(100)]
+    assert sys.getrefcount(callback) == before + 100
+    assert all(t.cancel() for t in timers[:50])
+    assert sys.getrefcount(callback) == before + 50
+    assert wheel.cancel_many(timers[40:]) == [False] * 10 + [True] * 50
+    assert sys.getrefcount(callback) == before
+    assert not any(t.cancel() for t in timers)
+    assert sys.getrefcount(callback) == before
+
+
+class CancelsItselfWhenFreed:
+    """A callable whose finaliser calls cancel_sync of its own timer and keeps the outcome."""
+
+    def __init__(self, holder, outcome):
+        self.holder, self.outcome = holder, outcome
+
+    def __call__(self):
+        pass
+
+    def __del__(self):
+        try:
+            self.outcome.append(self.holder[0].cancel_sync())
+        except Exception as err:  # noqa: BLE001 - the outcome is the test's
+            self.outcome.append(err)
+
+
+def test_a_callable_freed_by_its_cancel_runs_as_the_timers_drop(wheel):
+    # The cancel releases the last reference: the finaliser runs inside the timer's drop,
+    # where cancel_sync of that timer would wait for itself, so it is refused.
+    holder, outcome = [], []
+    holder.append(wheel.call_later(60, CancelsItselfWhenFreed(holder, outcome)))
+    assert holder[0].cancel()
+    assert len(outcome) == 1 and isinstance(outcome[0], TimerwheelBusyError), outcome
+    assert not holder[0].active
