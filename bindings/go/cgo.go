@@ -6,10 +6,13 @@ package timerwheel
 // library come from is set by the build_*.go files.
 
 /*
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "timerwheel.h"
 
 // Exported from callback.go.
@@ -40,6 +43,51 @@ static uintptr_t *twgo_queue;
 static size_t twgo_queue_len, twgo_queue_cap;
 static uint64_t twgo_queued;
 
+// The bell: a pipe whose read end the deliverers park on in Go (the runtime's poller, so a
+// parked deliverer holds neither a processor nor a thread), one byte written for each
+// parked deliverer woken. -1 when it could not be made: deliverers then wait in
+// twgo_take_fires on twgo_queue_filled.
+static int twgo_bell_read = -1, twgo_bell_write = -1;
+// Deliverers parked on the bell and not yet rung.
+static size_t twgo_parked;
+
+// Makes the bell, once, before the first deliverer starts; its read end, or -1.
+static int twgo_bell_open(void) {
+	int fds[2];
+	if (pipe(fds) != 0) {
+		return -1;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK) != 0 ||
+				fcntl(fds[i], F_SETFD, FD_CLOEXEC) != 0) {
+			close(fds[0]);
+			close(fds[1]);
+			return -1;
+		}
+	}
+	twgo_bell_write = fds[1];
+	twgo_bell_read = fds[0];
+	return fds[0];
+}
+
+// Whether a parked deliverer is to be rung for the queue; if so it counts as rung. The
+// caller holds twgo_queue_mu and rings (twgo_ring) once it has let it go.
+static int twgo_take_parked(void) {
+	if (twgo_parked == 0) {
+		return 0;
+	}
+	twgo_parked--;
+	return 1;
+}
+
+// Wakes one parked deliverer. The pipe never fills: it holds at most a byte per parked
+// deliverer.
+static void twgo_ring(void) {
+	char b = 1;
+	while (write(twgo_bell_write, &b, 1) < 0 && errno == EINTR) {
+	}
+}
+
 // Appends a handle to the queue; 0 when it could not grow (nothing changes then).
 static int twgo_queue_push(uintptr_t handle) {
 	if (twgo_queue_len == twgo_queue_cap) {
@@ -59,12 +107,20 @@ static int twgo_queue_push(uintptr_t handle) {
 // The tw_callback of a batched one-shot Go timer: queues its handle for the deliverer, or,
 // when the queue cannot grow, runs the timer's func here as twgo_fire does.
 static void twgo_fire_later(tw_timer_id id, void *user_data) {
+	int ring = 0;
 	pthread_mutex_lock(&twgo_queue_mu);
 	int queued = twgo_queue_push((uintptr_t)user_data);
 	if (queued && twgo_queue_len == 1) {
-		pthread_cond_signal(&twgo_queue_filled);
+		if (twgo_bell_write >= 0) {
+			ring = twgo_take_parked();
+		} else {
+			pthread_cond_signal(&twgo_queue_filled);
+		}
 	}
 	pthread_mutex_unlock(&twgo_queue_mu);
+	if (ring) {
+		twgo_ring();
+	}
 	if (!queued) {
 		twgo_fire(id, user_data);
 	}
@@ -73,33 +129,49 @@ static void twgo_fire_later(tw_timer_id id, void *user_data) {
 typedef struct twgo_taken {
 	size_t n;        // handles written to out
 	int last_idle;   // no other deliverer waits for the queue
+	int park;        // none taken: the caller parks on the bell, which rings when one is queued
 } twgo_taken;
 
-// Deliverers waiting in twgo_take_fires, and deliverers between a take and its
-// twgo_accounted.
+// Deliverers waiting in twgo_take_fires (without a bell), and deliverers between a take
+// and its twgo_accounted.
 static size_t twgo_waiting, twgo_accounting;
 static uint64_t twgo_taken_fires;
 
-// Moves up to cap handles, the oldest, from the queue to out; when wait is set, first
-// waits until the queue holds one. The caller calls twgo_accounted once it has counted
-// them in their wheels.
+// Moves up to cap handles, the oldest, from the queue to out. When the queue is empty and
+// wait is set, the caller is counted as parked (park: it waits on the bell) or, with no
+// bell, this waits until the queue holds one. The caller calls twgo_accounted once it has
+// counted what it took in their wheels (and after a take of none).
 static twgo_taken twgo_take_fires(uintptr_t *out, size_t cap, int wait) {
+	twgo_taken r = {0, 0, 0};
+	int ring = 0;
 	pthread_mutex_lock(&twgo_queue_mu);
+	if (wait && twgo_queue_len == 0 && twgo_bell_read >= 0) {
+		twgo_parked++;
+		r.park = 1;
+	}
 	twgo_waiting++;
-	while (wait && twgo_queue_len == 0) {
+	while (wait && twgo_queue_len == 0 && !r.park) {
 		pthread_cond_wait(&twgo_queue_filled, &twgo_queue_mu);
 	}
 	twgo_waiting--;
-	twgo_taken r = {twgo_queue_len < cap ? twgo_queue_len : cap, twgo_waiting == 0};
+	r.n = twgo_queue_len < cap ? twgo_queue_len : cap;
+	r.last_idle = twgo_waiting == 0 && twgo_parked == 0;
 	memcpy(out, twgo_queue, r.n * sizeof *out);
 	twgo_queue_len -= r.n;
 	memmove(twgo_queue, twgo_queue + r.n, twgo_queue_len * sizeof *twgo_queue);
 	twgo_taken_fires += r.n;
 	twgo_accounting++;
-	if (twgo_queue_len > 0) {
-		pthread_cond_signal(&twgo_queue_filled); // another deliverer takes the rest
+	if (twgo_queue_len > 0) { // another deliverer takes the rest
+		if (twgo_bell_write >= 0) {
+			ring = twgo_take_parked();
+		} else {
+			pthread_cond_signal(&twgo_queue_filled);
+		}
 	}
 	pthread_mutex_unlock(&twgo_queue_mu);
+	if (ring) {
+		twgo_ring();
+	}
 	return r;
 }
 
@@ -354,13 +426,21 @@ func cCurrentHandle() uintptr {
 	return uintptr(C.twgo_current_handle())
 }
 
-// cTakeFires moves up to len(handles) queued fires into handles, waiting for one first if
-// wait is set: how many, and whether no other deliverer is waiting for more. cAccounted
-// must follow once they are counted in their wheels.
-func cTakeFires(handles []uintptr, wait bool) (int, bool) {
+// cBellOpen makes the pipe that parked deliverers wait on (see twgo_bell_open); its read
+// end, or -1 when it could not be made.
+func cBellOpen() int {
+	return int(C.twgo_bell_open())
+}
+
+// cTakeFires moves up to len(handles) queued fires into handles: how many, and whether no
+// other deliverer is waiting for more. When none is queued and wait is set, the caller is
+// counted as parked and park is true (it reads a byte from the bell before it takes
+// again), or, with no bell, the call waits for a fire. cAccounted must follow once they
+// are counted in their wheels.
+func cTakeFires(handles []uintptr, wait bool) (n int, lastIdle, park bool) {
 	r := C.twgo_take_fires((*C.uintptr_t)(unsafe.Pointer(&handles[0])), C.size_t(len(handles)),
 		cBool(wait))
-	return int(r.n), r.last_idle != 0
+	return int(r.n), r.last_idle != 0, r.park != 0
 }
 
 func cAccounted() {

@@ -2,7 +2,12 @@ package timerwheel
 
 import (
 	"errors"
+	"fmt"
 	"math/rand"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -153,4 +158,74 @@ func TestStopWaitFromDeliveredFuncs(t *testing.T) {
 	if !receive(t, other, "StopWait from another func") {
 		t.Fatal("StopWait from another func: an error, or it returned before a's func did")
 	}
+}
+
+// freshProcess runs the test named name again in a child process of its own (where no
+// other test has started deliverers yet) and returns what the child printed; inChild
+// reports whether the caller is that child.
+func freshProcess(t *testing.T, name string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.v")
+	cmd.Env = append(os.Environ(), freshChildEnv+"="+name)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child %s: %v\n%s", name, err, out)
+	}
+	return string(out)
+}
+
+const freshChildEnv = "TIMERWHEEL_FRESH_CHILD"
+
+func inChild(name string) bool { return os.Getenv(freshChildEnv) == name }
+
+// childValue is the integer the child printed after "key=".
+func childValue(t *testing.T, out, key string) int {
+	t.Helper()
+	i := strings.Index(out, key+"=")
+	if i < 0 {
+		t.Fatalf("the child printed no %s:\n%s", key, out)
+	}
+	var v int
+	if _, err := fmt.Sscanf(out[i+len(key)+1:], "%d", &v); err != nil {
+		t.Fatalf("the child's %s: %v\n%s", key, err, out)
+	}
+	return v
+}
+
+// Funcs that block, one due every 2 ms, make a deliverer each (the others are busy in a
+// func); once they have returned, those deliverers wait for fires without holding a
+// thread each (they park in Go, not inside a call into C).
+func TestParkedDeliverersHoldNoThread(t *testing.T) {
+	const name = "TestParkedDeliverersHoldNoThread"
+	if !inChild(name) {
+		out := freshProcess(t, name)
+		made, threads := childValue(t, out, "deliverers"), childValue(t, out, "threads")
+		if made < 8 {
+			t.Fatalf("only %d deliverers made: the test did not park many", made)
+		}
+		if threads > 8 {
+			t.Fatalf("%d threads made for %d parked deliverers", threads, made)
+		}
+		return
+	}
+	w := newWheel(t, Config{})
+	warm := make(chan struct{})
+	mustAfterFunc(t, w, 0, func() { close(warm) })
+	receive(t, warm, "the first fire")
+	time.Sleep(20 * time.Millisecond)
+	threads := pprof.Lookup("threadcreate")
+	before, deliverersBefore := threads.Count(), deliverers.Load()
+	const n = 24
+	var wg sync.WaitGroup
+	wg.Add(n)
+	for i := 0; i < n; i++ {
+		mustAfterFunc(t, w, time.Duration(2*i)*time.Millisecond, func() {
+			time.Sleep(100 * time.Millisecond)
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	time.Sleep(50 * time.Millisecond) // every deliverer is parked again
+	fmt.Printf("deliverers=%d threads=%d\n", deliverers.Load()-deliverersBefore,
+		threads.Count()-before)
 }
