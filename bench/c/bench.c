@@ -141,7 +141,25 @@ static tw_wheel *new_wheel(void) {
 
 /* ---- timerwheel through the C ABI ---------------------------------------------------- */
 
-static result ours_w1(const uint64_t *delays, const size_t *order) {
+/* Calls per tw_delete_many / tw_reset_many in the batched runs of W1 and W2. */
+#define BATCH 64
+
+/* Deletes ids[order[i]] for every i: one tw_delete each, or batch by batch. */
+static void delete_all(tw_wheel *w, const tw_timer_id *ids, const size_t *order, int batched) {
+    tw_timer_id chunk[BATCH];
+    tw_status statuses[BATCH];
+    for (size_t i = 0; i < n_timers;) {
+        if (!batched) {
+            tw_delete(w, ids[order[i++]]);
+            continue;
+        }
+        size_t k = 0;
+        for (; k < BATCH && i < n_timers; k++) chunk[k] = ids[order[i++]];
+        tw_delete_many(w, chunk, k, statuses);
+    }
+}
+
+static result ours_w1(const uint64_t *delays, const size_t *order, int batched) {
     result r = {0};
     tw_wheel *w = new_wheel();
     tw_timer_id *ids = xmalloc(n_timers * sizeof *ids);
@@ -152,14 +170,33 @@ static result ours_w1(const uint64_t *delays, const size_t *order) {
     r.add_ns = per_op(start, n_timers);
     r.bytes_per_timer = (rss_bytes() - rss) / (double)n_timers;
     start = now_ns();
-    for (size_t i = 0; i < n_timers; i++) tw_delete(w, ids[order[i]]);
+    delete_all(w, ids, order, batched);
     r.cancel_ns = per_op(start, n_timers);
     tw_destroy(w);
     free(ids);
     return r;
 }
 
-static result ours_w2(void) {
+/* Resets ids[pick[i]] for every touch: one tw_reset each, or batch by batch. */
+static void reset_all(tw_wheel *w, const tw_timer_id *ids, const size_t *pick, int batched) {
+    tw_timer_id chunk[BATCH];
+    uint64_t delays[BATCH];
+    tw_status statuses[BATCH];
+    for (size_t i = 0; i < n_touches;) {
+        if (!batched) {
+            tw_reset(w, ids[pick[i++]], 30000);
+            continue;
+        }
+        size_t k = 0;
+        for (; k < BATCH && i < n_touches; k++) {
+            chunk[k] = ids[pick[i++]];
+            delays[k] = 30000;
+        }
+        tw_reset_many(w, chunk, delays, k, statuses);
+    }
+}
+
+static result ours_w2(int batched) {
     result r = {0};
     tw_wheel *w = new_wheel();
     tw_timer_id *ids = xmalloc(n_timers * sizeof *ids);
@@ -167,7 +204,7 @@ static result ours_w2(void) {
     for (size_t i = 0; i < n_touches; i++) pick[i] = next_random() % n_timers;
     for (size_t i = 0; i < n_timers; i++) tw_add(w, 30000, noop_cb, NULL, NULL, &ids[i]);
     int64_t start = now_ns();
-    for (size_t i = 0; i < n_touches; i++) tw_reset(w, ids[pick[i]], 30000);
+    reset_all(w, ids, pick, batched);
     r.touch_ns = per_op(start, n_touches);
     tw_destroy(w);
     free(ids);
@@ -517,13 +554,16 @@ static result tc_w2(void) {
 }
 
 /* The table of W1 and W2 against timeout.c. */
-static void timeout_c_table(result ours1, result ours2, result tc1, result tc2) {
+static void timeout_c_table(result ours1, result ours2, result batched1, result batched2,
+                            result tc1, result tc2) {
     printf("\n%-34s %12s %12s %8s %10s\n", "C ABI vs timeout.c (same run)", "timerwheel-c",
            "timeout.c", "ratio", "target");
     row("W1 add_ns", ours1.add_ns, tc1.add_ns, 1.5, 0);
     row("W1 cancel_ns", ours1.cancel_ns, tc1.cancel_ns, 2.0, 0);
     row("W1 bytes_per_timer", ours1.bytes_per_timer, tc1.bytes_per_timer, 0, 0);
     row("W2 touch_ns", ours2.touch_ns, tc2.touch_ns, 1.5, 0);
+    row("W1 cancel_ns, tw_delete_many of 64", batched1.cancel_ns, tc1.cancel_ns, 0, 0);
+    row("W2 touch_ns, tw_reset_many of 64", batched2.touch_ns, tc2.touch_ns, 0, 0);
 }
 #endif
 
@@ -553,12 +593,15 @@ int main(int argc, char **argv) {
         return 0;
     }
     size_t *order = shuffled(n_timers);
-    result ours1 = ours_w1(delays, order), uv1 = uv_w1(delays, order);
+    result ours1 = ours_w1(delays, order, 0), uv1 = uv_w1(delays, order);
     json_w1("timerwheel-c", 0, ours1);
     json_w1("libuv", 1, uv1);
-    result ours2 = ours_w2(), uv2 = uv_w2();
+    result ours2 = ours_w2(0), uv2 = uv_w2();
     json_w2("timerwheel-c", 0, ours2);
     json_w2("libuv", 1, uv2);
+    result batched1 = ours_w1(delays, order, 1), batched2 = ours_w2(1);
+    json_w1("timerwheel-c-batched", 0, batched1);
+    json_w2("timerwheel-c-batched", 0, batched2);
 #ifdef TW_BENCH_TIMEOUT_C
     result tc1 = tc_w1(delays, order), tc2 = tc_w2();
     json_w1("timeout.c", 1, tc1);
@@ -588,7 +631,7 @@ int main(int argc, char **argv) {
         row("W1 cancel_ns", ours1.cancel_ns, rust1.cancel_ns, 1.3, 0);
     }
 #ifdef TW_BENCH_TIMEOUT_C
-    timeout_c_table(ours1, ours2, tc1, tc2);
+    timeout_c_table(ours1, ours2, batched1, batched2, tc1, tc2);
 #endif
     table_w9(ours9);
     if (ours3.fired != (long)n_timers) printf("W3: only %ld of %zu fired\n", ours3.fired, n_timers);

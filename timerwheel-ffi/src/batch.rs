@@ -85,6 +85,10 @@ unsafe fn each_timer(
         // hold keeps the runtime for the ids still to come, and `w` is freed after it ends.
         let hold = runtime.hold();
         for i in 0..n {
+            hold.prefetch_ahead(i, n, |ahead| {
+                // SAFETY: `ids` is non-NULL here and readable for `n` elements.
+                timer_id(unsafe { ids.add(ahead).read() }).ok()
+            });
             // SAFETY: `ids` and `values` (if any) are non-NULL here and readable for `n`
             // elements.
             let (raw, value) =

@@ -238,10 +238,23 @@ impl<T: Task> RuntimeState<T> {
         }
     }
 
+    /// Starts loading the node of timer `id` into the cache (see
+    /// [`Hold::prefetch_ahead`](super::Hold::prefetch_ahead)).
+    #[inline]
+    pub(crate) fn prefetch(&self, id: TimerId) {
+        let _ = self.shard_of(id);
+    }
+
+    /// The shard and key of timer `id`. Starts loading its node into the cache, so that the
+    /// miss overlaps what comes before the node is read (the lock, the checks).
     #[inline]
     pub(crate) fn shard_of(&self, id: TimerId) -> Result<(&Shard<T>, Key), Error> {
         match self.ids.decode(id) {
-            (shard, Some(key)) if shard < self.shards.len() => Ok((&self.shards[shard], key)),
+            (shard, Some(key)) if shard < self.shards.len() => {
+                let shard = &self.shards[shard];
+                shard.prefetch_node(key);
+                Ok((shard, key))
+            }
             _ => Err(Error::NotFound),
         }
     }
@@ -268,7 +281,11 @@ impl<T: Task> RuntimeState<T> {
             return Err(Rejected { error, task });
         }
         let index = shard_for(deadline, self.shards.len());
-        let inserted = self.shards[index].lock().insert(deadline, schedule, task);
+        let shard = &self.shards[index];
+        let mut state = shard.lock();
+        let inserted = state.insert(deadline, schedule, task);
+        shard.note_nodes(&state);
+        drop(state);
         self.added(index, deadline, inserted)
     }
 

@@ -7,7 +7,7 @@
 //! after unlocking.
 
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 
 use super::clock::{Clock, Deadline};
 use super::extras::{Extra, ExtraId, Extras, Schedule, Slot};
@@ -16,7 +16,7 @@ use super::lifecycle::State;
 use super::periodic::Periodic;
 use super::stats::Counters;
 use super::sync::{Condvar, Mutex, MutexGuard};
-use super::{Error, Task, TimerId};
+use super::{prefetch, Error, Task, TimerId};
 use crate::wheel::{Full, Key, Wheel};
 
 /// Low bits of a timer id that name its shard.
@@ -190,6 +190,10 @@ pub(crate) enum Finished<T> {
 
 pub(crate) struct Shard<T> {
     state: Mutex<ShardState<T>>,
+    /// Where the wheel's nodes lay at the last add: [`prefetch_node`](Self::prefetch_node)
+    /// reads it without the lock. A hint only (std's atomic, also under loom): a stale one
+    /// costs a useless prefetch.
+    nodes_at: AtomicUsize,
     /// Signalled when a run finishes and someone waits in `cancel_sync`.
     finished: Condvar,
 }
@@ -213,6 +217,7 @@ impl<T> Shard<T> {
     pub(crate) fn new(limit: usize, now: u64) -> Self {
         Shard {
             state: Mutex::new(ShardState::new(limit, now)),
+            nodes_at: AtomicUsize::new(0),
             finished: Condvar::new(),
         }
     }
@@ -224,6 +229,25 @@ impl<T> Shard<T> {
         self.state
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Starts loading the node of `key` into the cache, before the lock is taken, so that
+    /// its cache miss overlaps the lock and the checks on the way to it.
+    #[inline]
+    pub(crate) fn prefetch_node(&self, key: Key) {
+        let offset = (key.index() as usize).wrapping_mul(Wheel::<Entry<T>>::node_size());
+        let node = self.nodes_at.load(Relaxed).wrapping_add(offset);
+        // The node's first and last byte: most nodes span two cache lines.
+        prefetch(std::ptr::without_provenance::<u8>(node));
+        prefetch(std::ptr::without_provenance::<u8>(
+            node.wrapping_add(Wheel::<Entry<T>>::node_size() - 1),
+        ));
+    }
+
+    /// Records where the wheel's nodes lie now, for [`prefetch_node`](Self::prefetch_node).
+    #[inline]
+    pub(crate) fn note_nodes(&self, state: &ShardState<T>) {
+        self.nodes_at.store(state.wheel.nodes_address(), Relaxed);
     }
 
     /// Removes the node of a timer whose run ended and whose task was dropped

@@ -194,6 +194,14 @@ impl<T> Wheel<T> {
         std::mem::size_of::<Node<T>>()
     }
 
+    /// Where the nodes lie in memory while the pool does not grow: node `key.index()` at
+    /// this address plus the index times [`node_size`](Self::node_size). A hint for a
+    /// prefetch ahead of the lock that guards the wheel: the nodes move when the pool grows,
+    /// so such an address may be stale and is never read through.
+    pub fn nodes_address(&self) -> usize {
+        self.pool.address()
+    }
+
     /// The tick of the last advance.
     pub fn now(&self) -> u64 {
         self.now

@@ -181,6 +181,12 @@ impl<T> Pool<T> {
         &mut self.nodes[index as usize]
     }
 
+    /// Where the nodes lie while the pool does not grow (see
+    /// [`Wheel::nodes_address`](super::Wheel::nodes_address)).
+    pub(super) fn address(&self) -> usize {
+        self.nodes.as_ptr() as usize
+    }
+
     /// Indices of every live node.
     pub(super) fn live_indices(&self) -> impl Iterator<Item = u32> + '_ {
         (0..self.nodes.len() as u32).filter(|&i| self.nodes[i as usize].value.is_some())
