@@ -199,3 +199,52 @@ func TestStopIsSeenAtOnce(t *testing.T) {
 		t.Fatalf("Export after two Stops lists %d timers, want c alone", len(pending))
 	}
 }
+
+// Stops by the thousand, from several goroutines, fill many batches of deletes: what
+// reads the library's view right after sees every one of them (Stats, the places under
+// MaxTimers, Export, Close), however far the deletes of the full batches have got.
+func TestFullBatchesOfStopsAreSeenAtOnce(t *testing.T) {
+	const goroutines, perGoroutine = 4, 2 * stopShards * stopBatch
+	const n = goroutines * perGoroutine
+	w, err := New(Config{MaxTimers: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	never := func() { t.Error("a stopped timer ran") }
+	for round := 1; round <= 3; round++ {
+		var wg sync.WaitGroup
+		for g := 0; g < goroutines; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				timers := make([]*Timer, perGoroutine)
+				for i := range timers {
+					timers[i] = mustAfterFunc(t, w, time.Hour, never) // every place taken
+				}
+				for _, tm := range timers {
+					if !tm.Stop() {
+						t.Error("Stop of a pending timer = false")
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if s := w.Stats(); s.Pending != 0 || s.Cancelled != uint64(round*n) {
+			t.Fatalf("round %d: Pending %d Cancelled %d, want 0 and %d", round, s.Pending,
+				s.Cancelled, round*n)
+		}
+		if pending, _, err := w.Export(); err != nil || len(pending) != 0 {
+			t.Fatalf("round %d: Export lists %d timers (%v), want none", round, len(pending), err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := w.Stats(); s.Cancelled != 3*n || s.Discarded != 0 || s.Pending != 0 {
+		t.Fatalf("after Close: Cancelled %d Discarded %d Pending %d, want %d, 0, 0",
+			s.Cancelled, s.Discarded, s.Pending, 3*n)
+	}
+	if n := timers.countWheel(w); n != 0 {
+		t.Fatalf("%d registry entries live after Close", n)
+	}
+}

@@ -20,7 +20,7 @@ type Timer struct {
 	period time.Duration // 0 for a one-shot timer
 	mode   periodMode
 	// arms is how many C timers have stood for t (the number of the current one); guarded
-	// by mu, beside mode to keep a Timer in 80 bytes.
+	// by mu, beside mode to keep a Timer in 88 bytes.
 	arms  uint32
 	group *Group // the group its C timers join, nil for none
 
