@@ -66,6 +66,125 @@ static void test_delete_sync_then_free(void) {
     CHECK_OK(tw_destroy(w));
 }
 
+/* ---- tw_delete_sync waits for a drop that another thread's delete runs --------------- */
+
+typedef struct {
+    tw_wheel *w;
+    tw_timer_id id;
+    int batched;         /* delete with tw_delete_many instead of tw_delete */
+    long in_drop;        /* the drop has started */
+    volatile long freed; /* set by the owner after tw_delete_sync: the drop must be over */
+    long late_drops;     /* drops that went on after the owner freed */
+} shared_timer;
+
+static void never_runs(tw_timer_id id, void *data) {
+    (void)id;
+    (void)data;
+}
+
+static void shared_drop(void *data) {
+    shared_timer *t = data;
+    atomic_set(&t->in_drop, 1);
+    sleep_ms(50);
+    if (t->freed) atomic_add(&t->late_drops, 1);
+}
+
+static void *delete_shared(void *data) {
+    shared_timer *t = data;
+    tw_status status;
+    if (t->batched) {
+        CHECK_OK(tw_delete_many(t->w, &t->id, 1, &status));
+        CHECK_OK(status);
+    } else {
+        CHECK_OK(tw_delete(t->w, t->id));
+    }
+    return NULL;
+}
+
+/* Another thread deletes the timer, and its drop is under way when the owner's
+ * tw_delete_sync comes: that finds the timer deleted, and returns once the drop has. */
+static void test_delete_sync_waits_for_a_drop_run_by_another_delete(void) {
+    for (int batched = 0; batched < 2; batched++) {
+        shared_timer t = {wheel(1, 1, 0), 0, batched, 0, 0, 0};
+        CHECK_OK(tw_add(t.w, 100000, never_runs, &t, shared_drop, &t.id));
+        pthread_t deleter;
+        CHECK(pthread_create(&deleter, NULL, delete_shared, &t) == 0);
+        CHECK(wait_for(&t.in_drop, 1, WAIT_MS));
+        CHECK_STATUS(tw_delete_sync(t.w, t.id), TW_ERR_NOT_FOUND);
+        t.freed = 1;
+        CHECK(pthread_join(deleter, NULL) == 0);
+        CHECK(atomic_get(&t.late_drops) == 0);
+        CHECK_OK(tw_destroy(t.w));
+    }
+}
+
+/* ---- the calls a wheel refuses refuse an id that names nothing alike ----------------- */
+
+typedef struct {
+    tw_wheel *w;
+    tw_timer_id ids[2];
+    long calls;
+    long delete_zero, delete_many, delete_many_statuses[2], reset_many, reset_many_statuses[2];
+} refusal;
+
+/* Records what a delete of id 0, and batches of a pending id and 0, return. */
+static void refused_calls(refusal *r) {
+    if (atomic_get(&r->calls) > 0) return;
+    atomic_set(&r->calls, 1);
+    tw_timer_id batch[2] = {r->ids[1], 0};
+    uint64_t delays[2] = {1, 1};
+    tw_status statuses[2] = {99, 99};
+    r->delete_zero = tw_delete(r->w, 0);
+    r->delete_many = tw_delete_many(r->w, batch, 2, statuses);
+    r->delete_many_statuses[0] = statuses[0];
+    r->delete_many_statuses[1] = statuses[1];
+    statuses[0] = statuses[1] = 99;
+    r->reset_many = tw_reset_many(r->w, batch, delays, 2, statuses);
+    r->reset_many_statuses[0] = statuses[0];
+    r->reset_many_statuses[1] = statuses[1];
+}
+
+static void refusal_drop(void *data) { refused_calls(data); }
+
+static void refusal_export(void *ctx, const tw_timer_info *info) {
+    (void)info;
+    refused_calls(ctx);
+}
+
+/* During destroy every status is TW_ERR_SHUTDOWN, id 0's too. */
+static void test_calls_during_destroy_are_shutdown_for_every_id(void) {
+    refusal r = {wheel(1, 1, 0), {0, 0}, 0, 0, 0, {0, 0}, 0, {0, 0}};
+    CHECK_OK(tw_add(r.w, 100000, never_runs, &r, refusal_drop, &r.ids[0]));
+    CHECK_OK(tw_add(r.w, 100000, never_runs, &r, refusal_drop, &r.ids[1]));
+    CHECK_OK(tw_destroy(r.w));
+    CHECK(r.calls == 1);
+    CHECK_STATUS((tw_status)r.delete_zero, TW_ERR_SHUTDOWN);
+    CHECK_OK((tw_status)r.delete_many);
+    CHECK_STATUS((tw_status)r.delete_many_statuses[0], TW_ERR_SHUTDOWN);
+    CHECK_STATUS((tw_status)r.delete_many_statuses[1], TW_ERR_SHUTDOWN);
+    CHECK_OK((tw_status)r.reset_many);
+    CHECK_STATUS((tw_status)r.reset_many_statuses[0], TW_ERR_SHUTDOWN);
+    CHECK_STATUS((tw_status)r.reset_many_statuses[1], TW_ERR_SHUTDOWN);
+}
+
+/* From an export's function a batch is refused at once, as tw_delete is: TW_ERR_BUSY, no
+ * status written, nothing changed. */
+static void test_batches_from_an_export_are_busy(void) {
+    refusal r = {wheel(1, 1, 0), {0, 0}, 0, 0, 0, {0, 0}, 0, {0, 0}};
+    CHECK_OK(tw_add(r.w, 100000, never_runs, NULL, NULL, &r.ids[0]));
+    CHECK_OK(tw_add(r.w, 100000, never_runs, NULL, NULL, &r.ids[1]));
+    CHECK_OK(tw_export(r.w, refusal_export, &r, NULL));
+    CHECK(r.calls == 1);
+    CHECK_STATUS((tw_status)r.delete_zero, TW_ERR_BUSY);
+    CHECK_STATUS((tw_status)r.delete_many, TW_ERR_BUSY);
+    CHECK(r.delete_many_statuses[0] == 99 && r.delete_many_statuses[1] == 99);
+    CHECK_STATUS((tw_status)r.reset_many, TW_ERR_BUSY);
+    CHECK(r.reset_many_statuses[0] == 99 && r.reset_many_statuses[1] == 99);
+    CHECK_OK(tw_delete(r.w, r.ids[0]));
+    CHECK_OK(tw_delete(r.w, r.ids[1]));
+    CHECK_OK(tw_destroy(r.w));
+}
+
 /* ---- a drop function may call what a callback may, before the next run starts -------- */
 
 typedef struct {
@@ -196,11 +315,6 @@ typedef struct {
 static void count_pending_drop(void *data) {
     owner *o = data;
     atomic_add(&o->pending_drops, 1);
-}
-
-static void never_runs(tw_timer_id id, void *data) {
-    (void)id;
-    (void)data;
 }
 
 /* What a C++ service does when a timer holds its last reference: destroy the wheel. */
@@ -401,6 +515,9 @@ static void test_calls_from_a_nested_poll_see_the_outer_callback(void) {
 
 int main(void) {
     RUN(test_delete_sync_then_free);
+    RUN(test_delete_sync_waits_for_a_drop_run_by_another_delete);
+    RUN(test_calls_during_destroy_are_shutdown_for_every_id);
+    RUN(test_batches_from_an_export_are_busy);
     RUN(test_drop_deletes_a_due_one_shot);
     RUN(test_drop_delete_syncs_a_due_one_shot);
     RUN(test_drop_deletes_a_due_periodic);

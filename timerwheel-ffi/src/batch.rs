@@ -8,7 +8,7 @@ use crate::boundary::guard;
 use crate::handle::tw_wheel;
 use crate::ptr::runtime;
 use crate::task::CTask;
-use crate::types::{timer_id, tw_status, tw_timer_id};
+use crate::types::{named, timer_id, tw_status, tw_timer_id};
 
 /// Deletes the timers `ids[0..n]` in order, each as tw_delete would, and writes its status
 /// to `statuses[i]` (TW_OK, TW_ERR_NOT_FOUND, TW_ERR_SHUTDOWN or TW_ERR_FORKED, with the
@@ -16,9 +16,10 @@ use crate::types::{timer_id, tw_status, tw_timer_id};
 /// function run by a delete may call any function, this one included; `ids` is read one
 /// id at a time, just before that id is deleted.
 ///
-/// Returns TW_OK when every status was written (`n` 0 included), or TW_ERR_INVALID when `w`
-/// is NULL, or `ids` or `statuses` is NULL while `n` is not 0: then nothing changes and
-/// `statuses` is not written.
+/// Returns TW_OK when every status was written (`n` 0 included), or, and then nothing
+/// changes and `statuses` is not written: TW_ERR_INVALID when `w` is NULL, or `ids` or
+/// `statuses` is NULL while `n` is not 0; TW_ERR_BUSY when called from a tw_export
+/// function of this wheel.
 ///
 /// # Safety
 /// `w` is NULL or a live wheel; unless NULL, `ids` is readable and `statuses` writable for
@@ -84,6 +85,9 @@ unsafe fn each_timer(
         // A drop run by `op` may destroy the wheel without waiting (tw_destroy_nowait): the
         // hold keeps the runtime for the ids still to come, and `w` is freed after it ends.
         let hold = runtime.hold();
+        if let Err(Error::Busy) = hold.check_open() {
+            return Err(tw_status::TW_ERR_BUSY); // an export's function: the call is refused
+        }
         for i in 0..n {
             hold.prefetch_ahead(i, n, |ahead| {
                 // SAFETY: `ids` is non-NULL here and readable for `n` elements.
@@ -93,7 +97,9 @@ unsafe fn each_timer(
             // elements.
             let (raw, value) =
                 unsafe { (ids.add(i).read(), values.map_or(0, |v| v.add(i).read())) };
-            let status = match timer_id(raw).and_then(|id| Ok(op(&hold, id, value)?)) {
+            let status = match named(raw, timer_id, || hold.check_open())
+                .and_then(|id| Ok(op(&hold, id, value)?))
+            {
                 Ok(()) => tw_status::TW_OK,
                 Err(status) => status,
             };

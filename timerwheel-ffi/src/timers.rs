@@ -10,7 +10,7 @@ use crate::handle::tw_wheel;
 use crate::ptr::{runtime, Out};
 use crate::task::{accepted, CTask};
 use crate::time::unix_time;
-use crate::types::{timer_id, tw_callback, tw_drop_fn, tw_status, tw_timer_id};
+use crate::types::{named, timer_id, tw_callback, tw_drop_fn, tw_status, tw_timer_id};
 use crate::types::{RawMissed, RawPeriodMode};
 
 /// Adds a one-shot timer: `cb(id, user_data)` runs once, not before `delay_ms` has passed
@@ -337,7 +337,7 @@ pub(crate) unsafe fn on_id<I>(
     guard(|| {
         // SAFETY: the caller passes NULL or a live wheel.
         let runtime = unsafe { runtime(w) }?;
-        op(runtime, name(raw)?)?;
+        op(runtime, named(raw, name, || runtime.check_open())?)?;
         Ok(())
     })
 }

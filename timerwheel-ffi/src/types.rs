@@ -178,6 +178,17 @@ pub fn timer_id(raw: tw_timer_id) -> Result<TimerId, tw_status> {
     TimerId::from_u64(raw).ok_or(tw_status::TW_ERR_NOT_FOUND)
 }
 
+/// What a call names by the id `raw`, read by `name` (a timer, a group). An id that names
+/// nothing (0) is `name`'s error only while the wheel takes calls (`check_open`): during
+/// destroy it is TW_ERR_SHUTDOWN, in a fork() child TW_ERR_FORKED, as for every other id.
+pub fn named<I>(
+    raw: u64,
+    name: impl FnOnce(u64) -> Result<I, tw_status>,
+    check_open: impl FnOnce() -> Result<(), Error>,
+) -> Result<I, tw_status> {
+    name(raw).map_err(|unnamed| check_open().map_or_else(tw_status::from, |()| unnamed))
+}
+
 /// The id of a group of timers, unique to its wheel. 0 never names a group. Generational
 /// like a tw_timer_id: the id of a group that ended, or of another wheel's group, is
 /// TW_ERR_NOT_FOUND; so is a timer id given as a group id, and the other way round.

@@ -280,6 +280,28 @@ fn loom_cancel_sync_returns_after_the_drop() {
     }
 }
 
+/// A one-shot cancelled by one thread while another stops it with `cancel_sync`: whichever
+/// takes it out, `cancel_sync` returns after its drop has returned, also when that drop
+/// runs on the other thread (its node stays until then).
+#[test]
+fn loom_cancel_sync_waits_for_the_drop_of_another_cancel() {
+    model("cancel_sync waits for another cancel's drop", || {
+        let runtime = manual();
+        let tally = Arc::new(Tally::default());
+        let id = add_now(&runtime, false, Probe::new(&tally));
+        let canceller = spawn(&runtime, move |runtime| runtime.cancel(id));
+        let stopped = runtime.cancel_sync(id);
+        assert_eq!(tally.drops.load(SeqCst), 1, "cancel_sync returned first");
+        tally.stopped.store(true, SeqCst);
+        let cancelled = canceller.join().unwrap();
+        assert!(
+            stopped.is_ok() != cancelled.is_ok(),
+            "{stopped:?} and {cancelled:?}: one of them takes it out"
+        );
+        check_ended(&runtime, &[&tally]);
+    });
+}
+
 /// A periodic timer due now and two threads polling at once: the one due point is handed
 /// out once, so the timer runs once, whichever thread runs it.
 #[test]

@@ -350,7 +350,7 @@ impl<T: Task> Runtime<T> {
 
     /// `Ok` while the runtime takes calls: `Forked` in a fork() child, `Shutdown` once it
     /// shuts down, `Busy` on a thread that is exporting it.
-    pub(crate) fn check_open(&self) -> Result<(), Error> {
+    pub fn check_open(&self) -> Result<(), Error> {
         self.inner.check_open()
     }
 

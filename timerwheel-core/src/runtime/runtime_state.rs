@@ -437,8 +437,11 @@ impl<T: Task> RuntimeState<T> {
         let deleted = shard.lock().delete_group(group)?;
         self.capacity.give_back(deleted.cancelled);
         let count = deleted.tasks.len();
-        for (key, task) in deleted.tasks {
-            self.end_task(task, Some(self.ids.encode(index, key)));
+        for (key, removed) in deleted.tasks {
+            self.end_task(removed.task, Some(self.ids.encode(index, key)));
+            if removed.lingers {
+                shard.remove_ended(&mut shard.lock(), key);
+            }
         }
         self.drop_group(deleted.ended);
         if count > 0 {
@@ -471,7 +474,7 @@ impl<T: Task> RuntimeState<T> {
         self.check_open()?;
         let (shard, key) = self.shard_of(id)?;
         let removed = shard.lock().cancel(key)?;
-        self.end_cancelled(id, shard, removed);
+        self.end_cancelled(id, shard, key, removed);
         Ok(())
     }
 
@@ -483,21 +486,34 @@ impl<T: Task> RuntimeState<T> {
         let (shard, key) = self.shard_of(id)?;
         let mut state = shard.lock();
         let result = state.cancel(key);
-        let state = shard.wait_not_running(state, key);
+        // Taken out here (pending or due): nothing to wait for but its drop, which is ours.
+        // Otherwise a run under way, or the drop of another thread's cancel.
+        if !matches!(result, Ok(Some(_))) {
+            state = shard.wait_not_running(state, key);
+        }
         drop(state);
-        let ended = result.map(|removed| self.end_cancelled(id, shard, removed));
+        let ended = result.map(|removed| self.end_cancelled(id, shard, key, removed));
         // A drop deferred by an export (this one's, or that of the run waited for) has run.
         self.wait_for_deferred_drops();
         ended
     }
 
     /// After a cancel: the timer is no longer pending, so its place under `max_timers` is
-    /// free; its task, if it came back (not running), is dropped, then its group told.
+    /// free; its task, if it came back (not running), is dropped, then its node goes if it
+    /// lingered for that drop, then its group is told.
     #[inline]
-    fn end_cancelled(&self, id: TimerId, shard: &Shard<T>, removed: Option<Removed<T>>) {
+    fn end_cancelled(&self, id: TimerId, shard: &Shard<T>, key: Key, removed: Option<Removed<T>>) {
         self.capacity.give_back(1);
-        if let Some(Removed { task, group }) = removed {
+        if let Some(Removed {
+            task,
+            group,
+            lingers,
+        }) = removed
+        {
             self.end_task(task, Some(id));
+            if lingers {
+                shard.remove_ended(&mut shard.lock(), key);
+            }
             if let Some(slot) = group {
                 self.dropped(shard, slot, 1);
             }

@@ -167,14 +167,18 @@ pub(crate) struct Run<T> {
 pub(crate) struct Removed<T> {
     pub(crate) task: T,
     pub(crate) group: Option<Slot>,
+    /// The task's drop runs code or frees memory: the node stays, read as running, until
+    /// that drop has returned and the canceller [`remove_ended`](Shard::remove_ended) it,
+    /// so that a `cancel_sync` of the timer meanwhile waits for the drop.
+    pub(crate) lingers: bool,
 }
 
 /// What a group's delete took out: the tasks of its pending timers (drop them, then tell
 /// the group: [`ShardState::dropped`]), how many timers it cancelled in all (the periodic
 /// ones running now end when their run returns), and the group's data if it ended.
 pub(crate) struct GroupDeleted<T> {
-    /// The tasks of the timers cancelled, each with its timer's key.
-    pub(crate) tasks: Vec<(Key, T)>,
+    /// What the timers cancelled left to drop, each with its timer's key.
+    pub(crate) tasks: Vec<(Key, Removed<T>)>,
     pub(crate) cancelled: usize,
     pub(crate) group: Slot,
     pub(crate) ended: Option<GroupData>,
@@ -379,12 +383,15 @@ impl<T> ShardState<T> {
     }
 
     /// Cancels every timer of the group `group` and closes it (if it was not closed yet).
-    pub(crate) fn delete_group(&mut self, group: Key) -> Result<GroupDeleted<T>, Error> {
+    pub(crate) fn delete_group(&mut self, group: Key) -> Result<GroupDeleted<T>, Error>
+    where
+        T: Task,
+    {
         let slot = self.groups.find(group)?;
         let (mut tasks, mut cancelled) = (Vec::new(), 0);
         for key in self.groups.take_members(&mut self.extras, slot) {
             match self.cancel(key) {
-                Ok(Some(removed)) => tasks.push((key, removed.task)),
+                Ok(Some(removed)) => tasks.push((key, removed)),
                 Ok(None) => {}
                 Err(_) => continue, // a one-shot running now, or a periodic one cancelled
             }
@@ -420,14 +427,38 @@ impl<T> ShardState<T> {
     /// Stops a timer. `Ok(Some(removed))`: it was pending or queued, here is its task to
     /// drop; `Ok(None)`: a periodic run is under way and the timer ends when it returns.
     #[inline]
-    pub(crate) fn cancel(&mut self, key: Key) -> Result<Option<Removed<T>>, Error> {
-        let found = self.wheel.find(key).ok_or(Error::NotFound)?;
+    pub(crate) fn cancel(&mut self, key: Key) -> Result<Option<Removed<T>>, Error>
+    where
+        T: Task,
+    {
+        let mut found = self.wheel.find(key).ok_or(Error::NotFound)?;
         match state_of(&self.extras, found.value(), found.is_pending()) {
             State::Pending | State::Due => {
                 self.counters.cancelled += 1;
-                let entry = found.remove();
-                let group = self.remove_extra(entry.extra);
-                Ok(entry.task.map(|task| Removed { task, group }))
+                let lingers = found
+                    .value()
+                    .task
+                    .as_ref()
+                    .is_some_and(|t| !t.drop_is_trivial());
+                let (task, extra) = match lingers {
+                    // Its task out, the node reads as running until `remove_ended`. It
+                    // may stay in its list: if its tick comes first, the worker given it
+                    // finds it running and leaves it.
+                    true => {
+                        let entry = found.value_mut();
+                        (entry.task.take(), entry.extra.take())
+                    }
+                    false => {
+                        let entry = found.remove();
+                        (entry.task, entry.extra)
+                    }
+                };
+                let group = self.remove_extra(extra);
+                Ok(task.map(|task| Removed {
+                    task,
+                    group,
+                    lingers,
+                }))
             }
             State::Running { rearms: true } => {
                 periodic_mut(&mut self.extras, found.value()).cancelled = true;
