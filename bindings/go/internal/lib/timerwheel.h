@@ -1301,9 +1301,10 @@ enum tw_status tw_delete_sync(struct tw_wheel *w, tw_timer_id id);
  * function run by a delete may call any function, this one included; `ids` is read one
  * id at a time, just before that id is deleted.
  *
- * Returns TW_OK when every status was written (`n` 0 included), or TW_ERR_INVALID when `w`
- * is NULL, or `ids` or `statuses` is NULL while `n` is not 0: then nothing changes and
- * `statuses` is not written.
+ * Returns TW_OK when every status was written (`n` 0 included), or, and then nothing
+ * changes and `statuses` is not written: TW_ERR_INVALID when `w` is NULL, or `ids` or
+ * `statuses` is NULL while `n` is not 0; TW_ERR_BUSY when called from a tw_export
+ * function of this wheel.
  *
  * # Safety
  * `w` is NULL or a live wheel; unless NULL, `ids` is readable and `statuses` writable for
