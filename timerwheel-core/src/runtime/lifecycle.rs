@@ -22,7 +22,7 @@
 //! | `Due`                        | a worker starts it at its exact time | `Running`            | `fired` (+ `fired_one_shot`, place freed, for a one-shot) |
 //! | `Running { rearms: true }`   | the run returns                  | `Pending`                |                                            |
 //! | `Running { rearms: false }`  | the run returns, task dropped    | gone                     |                                            |
-//! | `Pending`, `Due`             | cancel                           | gone, task dropped by the canceller | `cancelled`; place freed        |
+//! | `Pending`, `Due`             | cancel                           | gone, task dropped by the canceller; a task whose drop runs code: `Running { rearms: false }` until that drop returned | `cancelled`; place freed |
 //! | `Running { rearms: true }`   | cancel                           | `Cancelling`             | `cancelled`; place freed                   |
 //! | `Cancelling`                 | the run returns, task dropped    | gone                     |                                            |
 //! | `Pending`, `Due`             | reset                            | `Pending`                |                                            |
@@ -31,7 +31,9 @@
 //!
 //! A run ends a timer in two steps: the worker drops the task outside the lock, then the
 //! node goes ([`ShardState::remove_ended`](super::shard::ShardState::remove_ended)); until then the
-//! timer still reads as running, so `cancel_sync` waits for the drop too.
+//! timer still reads as running, so `cancel_sync` waits for the drop too. A cancel whose
+//! task's drop runs code ends it the same way, so that a `cancel_sync` on another thread
+//! waits for the canceller's drop.
 
 use super::periodic::Periodic;
 
