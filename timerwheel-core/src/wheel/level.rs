@@ -55,10 +55,10 @@ pub(super) fn list_for(deadline: u64, now: u64) -> usize {
     let level = if differing == 0 {
         0
     } else {
-        let below_p = (1u64 << (63 - differing.leading_zeros())) - 1;
+        let below_p = (1u64 << differing.ilog2()) - 1;
         match (a | !c) & below_p {
             0 => 0,
-            breaking => (63 - breaking.leading_zeros()) as usize / ROTATION_BITS as usize + 1,
+            breaking => (breaking.ilog2() / ROTATION_BITS) as usize + 1,
         }
     };
     if level >= LEVELS {
