@@ -201,14 +201,12 @@ impl<T: Task> RuntimeState<T> {
     /// Drops the task of a timer that ended, or, while an export's function runs, once it
     /// returned (see `export.rs`). In a fork() child at once: an export of the parent's
     /// threads never ends there. A task whose drop is trivial is dropped at once, anywhere.
-    /// `timer`: the timer cancelled here, whose drop it is (see [`end_for`](Self::end_for));
-    /// `None` at shutdown.
+    /// For a shutdown's discards; a cancel's task goes through [`end_removed`](Self::end_removed).
     #[inline]
-    fn end_task(&self, task: T, timer: Option<TimerId>) {
-        match (task.drop_is_trivial(), timer) {
-            (true, _) => drop(task),
-            (false, Some(id)) => self.end_for(id, Ending::Task(task)),
-            (false, None) => self.end(Ending::Task(task)),
+    fn end_task(&self, task: T) {
+        match task.drop_is_trivial() {
+            true => drop(task),
+            false => self.end(Ending::Task(task)),
         }
     }
 
@@ -438,10 +436,8 @@ impl<T: Task> RuntimeState<T> {
         self.capacity.give_back(deleted.cancelled);
         let count = deleted.tasks.len();
         for (key, removed) in deleted.tasks {
-            self.end_task(removed.task, Some(self.ids.encode(index, key)));
-            if removed.lingers {
-                shard.remove_ended(&mut shard.lock(), key);
-            }
+            let id = self.ids.encode(index, key);
+            self.end_removed(id, shard, key, removed.task, removed.lingers);
         }
         self.drop_group(deleted.ended);
         if count > 0 {
@@ -510,12 +506,23 @@ impl<T: Task> RuntimeState<T> {
             lingers,
         }) = removed
         {
-            self.end_task(task, Some(id));
-            if lingers {
-                shard.remove_ended(&mut shard.lock(), key);
-            }
+            self.end_removed(id, shard, key, task, lingers);
             if let Some(slot) = group {
                 self.dropped(shard, slot, 1);
+            }
+        }
+    }
+
+    /// Drops the task that a cancel of timer `id` took out, by what the cancel found under
+    /// the lock: a trivial drop at once; else as the timer's drop, after which its node,
+    /// which lingered for that drop (see [`Removed::lingers`]), goes.
+    #[inline]
+    fn end_removed(&self, id: TimerId, shard: &Shard<T>, key: Key, task: T, lingers: bool) {
+        match lingers {
+            false => drop(task),
+            true => {
+                self.end_for(id, Ending::Task(task));
+                shard.remove_ended(&mut shard.lock(), key);
             }
         }
     }
@@ -695,7 +702,7 @@ impl<T: Task> RuntimeState<T> {
             discarded += tasks.len();
             self.capacity.give_back(tasks.len());
             for task in tasks {
-                self.end_task(task, None);
+                self.end_task(task);
             }
             let ended = shard.lock().end_groups(groups);
             ended
