@@ -282,8 +282,11 @@ impl<T: Task> RuntimeState<T> {
         let shard = &self.shards[index];
         let mut state = shard.lock();
         let inserted = state.insert(deadline, schedule, task);
-        shard.note_nodes(&state);
+        let prefault = shard.after_insert(&mut state);
         drop(state);
+        if let Some(prefault) = prefault {
+            prefault.run();
+        }
         self.added(index, deadline, inserted)
     }
 
@@ -349,6 +352,11 @@ impl<T: Task> RuntimeState<T> {
                         return Some(refusal);
                     }
                 }
+            }
+            let prefault = self.shards[index].after_insert(&mut shard);
+            drop(shard);
+            if let Some(prefault) = prefault {
+                prefault.run();
             }
         }
         None

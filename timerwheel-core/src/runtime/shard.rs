@@ -17,7 +17,7 @@ use super::periodic::Periodic;
 use super::stats::Counters;
 use super::sync::{Condvar, Mutex, MutexGuard};
 use super::{prefetch, Error, Task, TimerId};
-use crate::wheel::{Full, Key, Wheel};
+use crate::wheel::{Full, Key, Prefault, Wheel};
 
 /// Low bits of a timer id that name its shard.
 const SHARD_BITS: u32 = 4;
@@ -194,9 +194,9 @@ pub(crate) enum Finished<T> {
 
 pub(crate) struct Shard<T> {
     state: Mutex<ShardState<T>>,
-    /// Where the wheel's nodes lay at the last add: [`prefetch_node`](Self::prefetch_node)
-    /// reads it without the lock. A hint only (std's atomic, also under loom): a stale one
-    /// costs a useless prefetch.
+    /// Where the wheel's nodes lie, fixed from its first insert on:
+    /// [`prefetch_node`](Self::prefetch_node) reads it without the lock. A hint only (std's
+    /// atomic, also under loom): 0 before the first insert, which costs a useless prefetch.
     nodes_at: AtomicUsize,
     /// Signalled when a run finishes and someone waits in `cancel_sync`.
     finished: Condvar,
@@ -248,10 +248,17 @@ impl<T> Shard<T> {
         ));
     }
 
-    /// Records where the wheel's nodes lie now, for [`prefetch_node`](Self::prefetch_node).
+    /// After an insert, with the lock: records where the wheel's nodes lie, for
+    /// [`prefetch_node`](Self::prefetch_node) (written once: a store on every add would
+    /// pull the line from every thread's cache), and hands out the memory to fault in ahead,
+    /// for the caller to run once the lock is let go.
     #[inline]
-    pub(crate) fn note_nodes(&self, state: &ShardState<T>) {
-        self.nodes_at.store(state.wheel.nodes_address(), Relaxed);
+    pub(crate) fn after_insert(&self, state: &mut ShardState<T>) -> Option<Prefault> {
+        let nodes_at = state.wheel.nodes_address();
+        if self.nodes_at.load(Relaxed) != nodes_at {
+            self.nodes_at.store(nodes_at, Relaxed);
+        }
+        state.wheel.take_prefault()
     }
 
     /// Removes the node of a timer whose run ended and whose task was dropped

@@ -18,6 +18,7 @@
 
 mod level;
 mod pool;
+mod region;
 
 use std::fmt;
 
@@ -27,6 +28,7 @@ use level::{
 };
 pub use pool::Key;
 use pool::{Node, Pool, DETACHED, NIL, RETIRED};
+pub use region::Prefault;
 
 /// Least number of entries moved down per step when an upper slot is moved ahead of time.
 pub const DRAIN_CHUNK: u64 = 1 << DRAIN_CHUNK_SHIFT;
@@ -196,12 +198,19 @@ impl<T> Wheel<T> {
         std::mem::size_of::<Node<T>>()
     }
 
-    /// Where the nodes lie in memory while the pool does not grow: node `key.index()` at
-    /// this address plus the index times [`node_size`](Self::node_size). A hint for a
-    /// prefetch ahead of the lock that guards the wheel: the nodes move when the pool grows,
-    /// so such an address may be stale and is never read through.
+    /// Where the nodes lie in memory: node `key.index()` at this address plus the index
+    /// times [`node_size`](Self::node_size). Fixed from the first insert on (the nodes are
+    /// never moved); a hint for a prefetch ahead of the lock that guards the wheel.
     pub fn nodes_address(&self) -> usize {
         self.pool.address()
+    }
+
+    /// Memory the inserts so far ask to be faulted in ahead of their successors: run it
+    /// after releasing the lock that guards the wheel (see [`Prefault`]). Left untaken,
+    /// that memory is faulted in by the inserts that reach it.
+    #[inline]
+    pub fn take_prefault(&mut self) -> Option<Prefault> {
+        self.pool.take_prefault()
     }
 
     /// The tick of the last advance.

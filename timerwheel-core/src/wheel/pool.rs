@@ -2,11 +2,12 @@
 //! the `next` field, and a generation per node so that stale keys are recognised. The
 //! [`Key`]s that name entries are made here, from a node's index and generation.
 //!
-//! Nodes live in one contiguous `Vec` that grows a chunk at a time (no allocation per
-//! insert once warm), doubling while it is small; a freed node is reused before the pool
-//! grows.
+//! Nodes live in one [`Region`], reserved for the pool's limit and never moved; a freed
+//! node is reused before the pool grows.
 
 use std::fmt;
+
+use super::region::{Prefault, Region};
 
 /// "No node": the end of a list.
 pub(super) const NIL: u32 = u32::MAX;
@@ -17,12 +18,6 @@ pub(super) const FREE: u16 = u16::MAX;
 pub(super) const DETACHED: u16 = u16::MAX - 1;
 /// Set in `Node::list` of a removed node that is still linked in that list.
 pub(super) const RETIRED: u16 = 1 << 15;
-
-/// Nodes added per growth step, at most: a pool doubles from [`FIRST_CHUNK`] up to this.
-const GROWTH_CHUNK: usize = 16 * 1024;
-/// Nodes reserved at the first insert: a small wheel (a test's, a fuzz input's) allocates
-/// and touches little; a large one reaches [`GROWTH_CHUNK`] steps after a few doublings.
-const FIRST_CHUNK: usize = 64;
 
 /// Names an entry of a [`Wheel`](super::Wheel): a node index and the node's generation at
 /// insert, so a key outlives its entry harmlessly (every call with a stale key finds nothing).
@@ -70,7 +65,7 @@ pub(super) struct Node<T> {
 }
 
 pub(super) struct Pool<T> {
-    nodes: Vec<Node<T>>,
+    nodes: Region<Node<T>>,
     free_head: u32,
     live: usize,
     limit: usize,
@@ -79,11 +74,12 @@ pub(super) struct Pool<T> {
 impl<T> Pool<T> {
     /// A pool that holds at most `limit` live nodes (and never more than `NIL` nodes).
     pub(super) fn new(limit: usize) -> Self {
+        let limit = limit.min(NIL as usize);
         Pool {
-            nodes: Vec::new(),
+            nodes: Region::new(limit),
             free_head: NIL,
             live: 0,
-            limit: limit.min(NIL as usize),
+            limit,
         }
     }
 
@@ -103,7 +99,10 @@ impl<T> Pool<T> {
             return Err(value);
         }
         let index = match self.free_head {
-            NIL => self.push_new(),
+            NIL => match self.push_new() {
+                Some(index) => index,
+                None => return Err(value),
+            },
             index => index,
         };
         let node = &mut self.nodes[index as usize];
@@ -115,21 +114,22 @@ impl<T> Pool<T> {
         Ok(index)
     }
 
-    fn push_new(&mut self) -> u32 {
-        if self.nodes.len() == self.nodes.capacity() {
-            let chunk = self.nodes.len().clamp(FIRST_CHUNK, GROWTH_CHUNK);
-            self.nodes.reserve_exact(chunk);
-        }
-        let index = self.nodes.len() as u32;
-        self.nodes.push(Node {
+    /// A new node at the end of the region; `None` when the region is full.
+    fn push_new(&mut self) -> Option<u32> {
+        let fresh = Node {
             deadline: 0,
             next: NIL,
             prev: NIL,
             generation: 1,
             list: FREE,
             value: None,
-        });
-        index
+        };
+        self.nodes.push(fresh).ok().map(|index| index as u32)
+    }
+
+    /// Memory the last allocations ask to be faulted in ahead (see [`Prefault`]).
+    pub(super) fn take_prefault(&mut self) -> Option<Prefault> {
+        self.nodes.take_prefault()
     }
 
     /// Returns a detached node to the free list and its value to the caller.
@@ -181,10 +181,9 @@ impl<T> Pool<T> {
         &mut self.nodes[index as usize]
     }
 
-    /// Where the nodes lie while the pool does not grow (see
-    /// [`Wheel::nodes_address`](super::Wheel::nodes_address)).
+    /// Where the nodes lie (see [`Wheel::nodes_address`](super::Wheel::nodes_address)).
     pub(super) fn address(&self) -> usize {
-        self.nodes.as_ptr() as usize
+        self.nodes.address()
     }
 
     /// Indices of every live node.
