@@ -259,10 +259,15 @@ static void a_fork_child_is_refused_and_never_hangs(void) {
         }
         close(verdict[1]);
         char got = 1;
-        CHECK(read(verdict[0], &got, 1) == 1); /* 0 bytes: the child hung and was killed */
+        ssize_t said = read(verdict[0], &got, 1); /* 0 bytes: the child hung or crashed */
+        int status = 0;
+        CHECK(waitpid(pid, &status, 0) == pid);
+        if (said != 1)
+            fprintf(stderr, "child: %s %d\n", WIFSIGNALED(status) ? "signal" : "exit",
+                    WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        CHECK(said == 1);
         CHECK(got == 0);
         close(verdict[0]);
-        CHECK(waitpid(pid, NULL, 0) == pid);
     }
     atomic_set(&a.stop, 1);
     pthread_join(adder, NULL);
