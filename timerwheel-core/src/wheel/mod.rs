@@ -665,6 +665,21 @@ mod tests {
     }
 
     #[test]
+    fn nodes_stay_where_the_first_insert_put_them_as_the_wheel_grows() {
+        let mut wheel = Wheel::new();
+        wheel.insert(1, 0u64).unwrap();
+        let at = wheel.nodes_address();
+        for i in 1..200_000 {
+            wheel.insert(i, i).unwrap();
+            if let Some(prefault) = wheel.take_prefault() {
+                prefault.run();
+            }
+        }
+        assert_eq!(wheel.nodes_address(), at);
+        assert_eq!(wheel.advance(200_000, |_, _| {}), 200_000);
+    }
+
+    #[test]
     fn node_is_compact() {
         assert!(
             Wheel::<u64>::node_size() <= 48,
