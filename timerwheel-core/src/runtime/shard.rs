@@ -194,9 +194,9 @@ pub(crate) enum Finished<T> {
 
 pub(crate) struct Shard<T> {
     state: Mutex<ShardState<T>>,
-    /// Where the wheel's nodes lie, fixed from its first insert on:
-    /// [`prefetch_node`](Self::prefetch_node) reads it without the lock. A hint only (std's
-    /// atomic, also under loom): 0 before the first insert, which costs a useless prefetch.
+    /// Where the wheel's nodes lay at the last add: [`prefetch_node`](Self::prefetch_node)
+    /// reads it without the lock. A hint only (std's atomic, also under loom): a stale one
+    /// (the pool grew since) costs a useless prefetch.
     nodes_at: AtomicUsize,
     /// Signalled when a run finishes and someone waits in `cancel_sync`.
     finished: Condvar,
@@ -249,8 +249,8 @@ impl<T> Shard<T> {
     }
 
     /// After an insert, with the lock: records where the wheel's nodes lie, for
-    /// [`prefetch_node`](Self::prefetch_node) (written once: a store on every add would
-    /// pull the line from every thread's cache), and hands out the memory to fault in ahead,
+    /// [`prefetch_node`](Self::prefetch_node) (written when it moved: a store on every add
+    /// would pull the line from every thread's cache), and hands out the memory to fault in ahead,
     /// for the caller to run once the lock is let go.
     #[inline]
     pub(crate) fn after_insert(&self, state: &mut ShardState<T>) -> Option<Prefault> {
@@ -725,7 +725,8 @@ impl<T> ShardState<T> {
     /// Every group is closed.
     pub(crate) fn close(&mut self) -> (Vec<T>, Vec<Slot>) {
         self.closed = true;
-        let (mut tasks, mut groups) = (Vec::new(), Vec::new());
+        // Sized at once: doubling would ask for up to twice the room, all of it at the end.
+        let (mut tasks, mut groups) = (Vec::with_capacity(self.wheel.len()), Vec::new());
         // A periodic timer running now (closed from a callback) ends when its run returns:
         // discarded too, though its task is not here.
         let mut running_periodic = 0;

@@ -186,6 +186,11 @@ impl<T> Pool<T> {
         self.nodes.address()
     }
 
+    /// Nodes ever used, live or free: every index is below it.
+    pub(super) fn nodes(&self) -> u32 {
+        self.nodes.len() as u32
+    }
+
     /// Indices of every live node.
     pub(super) fn live_indices(&self) -> impl Iterator<Item = u32> + '_ {
         (0..self.nodes.len() as u32).filter(|&i| self.nodes[i as usize].value.is_some())

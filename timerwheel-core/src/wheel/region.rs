@@ -1,13 +1,15 @@
 //! Where a pool's nodes live: a reservation of address space, filled from its start.
 //!
-//! - **Moved only past 256 MiB.** The first reservation, made at the first node, holds
-//!   256 MiB of nodes (or the pool's limit, if less); nodes stay at one address until a
-//!   pool outgrows it. Then a reservation twice as large is taken and the pages are moved
-//!   over (`mremap`: page tables, not bytes). So growing copies nothing, and an address
-//!   taken once (a prefetch ahead of a lock) stays right for almost every wheel.
-//! - **Paid for as used.** A reservation is address space only (`MAP_NORESERVE`); memory
-//!   is taken a page at a time as nodes are first written. Where the system refuses a
-//!   reservation that large, a smaller one is taken.
+//! - **Grown by moving page tables.** The first reservation, made at the first node, is
+//!   one [`HUGE_PAGE`]; one about to fill (past its first, within [`AHEAD`] of its end) is
+//!   followed by one twice as large, and the pages are moved over (`mremap`: page tables,
+//!   not bytes). Growing copies nothing, and the
+//!   address space held is at most twice what the nodes fill.
+//! - **Paid for as used.** Memory is taken a page at a time as nodes are first written.
+//!   Where the system refuses the next reservation (an address-space limit), a smaller
+//!   step is tried, down to one huge page; when none can be had, the pool is full, and
+//!   tries again only after [`RETRY_AFTER`] more refusals, so that a full pool refuses
+//!   cheaply.
 //! - **Huge pages past the first 2 MiB** (Linux, where transparent huge pages are enabled
 //!   for `madvise`): a small wheel stays on small pages, a large one reaches its random
 //!   nodes through far fewer TLB entries.
@@ -25,8 +27,8 @@ const HUGE_PAGE: usize = 2 << 20;
 /// threads may take while a prefault runs (4,681 nodes of 56 bytes), and no more than
 /// that, as memory asked for ahead is held whether or not nodes ever reach it.
 const AHEAD: usize = 256 << 10;
-/// Bytes of a pool's first reservation, at most.
-const FIRST_RESERVATION: usize = 256 << 20;
+/// Refused pushes of a full region before it tries to grow again.
+const RETRY_AFTER: u32 = 1024;
 
 /// Memory of a pool to fault in ahead of its first use: run it outside the lock that guards
 /// the pool. Running it changes no byte of memory (a page already present stays as it is),
@@ -61,10 +63,12 @@ pub(super) struct Region<N> {
     len: usize,
     /// Nodes the reservation holds: 0 until the first push reserves it.
     capacity: usize,
+    /// Bytes reserved at `start`, a whole number of huge pages.
+    reserved: usize,
     /// Nodes the region may grow to.
     wanted: usize,
-    /// Bytes of the first reservation, at most.
-    first_reservation: usize,
+    /// Refused pushes left before the next try to grow, after a try failed.
+    refusals_left: u32,
     /// Bytes from the start asked to be faulted in ahead.
     asked: usize,
     /// The next prefault, for the owner to take.
@@ -80,16 +84,13 @@ unsafe impl<N: Sync> Sync for Region<N> {}
 impl<N> Region<N> {
     /// An empty region that may grow to `wanted` nodes, reserved from its first push on.
     pub(super) fn new(wanted: usize) -> Self {
-        Self::with_first_reservation(wanted, FIRST_RESERVATION)
-    }
-
-    fn with_first_reservation(wanted: usize, first_reservation: usize) -> Self {
         Region {
             start: NonNull::dangling(),
             len: 0,
             capacity: 0,
+            reserved: 0,
             wanted,
-            first_reservation,
+            refusals_left: 0,
             asked: HUGE_PAGE,
             prefault: None,
         }
@@ -119,45 +120,64 @@ impl<N> Region<N> {
         self.start.as_ptr() as usize
     }
 
-    /// Takes a reservation at the first push, a twice larger one (the nodes moved over) at
-    /// a later one; false when the region holds all it may, or no larger reservation could
+    /// Takes a reservation at the first push, a larger one (the nodes moved over) at a
+    /// later one; false when the region holds all it may, or no larger reservation could
     /// be had.
     #[cold]
     fn grow(&mut self) -> bool {
+        if self.capacity >= self.wanted {
+            return false;
+        }
+        if self.refusals_left > 0 {
+            self.refusals_left -= 1;
+            return false;
+        }
         let size = std::mem::size_of::<N>().max(1);
-        let most = self.wanted.min(isize::MAX as usize / size / 2);
-        let mut nodes = match self.capacity {
-            0 => most.min(self.first_reservation / size).max(1),
-            capacity => most.min(capacity * 2),
-        };
-        while nodes > self.capacity && nodes <= most {
-            if let Some(start) = reservation::take(nodes * size) {
-                if self.capacity > 0 {
-                    reservation::move_into(self.start.cast(), self.capacity * size, start);
-                }
-                self.start = start.cast();
-                self.capacity = nodes;
+        let most =
+            (self.wanted.min(isize::MAX as usize / 4 / size) * size).next_multiple_of(HUGE_PAGE);
+        let mut bytes = (self.reserved * 2).clamp(HUGE_PAGE, most);
+        loop {
+            if self.reserved > 0 && reservation::extend(self.start.cast(), self.reserved, bytes) {
+                self.move_to(self.start.cast(), bytes);
                 return true;
             }
-            nodes = self.capacity + (nodes - self.capacity) / 2;
+            if let Some(start) = reservation::take(bytes) {
+                self.move_to(start, bytes);
+                return true;
+            }
+            let step = (bytes - self.reserved) / 2 / HUGE_PAGE * HUGE_PAGE;
+            if step == 0 {
+                break;
+            }
+            bytes = self.reserved + step;
         }
+        self.refusals_left = RETRY_AFTER;
         false
     }
 
-    /// Asks for the next huge page once the nodes written come within [`AHEAD`] of it.
+    /// Moves the nodes to the reservation `start` of `reserved` bytes (the same one,
+    /// extended in place, when `start` is where they are).
+    fn move_to(&mut self, start: NonNull<u8>, reserved: usize) {
+        if self.reserved > 0 && start != self.start.cast() {
+            reservation::move_into(self.start.cast(), self.reserved, start);
+        }
+        self.start = start.cast();
+        self.reserved = reserved;
+        self.capacity = (reserved / std::mem::size_of::<N>().max(1)).min(self.wanted);
+    }
+
+    /// Asks for the next huge page once the nodes written come within [`AHEAD`] of it,
+    /// growing the region first if it ends there.
     #[inline]
     fn ask_ahead(&mut self) {
         let written = self.len * std::mem::size_of::<N>();
-        if written + AHEAD < self.asked {
+        if written + AHEAD < self.asked || (self.asked >= self.reserved && !self.grow()) {
             return;
         }
-        let reserved = self.capacity * std::mem::size_of::<N>();
-        if self.asked < reserved {
-            self.prefault = Some(Prefault {
-                address: self.address() + self.asked,
-                bytes: HUGE_PAGE.min(reserved - self.asked),
-            });
-        }
+        self.prefault = Some(Prefault {
+            address: self.address() + self.asked,
+            bytes: HUGE_PAGE,
+        });
         self.asked += HUGE_PAGE;
     }
 }
@@ -185,9 +205,8 @@ impl<N> Drop for Region<N> {
     fn drop(&mut self) {
         // SAFETY: the slice is the initialised nodes, each dropped once here.
         unsafe { std::ptr::drop_in_place(&mut **self as *mut [N]) };
-        if self.capacity > 0 {
-            let bytes = self.capacity * std::mem::size_of::<N>().max(1);
-            reservation::give_back(self.start.cast(), bytes);
+        if self.reserved > 0 {
+            reservation::give_back(self.start.cast(), self.reserved);
         }
     }
 }
@@ -198,8 +217,10 @@ mod reservation {
     use super::HUGE_PAGE;
     use std::ptr::NonNull;
 
-    /// A reservation of at least `bytes`, aligned to a huge page, or `None` if refused.
+    /// A reservation of `bytes` (a whole number of huge pages, so that every unmap below
+    /// is of whole pages), aligned to a huge page, or `None` if refused.
     pub(super) fn take(bytes: usize) -> Option<NonNull<u8>> {
+        debug_assert_eq!(bytes % HUGE_PAGE, 0);
         let padded = bytes.checked_add(HUGE_PAGE)?;
         // SAFETY: an anonymous private mapping at an address of the kernel's choosing
         // touches no existing memory.
@@ -218,15 +239,33 @@ mod reservation {
         }
         let mapped = mapped as usize;
         let start = mapped.next_multiple_of(HUGE_PAGE);
-        unmap(mapped, start - mapped);
-        unmap(start + bytes, mapped + padded - (start + bytes));
+        let trimmed = unmap(mapped, start - mapped);
+        let trimmed = unmap(start + bytes, mapped + padded - (start + bytes)) && trimmed;
+        debug_assert!(trimmed, "a reservation's padding stays mapped");
         prefer_huge_pages(start, bytes);
         NonNull::new(start as *mut u8)
     }
 
     /// Returns a reservation made by [`take`].
-    pub(super) fn give_back(start: NonNull<u8>, bytes: usize) {
-        unmap(start.as_ptr() as usize, bytes);
+    pub(super) fn give_back(start: NonNull<u8>, bytes: usize) -> bool {
+        unmap(start.as_ptr() as usize, bytes)
+    }
+
+    /// Extends the reservation at `start` from `bytes` to `larger` where it stands, if the
+    /// address space after it is free (Linux); whether it did.
+    pub(super) fn extend(start: NonNull<u8>, bytes: usize, larger: usize) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: this module's own reservation; without MREMAP_MAYMOVE it stays where
+            // it is or the call fails, touching nothing.
+            let extended = unsafe { libc::mremap(start.as_ptr().cast(), bytes, larger, 0) };
+            if extended != libc::MAP_FAILED {
+                prefer_huge_pages(start.as_ptr() as usize, larger);
+                return true;
+            }
+        }
+        let _ = (start, bytes, larger);
+        false
     }
 
     /// Moves the first `bytes` of the reservation at `from` to the start of the larger one
@@ -254,12 +293,11 @@ mod reservation {
         give_back(from, bytes);
     }
 
-    fn unmap(address: usize, bytes: usize) {
-        if bytes > 0 {
-            // SAFETY: only ranges of this module's own mappings, no longer referenced, are
-            // unmapped.
-            unsafe { libc::munmap(address as *mut libc::c_void, bytes) };
-        }
+    /// Unmaps whole pages of this module's own mappings; whether that succeeded.
+    fn unmap(address: usize, bytes: usize) -> bool {
+        // SAFETY: only ranges of this module's own mappings, no longer referenced, are
+        // unmapped.
+        bytes == 0 || unsafe { libc::munmap(address as *mut libc::c_void, bytes) } == 0
     }
 
     /// Asks for huge pages past the first: a small pool stays on small pages.
@@ -297,9 +335,14 @@ mod reservation {
         (bytes <= MOST).then(|| NonNull::new(unsafe { alloc(layout(bytes)?) }))??
     }
 
-    pub(super) fn give_back(start: NonNull<u8>, bytes: usize) {
+    pub(super) fn give_back(start: NonNull<u8>, bytes: usize) -> bool {
         // SAFETY: `start` came from `take(bytes)` with this layout.
         unsafe { dealloc(start.as_ptr(), layout(bytes).expect("taken with it")) };
+        true
+    }
+
+    pub(super) fn extend(_start: NonNull<u8>, _bytes: usize, _larger: usize) -> bool {
+        false
     }
 
     pub(super) fn move_into(from: NonNull<u8>, bytes: usize, to: NonNull<u8>) {
@@ -313,44 +356,51 @@ mod reservation {
 mod tests {
     use super::*;
 
-    #[test]
-    fn nodes_stay_where_they_were_written_as_the_region_fills() {
-        let mut region = Region::new(1 << 20);
-        region.push(7u64).unwrap();
-        let first = &region[0] as *const u64;
-        for i in 0..(1 << 20) - 1 {
-            region.push(i).unwrap();
-        }
-        assert_eq!(&region[0] as *const u64, first);
-        assert_eq!(region.push(0), Err(0), "a full region refuses");
-        assert_eq!(region.len(), 1 << 20);
+    /// A node of 4 KiB, so that a test fills huge pages with few pushes.
+    type Page = [u64; 512];
+
+    fn page(i: usize) -> Page {
+        [i as u64; 512]
     }
 
     #[test]
-    fn a_region_that_outgrows_its_reservation_moves_its_nodes_intact() {
-        let mut region = Region::with_first_reservation(10_000, 1 << 12);
-        for i in 0..10_000u64 {
-            region.push(i).unwrap();
-            if i == 511 {
-                assert_eq!(region.capacity, 512, "the first reservation is 4 KiB");
+    fn a_growing_region_moves_its_nodes_intact_and_stops_at_its_limit() {
+        let mut region = Region::new(2000);
+        let mut reservations = Vec::new();
+        for i in 0..2000 {
+            region.push(page(i)).unwrap();
+            if reservations.last() != Some(&region.reserved) {
+                reservations.push(region.reserved);
             }
         }
+        let mib = 1 << 20;
         assert_eq!(
-            region.capacity, 10_000,
-            "doubled, then cut to what it may hold"
+            reservations,
+            [2 * mib, 4 * mib, 8 * mib],
+            "doubled, cut to the limit"
         );
-        assert!(region.iter().copied().eq(0..10_000));
-        assert_eq!(region.push(0), Err(0));
+        assert!(region.iter().enumerate().all(|(i, node)| *node == page(i)));
+        assert!(region.push(page(0)).is_err(), "a full region refuses");
+    }
+
+    #[test]
+    fn reservations_are_whole_huge_pages_given_back_whole() {
+        let start = reservation::take(3 * HUGE_PAGE).unwrap();
+        assert_eq!(start.as_ptr() as usize % HUGE_PAGE, 0);
+        assert!(reservation::give_back(start, 3 * HUGE_PAGE));
+        let odd_nodes = Region::<[u8; 48]>::new(5_592_405); // 256 MiB less 16 bytes
+        assert_eq!(odd_nodes.reserved % HUGE_PAGE, 0);
     }
 
     #[test]
     fn prefaults_cover_every_huge_page_past_the_first_once_ahead_of_its_nodes() {
-        let mut region = Region::new(5 * HUGE_PAGE / 64);
+        let pages = 5 * HUGE_PAGE / 4096;
+        let mut region = Region::new(pages);
         let mut asked = Vec::new();
-        for i in 0..5 * HUGE_PAGE / 64 {
-            region.push([0u8; 64]).unwrap();
+        for i in 0..pages {
+            region.push(page(i)).unwrap();
             if let Some(prefault) = region.take_prefault() {
-                let written = (i + 1) * 64;
+                let written = (i + 1) * 4096;
                 let ahead = prefault.address - region.address();
                 assert!(
                     ahead > written && ahead - written <= AHEAD,
@@ -360,8 +410,8 @@ mod tests {
                 prefault.run();
             }
         }
-        let pages: Vec<_> = (1..5).map(|page| (page * HUGE_PAGE, HUGE_PAGE)).collect();
-        assert_eq!(asked, pages);
+        let expected: Vec<_> = (1..5).map(|page| (page * HUGE_PAGE, HUGE_PAGE)).collect();
+        assert_eq!(asked, expected);
     }
 
     #[test]
@@ -371,6 +421,21 @@ mod tests {
             region.push(i).unwrap();
             assert!(region.take_prefault().is_none());
         }
+    }
+
+    #[test]
+    fn a_region_that_cannot_grow_refuses_cheaply_then_tries_again() {
+        let mut region = Region::new(usize::MAX);
+        region.push(page(0)).unwrap();
+        region.reserved = isize::MAX as usize / 4 / 4096 * 4096; // no larger one exists
+        region.capacity = region.len;
+        assert!(region.push(page(1)).is_err());
+        assert_eq!(region.refusals_left, RETRY_AFTER);
+        for _ in 0..RETRY_AFTER {
+            assert!(region.push(page(1)).is_err());
+        }
+        assert_eq!(region.refusals_left, 0, "the next push tries again");
+        region.reserved = HUGE_PAGE; // as it was, so that dropping gives it back whole
     }
 
     #[test]
