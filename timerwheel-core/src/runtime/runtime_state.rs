@@ -282,11 +282,7 @@ impl<T: Task> RuntimeState<T> {
         let shard = &self.shards[index];
         let mut state = shard.lock();
         let inserted = state.insert(deadline, schedule, task);
-        let prefault = shard.after_insert(&mut state);
-        drop(state);
-        if let Some(prefault) = prefault {
-            prefault.run();
-        }
+        shard.unlock_after_insert(state);
         self.added(index, deadline, inserted)
     }
 
@@ -353,11 +349,7 @@ impl<T: Task> RuntimeState<T> {
                     }
                 }
             }
-            let prefault = self.shards[index].after_insert(&mut shard);
-            drop(shard);
-            if let Some(prefault) = prefault {
-                prefault.run();
-            }
+            self.shards[index].unlock_after_insert(shard);
         }
         None
     }

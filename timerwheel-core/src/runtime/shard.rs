@@ -17,7 +17,7 @@ use super::periodic::Periodic;
 use super::stats::Counters;
 use super::sync::{Condvar, Mutex, MutexGuard};
 use super::{prefetch, Error, Task, TimerId};
-use crate::wheel::{Full, Key, Prefault, Wheel};
+use crate::wheel::{Full, Key, Wheel};
 
 /// Low bits of a timer id that name its shard.
 const SHARD_BITS: u32 = 4;
@@ -248,17 +248,21 @@ impl<T> Shard<T> {
         ));
     }
 
-    /// After an insert, with the lock: records where the wheel's nodes lie, for
+    /// Lets the lock go after inserts: records where the wheel's nodes lie, for
     /// [`prefetch_node`](Self::prefetch_node) (written when it moved: a store on every add
-    /// would pull the line from every thread's cache), and hands out the memory to fault in ahead,
-    /// for the caller to run once the lock is let go.
+    /// would pull the line from every thread's cache), then, once the lock is let go, faults
+    /// in the memory the inserts asked for ahead (see [`Prefault`](crate::wheel::Prefault)).
     #[inline]
-    pub(crate) fn after_insert(&self, state: &mut ShardState<T>) -> Option<Prefault> {
+    pub(crate) fn unlock_after_insert(&self, mut state: MutexGuard<'_, ShardState<T>>) {
         let nodes_at = state.wheel.nodes_address();
         if self.nodes_at.load(Relaxed) != nodes_at {
             self.nodes_at.store(nodes_at, Relaxed);
         }
-        state.wheel.take_prefault()
+        let prefault = state.wheel.take_prefault();
+        drop(state);
+        if let Some(prefault) = prefault {
+            prefault.run();
+        }
     }
 
     /// Removes the node of a timer whose run ended and whose task was dropped

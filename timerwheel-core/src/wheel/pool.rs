@@ -2,8 +2,8 @@
 //! the `next` field, and a generation per node so that stale keys are recognised. The
 //! [`Key`]s that name entries are made here, from a node's index and generation.
 //!
-//! Nodes live in one [`Region`], reserved for the pool's limit and never moved; a freed
-//! node is reused before the pool grows.
+//! Nodes live in one [`Region`], which grows by doubling its reservation; a freed node is
+//! reused before the pool grows.
 
 use std::fmt;
 
@@ -193,6 +193,6 @@ impl<T> Pool<T> {
 
     /// Indices of every live node.
     pub(super) fn live_indices(&self) -> impl Iterator<Item = u32> + '_ {
-        (0..self.nodes.len() as u32).filter(|&i| self.nodes[i as usize].value.is_some())
+        (0..self.nodes()).filter(|&i| self.nodes[i as usize].value.is_some())
     }
 }

@@ -2,9 +2,10 @@
 //!
 //! - **Grown by moving page tables.** The first reservation, made at the first node, is
 //!   one [`HUGE_PAGE`]; one about to fill (past its first, within [`AHEAD`] of its end) is
-//!   followed by one twice as large, and the pages are moved over (`mremap`: page tables,
-//!   not bytes). Growing copies nothing, and the
-//!   address space held is at most twice what the nodes fill.
+//!   followed by one twice as large, extended in place where the address space after it
+//!   is free, else with the pages moved over (`mremap`: page tables, not bytes). Growing
+//!   copies nothing (on Linux), and the address space held is at most twice what the
+//!   nodes fill.
 //! - **Paid for as used.** Memory is taken a page at a time as nodes are first written.
 //!   Where the system refuses the next reservation (an address-space limit), a smaller
 //!   step is tried, down to one huge page; when none can be had, the pool is full, and
@@ -36,12 +37,12 @@ const RETRY_AFTER: u32 = 1024;
 #[derive(Debug)]
 #[must_use = "the memory is faulted in only when the prefault runs"]
 pub struct Prefault {
+    /// Where the huge page to fault in starts.
     address: usize,
-    bytes: usize,
 }
 
 impl Prefault {
-    /// Faults the memory in (`MADV_POPULATE_WRITE`; nothing where the kernel lacks it).
+    /// Faults the huge page in (`MADV_POPULATE_WRITE`; nothing where the kernel lacks it).
     pub fn run(self) {
         #[cfg(target_os = "linux")]
         // SAFETY: MADV_POPULATE_WRITE only faults pages in, as a write would, without
@@ -50,14 +51,14 @@ impl Prefault {
         unsafe {
             libc::madvise(
                 self.address as *mut libc::c_void,
-                self.bytes,
+                HUGE_PAGE,
                 libc::MADV_POPULATE_WRITE,
             );
         }
     }
 }
 
-/// Nodes of type `N` in one fixed reservation: the initialised ones are `[0, len)`.
+/// Nodes of type `N` in one reservation: the initialised ones are `[0, len)`.
 pub(super) struct Region<N> {
     start: NonNull<N>,
     len: usize,
@@ -158,8 +159,15 @@ impl<N> Region<N> {
     /// Moves the nodes to the reservation `start` of `reserved` bytes (the same one,
     /// extended in place, when `start` is where they are).
     fn move_to(&mut self, start: NonNull<u8>, reserved: usize) {
-        if self.reserved > 0 && start != self.start.cast() {
-            reservation::move_into(self.start.cast(), self.reserved, start);
+        let from = self.start.cast::<u8>();
+        if self.reserved > 0
+            && start != from
+            && !reservation::move_pages(from, self.reserved, start)
+        {
+            // SAFETY: two distinct reservations, each at least `self.reserved` long; the old
+            // one is given back right after and not referenced again.
+            unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), start.as_ptr(), self.reserved) };
+            reservation::give_back(from, self.reserved);
         }
         self.start = start.cast();
         self.reserved = reserved;
@@ -176,7 +184,6 @@ impl<N> Region<N> {
         }
         self.prefault = Some(Prefault {
             address: self.address() + self.asked,
-            bytes: HUGE_PAGE,
         });
         self.asked += HUGE_PAGE;
     }
@@ -268,9 +275,9 @@ mod reservation {
         false
     }
 
-    /// Moves the first `bytes` of the reservation at `from` to the start of the larger one
-    /// at `to`, and gives the old one back.
-    pub(super) fn move_into(from: NonNull<u8>, bytes: usize, to: NonNull<u8>) {
+    /// Moves the pages of the first `bytes` of the reservation at `from` to the start of
+    /// the larger one at `to`, the old one gone with them (Linux); whether it did.
+    pub(super) fn move_pages(from: NonNull<u8>, bytes: usize, to: NonNull<u8>) -> bool {
         #[cfg(target_os = "linux")]
         {
             // SAFETY: both are this module's own reservations, the new one at least `bytes`
@@ -284,13 +291,13 @@ mod reservation {
                     to.as_ptr().cast::<libc::c_void>(),
                 )
             };
-            if moved != libc::MAP_FAILED {
-                return;
-            }
+            moved != libc::MAP_FAILED
         }
-        // SAFETY: two distinct reservations of this module, each at least `bytes` long.
-        unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), to.as_ptr(), bytes) };
-        give_back(from, bytes);
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (from, bytes, to);
+            false
+        }
     }
 
     /// Unmaps whole pages of this module's own mappings; whether that succeeded.
@@ -345,10 +352,8 @@ mod reservation {
         false
     }
 
-    pub(super) fn move_into(from: NonNull<u8>, bytes: usize, to: NonNull<u8>) {
-        // SAFETY: two distinct allocations of this module, each at least `bytes` long.
-        unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), to.as_ptr(), bytes) };
-        give_back(from, bytes);
+    pub(super) fn move_pages(_from: NonNull<u8>, _bytes: usize, _to: NonNull<u8>) -> bool {
+        false
     }
 }
 
@@ -406,11 +411,11 @@ mod tests {
                     ahead > written && ahead - written <= AHEAD,
                     "{ahead} at {written}"
                 );
-                asked.push((ahead, prefault.bytes));
+                asked.push(ahead);
                 prefault.run();
             }
         }
-        let expected: Vec<_> = (1..5).map(|page| (page * HUGE_PAGE, HUGE_PAGE)).collect();
+        let expected: Vec<_> = (1..5).map(|page| page * HUGE_PAGE).collect();
         assert_eq!(asked, expected);
     }
 
