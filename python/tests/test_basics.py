@@ -100,9 +100,12 @@ def test_past_deadlines_run_in_deadline_order(kind):
     (not in the order added, not shuffled); equal times in the order added."""
     options = {"max_workers": 1, "min_workers": 1} if kind == "one worker" else {"virtual_clock": True}
     with Wheel(**options) as w:
-        gate = threading.Event()
+        gate, started = threading.Event(), threading.Event()
         if kind == "one worker":
-            w.call_later(0, gate.wait, 10)  # holds the only worker while the others queue
+            # Holds the only worker while the others queue; started before they come (queued
+            # ahead of it, they would run first, those queued before the worker took one first).
+            w.call_later(0, lambda: (started.set(), gate.wait(10)))
+            assert started.wait(10)
         ran = []
         now = w.now() if kind == "virtual" else time.time()
         for label, ago in enumerate(PAST):

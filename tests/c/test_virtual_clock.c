@@ -503,10 +503,17 @@ static void on_past(tw_timer_id id, void *user_data) {
     }
 }
 
+typedef struct gate {
+    long started;
+    long open;
+} gate;
+
 /* Holds the only worker until the gate opens: what is added meanwhile waits in the queue. */
 static void wait_for_gate(tw_timer_id id, void *user_data) {
     (void)id;
-    while (atomic_get(user_data) == 0) {
+    gate *g = user_data;
+    atomic_set(&g->started, 1);
+    while (atomic_get(&g->open) == 0) {
         sleep_ms(1);
     }
 }
@@ -529,10 +536,12 @@ static void past_deadlines_run_in_deadline_order(void) {
         }
         past_order order = {0};
         past_entry entries[PAST];
-        long gate = 0;
+        gate g = {0, 0};
         tw_timer_id gate_id = 0;
         if (kind == 2) {
-            CHECK_OK(tw_add(w, 0, wait_for_gate, &gate, NULL, &gate_id));
+            /* Started before the others come: queued ahead of it, they would run first. */
+            CHECK_OK(tw_add(w, 0, wait_for_gate, &g, NULL, &gate_id));
+            CHECK(wait_for(&g.started, 1, 10000));
         }
         int64_t now = tw_now_ms(w);
         for (long i = 0; i < PAST; i++) {
@@ -541,7 +550,7 @@ static void past_deadlines_run_in_deadline_order(void) {
             tw_timer_id id = 0;
             CHECK_OK(tw_add_at(w, at, on_past, &entries[i], NULL, &id));
         }
-        atomic_set(&gate, 1);
+        atomic_set(&g.open, 1);
         size_t ran = 0;
         for (int i = 0; i < 2000 && atomic_get(&order.next) < PAST; i++) {
             if (kind < 2) {
