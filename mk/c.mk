@@ -182,14 +182,19 @@ test-install: lib
 	$(call need,pkg-config cmake)
 	tests/install/run.sh
 
+# timeout.c, the baseline of bench-c and bench-instructions, from the directory TIMEOUT_C.
+TIMEOUT_C_OBJ = $(C_BUILD)/timeout-c.o
+compile_timeout_c = $(CC) -std=c99 -O2 -w -c $(TIMEOUT_C)/timeout.c -I$(TIMEOUT_C) -o $(TIMEOUT_C_OBJ)
+
 # W1-W3 through the C ABI against libuv (make deps installs it), and W1 through the
 # Rust API with the same input for the cost of the ABI. BENCH_ARGS=--quick for a short run.
-# TIMEOUT_C=dir: also W1 and W2 against timeout.c, from a directory holding its timeout.h
-# and a timeout.o you built there (docs/benchmarks.md says how); nothing here builds it.
+# TIMEOUT_C=dir: also W1 and W2 against timeout.c, from a directory holding its source
+# (timeout.c and its headers), compiled here.
 bench-c: lib | $(C_BUILD)
 	$(call need,pkg-config libuv)
+	$(if $(TIMEOUT_C),$(compile_timeout_c))
 	$(CC) -std=c99 $(C_WARN) -pthread -O2 -Iinclude bench/c/bench.c -o $(C_BUILD)/bench \
-	  $(if $(TIMEOUT_C),-DTW_BENCH_TIMEOUT_C -I$(TIMEOUT_C) $(TIMEOUT_C)/timeout.o) \
+	  $(if $(TIMEOUT_C),-DTW_BENCH_TIMEOUT_C -I$(TIMEOUT_C) $(TIMEOUT_C_OBJ)) \
 	  $(C_LINK) $$(pkg-config --cflags --libs libuv)
 	$(CARGO) run --release -q -p timerwheel-ffi --example w1_rust -- $(BENCH_ARGS) | tee $(C_BUILD)/w1_rust.json
 	$(C_BUILD)/bench --rust $(C_BUILD)/w1_rust.json $(BENCH_ARGS)
@@ -203,9 +208,9 @@ bench-instructions: lib | $(C_BUILD)
 	elif [ -z "$(TIMEOUT_C)" ] || [ ! -f "$(TIMEOUT_C)/timeout.c" ]; then \
 	  echo "bench-instructions: skipped (TIMEOUT_C=dir with timeout.c not given)"; \
 	else \
-	  $(CC) -std=c99 -O2 -w -c $(TIMEOUT_C)/timeout.c -I$(TIMEOUT_C) -o $(C_BUILD)/timeout-c.o && \
+	  $(compile_timeout_c) && \
 	  $(CC) -std=c99 $(C_WARN) -pthread -O2 -Iinclude -I$(TIMEOUT_C) -DTW_BENCH_TIMEOUT_C \
-	    bench/c/instructions.c $(C_BUILD)/timeout-c.o -o $(C_BUILD)/instructions $(C_LINK) && \
+	    bench/c/instructions.c $(TIMEOUT_C_OBJ) -o $(C_BUILD)/instructions $(C_LINK) && \
 	  $(PYTHON) bench/instructions.py $(C_BUILD)/instructions; \
 	fi
 

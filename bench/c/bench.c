@@ -28,7 +28,7 @@
 #endif
 
 typedef struct {
-    double add_ns, cancel_ns, bytes_per_timer, touch_ns;
+    double add_ns, cancel_ns, readd_ns, bytes_per_timer, touch_ns;
     double total_s;
     long fired;
     double late_p50_us, late_p99_us, late_max_us;
@@ -172,6 +172,12 @@ static result ours_w1(const uint64_t *delays, const size_t *order, int batched) 
     start = now_ns();
     delete_all(w, ids, order, batched);
     r.cancel_ns = per_op(start, n_timers);
+    start = now_ns();
+    for (size_t i = 0; i < n_timers; i++) {
+        size_t k = order[i];
+        tw_add(w, delays[k], noop_cb, NULL, NULL, &ids[k]);
+    }
+    r.readd_ns = per_op(start, n_timers);
     tw_destroy(w);
     free(ids);
     return r;
@@ -339,6 +345,11 @@ static result uv_w1(const uint64_t *delays, const size_t *order) {
     start = now_ns();
     for (size_t i = 0; i < n_timers; i++) uv_timer_stop(&timers[order[i]]);
     r.cancel_ns = per_op(start, n_timers);
+    start = now_ns();
+    for (size_t i = 0; i < n_timers; i++) {
+        uv_timer_start(&timers[order[i]], uv_noop, delays[order[i]], 0);
+    }
+    r.readd_ns = per_op(start, n_timers);
     uv_finish(&loop, timers);
     free(timers);
     return r;
@@ -397,8 +408,9 @@ static result uv_w3(const uint64_t *delays) {
 
 static void json_w1(const char *impl, int baseline, result r) {
     printf("{\"impl\": \"%s\", \"baseline\": %s, \"workload\": \"W1\", \"n\": %zu, "
-           "\"add_ns\": %.1f, \"cancel_ns\": %.1f, \"bytes_per_timer\": %.1f}\n",
-           impl, baseline ? "true" : "false", n_timers, r.add_ns, r.cancel_ns, r.bytes_per_timer);
+           "\"add_ns\": %.1f, \"cancel_ns\": %.1f, \"readd_ns\": %.1f, \"bytes_per_timer\": %.1f}\n",
+           impl, baseline ? "true" : "false", n_timers, r.add_ns, r.cancel_ns, r.readd_ns,
+           r.bytes_per_timer);
 }
 
 static void json_w2(const char *impl, int baseline, result r) {
@@ -529,6 +541,9 @@ static result tc_w1(const uint64_t *delays, const size_t *order) {
     start = now_ns();
     for (size_t i = 0; i < n_timers; i++) timeouts_del(T, &to[order[i]]);
     r.cancel_ns = per_op(start, n_timers);
+    start = now_ns();
+    for (size_t i = 0; i < n_timers; i++) timeouts_add(T, &to[order[i]], delays[order[i]]);
+    r.readd_ns = per_op(start, n_timers);
     timeouts_close(T);
     munmap(to, bytes);
     return r;
@@ -560,6 +575,7 @@ static void timeout_c_table(result ours1, result ours2, result batched1, result 
            "timeout.c", "ratio", "target");
     row("W1 add_ns", ours1.add_ns, tc1.add_ns, 1.5, 0);
     row("W1 cancel_ns", ours1.cancel_ns, tc1.cancel_ns, 2.0, 0);
+    row("W1 readd_ns", ours1.readd_ns, tc1.readd_ns, 0, 0);
     row("W1 bytes_per_timer", ours1.bytes_per_timer, tc1.bytes_per_timer, 0, 0);
     row("W2 touch_ns", ours2.touch_ns, tc2.touch_ns, 1.5, 0);
     row("W1 cancel_ns, tw_delete_many of 64", batched1.cancel_ns, tc1.cancel_ns, 0, 0);
@@ -617,6 +633,7 @@ int main(int argc, char **argv) {
            "ratio", "target");
     row("W1 add_ns", ours1.add_ns, uv1.add_ns, 0.3, 0);
     row("W1 cancel_ns", ours1.cancel_ns, uv1.cancel_ns, 0.15, 0);
+    row("W1 readd_ns", ours1.readd_ns, uv1.readd_ns, 0, 0);
     row("W1 bytes_per_timer", ours1.bytes_per_timer, uv1.bytes_per_timer, 0, 56);
     row("W2 touch_ns", ours2.touch_ns, uv2.touch_ns, 0, 0);
     row("W3 fired", (double)ours3.fired, (double)uv3.fired, 0, 0);
