@@ -75,6 +75,7 @@ mod worker;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+pub use crate::wheel::prefetch;
 pub use callback::record_callback_failure;
 pub use config::{Builder, Config, ConfigError, MAX_TICK, MAX_WORKERS, MIN_TICK};
 pub use error::{Error, Rejected};
@@ -85,7 +86,7 @@ pub use restart::{Export, ExportedTimer, Missed, TimerKind};
 pub use scope::{Group, GroupHandle};
 pub use shared::{default_runtime, SharedRuntime};
 pub use stats::{Lateness, Stats, LATENESS_BOUNDS_US};
-pub use task::{prefetch, BoxTask, PeriodMode, Task, TimerId};
+pub use task::{BoxTask, PeriodMode, Task, TimerId};
 pub use timer::Timer;
 
 use extras::Schedule;

@@ -4,6 +4,8 @@ use std::any::Any;
 use std::fmt;
 use std::num::NonZeroU64;
 
+use crate::wheel::prefetch;
+
 /// The id of a timer in a [`Runtime`](crate::Runtime). Never zero. Ids are generational: an
 /// id whose timer has ended reaches a later timer that reuses its memory only after that
 /// memory was reused 2^32 − 1 times. Ids are unique to their runtime: another runtime finds
@@ -67,20 +69,6 @@ impl<F: FnMut(TimerId) + Send + 'static> Task for F {
             prefetch(&**boxed);
         }
     }
-}
-
-/// Asks the processor to bring the cache line at `ptr` into cache without reading it: a
-/// hint that never faults, whatever the address.
-pub fn prefetch<T: ?Sized>(ptr: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    #[allow(unused_unsafe)] // a safe function since Rust 1.87
-    // SAFETY: a prefetch reads no memory and cannot fault, for any address.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch(ptr.cast::<i8>(), _MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = ptr;
 }
 
 /// The task type of the Rust API: any closure, boxed.

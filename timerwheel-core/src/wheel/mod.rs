@@ -30,6 +30,20 @@ pub use pool::Key;
 use pool::{Node, Pool, DETACHED, NIL, RETIRED};
 pub use region::Prefault;
 
+/// Asks the processor to bring the cache line at `ptr` into cache without reading it: a
+/// hint that never faults, whatever the address.
+pub fn prefetch<T: ?Sized>(ptr: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unused_unsafe)] // a safe function since Rust 1.87
+    // SAFETY: a prefetch reads no memory and cannot fault, for any address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch(ptr.cast::<i8>(), _MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = ptr;
+}
+
 /// Least number of entries moved down per step when an upper slot is moved ahead of time.
 pub const DRAIN_CHUNK: u64 = 1 << DRAIN_CHUNK_SHIFT;
 const DRAIN_CHUNK_SHIFT: u32 = 8;

@@ -111,7 +111,20 @@ impl<T> Pool<T> {
         node.list = DETACHED;
         node.value = Some(value);
         self.live += 1;
+        // Freed nodes come back in the order their entries ended, scattered over the pool:
+        // the next allocation's node is loaded while this one is linked and returned.
+        self.prefetch(self.free_head);
         Ok(index)
+    }
+
+    /// Starts loading node `index` (both cache lines a node may span), if there is one.
+    #[inline]
+    fn prefetch(&self, index: u32) {
+        if let Some(node) = self.nodes.get(index as usize) {
+            let node: *const Node<T> = node;
+            super::prefetch(node);
+            super::prefetch(node.cast::<u8>().wrapping_add(size_of::<Node<T>>() - 1));
+        }
     }
 
     /// A new node at the end of the region; `None` when the region is full.
