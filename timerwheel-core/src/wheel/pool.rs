@@ -120,11 +120,18 @@ impl<T> Pool<T> {
     /// Starts loading node `index` (both cache lines a node may span), if there is one.
     #[inline]
     fn prefetch(&self, index: u32) {
-        if let Some(node) = self.nodes.get(index as usize) {
-            let node: *const Node<T> = node;
-            super::prefetch(node);
-            super::prefetch(node.cast::<u8>().wrapping_add(size_of::<Node<T>>() - 1));
+        if index != NIL {
+            super::prefetch(self.address_in(index, 0));
+            super::prefetch(self.address_in(index, size_of::<Node<T>>() - 1));
         }
+    }
+
+    /// The address of byte `offset` of node `index`, for a prefetch: computed, not
+    /// checked (an index the pool does not hold gives an address a prefetch ignores).
+    #[inline]
+    fn address_in(&self, index: u32, offset: usize) -> *const u8 {
+        let at = index as usize * size_of::<Node<T>>() + offset;
+        std::ptr::without_provenance::<u8>(self.nodes.address().wrapping_add(at))
     }
 
     /// A new node at the end of the region; `None` when the region is full.
