@@ -473,6 +473,52 @@ static void test_max_timers_counts_only_pending_timers(void) {
     free(s);
 }
 
+/* While timers come and go in every shard, tw_get_stats never reports more pending timers
+ * than max_timers allows. */
+#define STATS_LIMIT 1000
+
+typedef struct {
+    tw_wheel *w;
+    long stop;
+} churn;
+
+static void fired_cb(tw_timer_id id, void *data) {
+    (void)id;
+    (void)data;
+}
+
+/* Adds timers due in 0-3 ms, whatever their deadlines' shards, until told to stop. */
+static void *churn_main(void *arg) {
+    churn *c = arg;
+    for (uint64_t i = 0; !atomic_get(&c->stop); i++) {
+        tw_timer_id id;
+        tw_status status = tw_add(c->w, i % 4, fired_cb, NULL, NULL, &id);
+        CHECK(status == TW_OK || status == TW_ERR_FULL);
+    }
+    return NULL;
+}
+
+static void test_stats_never_count_more_pending_than_max_timers(void) {
+    tw_config cfg;
+    tw_config_init(&cfg);
+    cfg.max_timers = STATS_LIMIT;
+    churn c = {NULL, 0};
+    CHECK_OK(tw_create(&cfg, &c.w));
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++) CHECK(pthread_create(&threads[i], NULL, churn_main, &c) == 0);
+    uint64_t most = 0;
+    for (int64_t end = now_ns() + 1500 * 1000000LL; now_ns() < end;) {
+        tw_stats stats;
+        CHECK_OK(tw_get_stats(c.w, &stats));
+        most = stats.pending > most ? stats.pending : most;
+    }
+    atomic_set(&c.stop, 1);
+    for (int i = 0; i < 2; i++) pthread_join(threads[i], NULL);
+    if (most > STATS_LIMIT) fprintf(stderr, "pending read %llu\n", (unsigned long long)most);
+    CHECK(most <= STATS_LIMIT);
+    CHECK_OK(tw_destroy(c.w));
+}
+
 /* ---- a callback that polls a manual wheel is still inside its own wheel ---------------- */
 
 typedef struct {
@@ -535,6 +581,7 @@ int main(void) {
     RUN(test_destroy_nowait_while_callbacks_run);
     RUN(test_destroy_nowait_refuses_the_default_wheel);
     RUN(test_max_timers_counts_only_pending_timers);
+    RUN(test_stats_never_count_more_pending_than_max_timers);
     RUN(test_calls_from_a_nested_poll_see_the_outer_callback);
     return check_summary("test_contract");
 }

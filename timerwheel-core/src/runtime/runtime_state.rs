@@ -76,6 +76,14 @@ impl Capacity {
         false
     }
 
+    /// `pending` bounded by the limit, if there is one.
+    fn at_most(&self, pending: u64) -> u64 {
+        match self.limit {
+            0 => pending,
+            limit => pending.min(limit as u64),
+        }
+    }
+
     /// Gives back the places of `count` timers no longer pending.
     fn give_back(&self, count: usize) {
         if self.limit != 0 && count != 0 {
@@ -605,6 +613,9 @@ impl<T: Task> RuntimeState<T> {
         for shard in self.shards.iter() {
             shard.lock().counters.add_to(&mut stats);
         }
+        // The shards are read in turn: a timer that left a shard already read and one that
+        // came to a shard read later both count. Never more than `max_timers` are pending.
+        stats.pending = self.capacity.at_most(stats.pending);
         let counts = self.executor.counts();
         stats.workers = counts.workers as u64;
         stats.workers_peak = counts.peak as u64;
