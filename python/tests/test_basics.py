@@ -102,8 +102,8 @@ def test_past_deadlines_run_in_deadline_order(kind):
     with Wheel(**options) as w:
         gate, started = threading.Event(), threading.Event()
         if kind == "one worker":
-            # Holds the only worker while the others queue; started before they come (queued
-            # ahead of it, they would run first, those queued before the worker took one first).
+            # Holds the only worker while the others queue. It must have started before they
+            # are added: due earlier, they would be queued ahead of it and run first.
             w.call_later(0, lambda: (started.set(), gate.wait(10)))
             assert started.wait(10)
         ran = []

@@ -16,7 +16,7 @@ use super::lifecycle::State;
 use super::periodic::Periodic;
 use super::stats::Counters;
 use super::sync::{Condvar, Mutex, MutexGuard};
-use super::{prefetch, Error, Task, TimerId};
+use super::{Error, Task, TimerId};
 use crate::wheel::{Full, Key, Wheel};
 
 /// Low bits of a timer id that name its shard.
@@ -239,13 +239,7 @@ impl<T> Shard<T> {
     /// its cache miss overlaps the lock and the checks on the way to it.
     #[inline]
     pub(crate) fn prefetch_node(&self, key: Key) {
-        let offset = (key.index() as usize).wrapping_mul(Wheel::<Entry<T>>::node_size());
-        let node = self.nodes_at.load(Relaxed).wrapping_add(offset);
-        // The node's first and last byte: most nodes span two cache lines.
-        prefetch(std::ptr::without_provenance::<u8>(node));
-        prefetch(std::ptr::without_provenance::<u8>(
-            node.wrapping_add(Wheel::<Entry<T>>::node_size() - 1),
-        ));
+        Wheel::<Entry<T>>::prefetch_node(self.nodes_at.load(Relaxed), key);
     }
 
     /// Lets the lock go after inserts: records where the wheel's nodes lie, for

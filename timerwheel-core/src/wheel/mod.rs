@@ -220,6 +220,13 @@ impl<T> Wheel<T> {
         self.pool.address()
     }
 
+    /// Starts loading the node of `key` into the cache, given where the nodes lay (a
+    /// [`nodes_address`](Self::nodes_address), possibly stale): a hint that never faults.
+    #[inline]
+    pub fn prefetch_node(nodes_at: usize, key: Key) {
+        pool::prefetch_node::<T>(nodes_at, key.index());
+    }
+
     /// Memory the inserts so far ask to be faulted in ahead of their successors: run it
     /// after releasing the lock that guards the wheel (see [`Prefault`]). Left untaken,
     /// that memory is faulted in by the inserts that reach it.
@@ -380,7 +387,7 @@ impl<T> Wheel<T> {
         // By index, with no list of the live ones: a freed node goes back to the free list,
         // which is not walked here.
         for index in 0..self.pool.nodes() {
-            if self.pool.node(index).value.is_some() {
+            if self.pool.is_live(index) {
                 self.unlink(index);
                 let key = self.pool.key(index);
                 f(key, self.pool.free(index));

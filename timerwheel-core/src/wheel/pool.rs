@@ -71,6 +71,19 @@ pub(super) struct Pool<T> {
     limit: usize,
 }
 
+/// Starts loading node `index` of nodes lying at `nodes_at`: its first and last byte, since
+/// most nodes span two cache lines. The address is computed, not checked: a stale base or
+/// an index no pool holds gives an address a prefetch ignores.
+#[inline]
+pub(super) fn prefetch_node<T>(nodes_at: usize, index: u32) {
+    let size = size_of::<Node<T>>();
+    let node = nodes_at.wrapping_add((index as usize).wrapping_mul(size));
+    super::prefetch(std::ptr::without_provenance::<u8>(node));
+    super::prefetch(std::ptr::without_provenance::<u8>(
+        node.wrapping_add(size - 1),
+    ));
+}
+
 impl<T> Pool<T> {
     /// A pool that holds at most `limit` live nodes (and never more than `NIL` nodes).
     pub(super) fn new(limit: usize) -> Self {
@@ -117,21 +130,12 @@ impl<T> Pool<T> {
         Ok(index)
     }
 
-    /// Starts loading node `index` (both cache lines a node may span), if there is one.
+    /// Starts loading node `index`, if there is one (see [`prefetch_node`]).
     #[inline]
     fn prefetch(&self, index: u32) {
         if index != NIL {
-            super::prefetch(self.address_in(index, 0));
-            super::prefetch(self.address_in(index, size_of::<Node<T>>() - 1));
+            prefetch_node::<T>(self.nodes.address(), index);
         }
-    }
-
-    /// The address of byte `offset` of node `index`, for a prefetch: computed, not
-    /// checked (an index the pool does not hold gives an address a prefetch ignores).
-    #[inline]
-    fn address_in(&self, index: u32, offset: usize) -> *const u8 {
-        let at = index as usize * size_of::<Node<T>>() + offset;
-        std::ptr::without_provenance::<u8>(self.nodes.address().wrapping_add(at))
     }
 
     /// A new node at the end of the region; `None` when the region is full.
@@ -211,8 +215,13 @@ impl<T> Pool<T> {
         self.nodes.len() as u32
     }
 
+    /// Whether node `index` (below [`nodes`](Self::nodes)) holds an entry.
+    pub(super) fn is_live(&self, index: u32) -> bool {
+        self.nodes[index as usize].value.is_some()
+    }
+
     /// Indices of every live node.
     pub(super) fn live_indices(&self) -> impl Iterator<Item = u32> + '_ {
-        (0..self.nodes()).filter(|&i| self.nodes[i as usize].value.is_some())
+        (0..self.nodes()).filter(|&i| self.is_live(i))
     }
 }
