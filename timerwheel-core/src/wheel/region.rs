@@ -164,9 +164,12 @@ impl<N> Region<N> {
             && start != from
             && !reservation::move_pages(from, self.reserved, start)
         {
-            // SAFETY: two distinct reservations, each at least `self.reserved` long; the old
-            // one is given back right after and not referenced again.
-            unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), start.as_ptr(), self.reserved) };
+            // The nodes written, not the whole reservation: its untouched rest would be
+            // faulted in by the copy.
+            let written = self.len * std::mem::size_of::<N>();
+            // SAFETY: two distinct reservations, each at least `self.reserved >= written`
+            // long; the old one is given back right after and not referenced again.
+            unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), start.as_ptr(), written) };
             reservation::give_back(from, self.reserved);
         }
         self.start = start.cast();
