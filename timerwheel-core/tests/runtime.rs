@@ -672,6 +672,39 @@ fn a_queued_timer_reset_to_now_starts_after_the_runs_due_before_it() {
     assert_eq!(rt.shutdown(), Ok(0));
 }
 
+/// Timers one thread adds already due (delay 0) for several milliseconds, queued behind a
+/// busy worker, start in the order added: each deadline is the clock's reading at its add,
+/// and a thread's readings never go back (also where the cheap clock takes a new anchor,
+/// every millisecond).
+#[test]
+fn timers_added_due_for_milliseconds_start_in_the_order_added() {
+    let rt = runtime::<BoxTask>(1);
+    let (release, blocked) = mpsc::channel::<()>();
+    let started = Arc::new(AtomicBool::new(false));
+    let flag = started.clone();
+    let blocker = move |_| {
+        flag.store(true, SeqCst);
+        let _ = blocked.recv();
+    };
+    rt.add(ms(0), Box::new(blocker)).unwrap();
+    wait_until("the blocker to start", || started.load(SeqCst));
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let adding = Instant::now();
+    let mut added = 0;
+    while adding.elapsed() < ms(20) {
+        let order = order.clone();
+        let record = move |_| order.lock().unwrap().push(added);
+        rt.add(ms(0), Box::new(record)).unwrap();
+        added += 1;
+    }
+    release.send(()).unwrap();
+    wait_until("every run", || order.lock().unwrap().len() == added);
+    let order = order.lock().unwrap().clone();
+    let out_of_order = order.windows(2).position(|pair| pair[0] > pair[1]);
+    assert_eq!(out_of_order, None, "{added} runs");
+    assert_eq!(rt.shutdown(), Ok(0));
+}
+
 #[test]
 fn shutdown_waits_for_a_callback_running_inside_poll() {
     let config = Config {

@@ -18,16 +18,26 @@
 //!   than [`ANCHOR_AGE_NS`], or an anchor being written: the monotonic clock itself.
 //!
 //! Each new anchor also checks the old one: had its reading now been behind the monotonic
-//! clock, the counter is not trusted again in this process.
+//! clock, the counter is not trusted again in this process. A thread's readings never go
+//! back, also from one anchor to the next: a floor that every reading is held to rises to
+//! the old anchor's last reading before the new one is published.
 //!
 //! Elsewhere (another architecture or kernel clock source, under loom) the monotonic clock
 //! is read every time.
 
 /// Added to every reading: covers the slew of the monotonic clock over an anchor's age and
 /// the skew of counters between processors.
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_os = "linux", not(loom))),
+    allow(dead_code)
+)]
 pub(crate) const MARGIN_NS: u64 = 2_000;
 
 /// The longest an anchor serves before a reading takes a new one.
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_os = "linux", not(loom))),
+    allow(dead_code)
+)]
 pub(crate) const ANCHOR_AGE_NS: u64 = 1_000_000;
 
 /// The monotonic time now or a little later (see the module doc), in nanoseconds.
@@ -54,6 +64,10 @@ mod imp {
 
     use super::{ANCHOR_AGE_NS, MARGIN_NS};
 
+    /// A read of the counter between two of the clock this narrow is taken at once (see
+    /// [`read_counter_and_clock`]); otherwise the narrowest of [`READ_TRIES`].
+    const NARROW_READ_NS: u64 = 500;
+    const READ_TRIES: usize = 4;
     /// Fraction bits of [`SCALE`].
     const SCALE_BITS: u32 = 32;
     /// How long the first anchor must lie back before the scale is measured from it.
@@ -62,7 +76,7 @@ mod imp {
     /// Nanoseconds per count in 32.32 fixed point; 0 until measured.
     static SCALE: AtomicU64 = AtomicU64::new(0);
     /// Counts an anchor serves for at the scale: [`ANCHOR_AGE_NS`], and never so many that
-    /// counts times scale overflows.
+    /// counts times scale overflows (0 while the scale is unknown).
     static ANCHOR_COUNTS: AtomicU64 = AtomicU64::new(0);
     /// The anchor, a seqlock: odd while being written.
     static SEQUENCE: AtomicU64 = AtomicU64::new(0);
@@ -71,54 +85,116 @@ mod imp {
     /// The first anchor, which every scale is measured from (0: none yet).
     static FIRST_COUNT: AtomicU64 = AtomicU64::new(0);
     static FIRST_NS: AtomicU64 = AtomicU64::new(0);
+    /// No reading is below it: the highest reading a replaced anchor gave.
+    static FLOOR: AtomicU64 = AtomicU64::new(0);
     /// Set once a check found a reading that would have been behind.
     static DISTRUSTED: AtomicBool = AtomicBool::new(false);
 
     #[inline]
     pub(super) fn monotonic_ns_at_least() -> u64 {
-        let scale = SCALE.load(Relaxed);
-        if scale != 0 {
-            if let Some((count, ns)) = anchor() {
-                let counts = counter().wrapping_sub(count);
-                if counts < ANCHOR_COUNTS.load(Relaxed) {
-                    return reading(ns, counts, scale);
-                }
-            }
+        match anchor().and_then(|(_, anchor)| anchor.reading_at(counter())) {
+            // The floor was raised before this anchor was published.
+            Some(reading) => reading.max(FLOOR.load(Relaxed)),
+            None => reanchor(),
         }
-        reanchor()
+    }
+
+    /// An anchor with the scale and reach it is read with.
+    #[derive(Clone, Copy)]
+    struct Anchor {
+        count: u64,
+        ns: u64,
+        scale: u64,
+        /// How many counts past `count` it serves (0: none, the scale being unknown).
+        reach: u64,
+    }
+
+    impl Anchor {
+        /// The reading at the counter value `now`, when the anchor reaches it.
+        #[inline]
+        fn reading_at(&self, now: u64) -> Option<u64> {
+            let counts = now.wrapping_sub(self.count);
+            (counts < self.reach).then(|| self.reading(counts))
+        }
+
+        /// The reading `counts` after the anchor (fewer than its reach).
+        #[inline]
+        fn reading(&self, counts: u64) -> u64 {
+            self.ns + ((counts * self.scale) >> SCALE_BITS) + MARGIN_NS
+        }
+
+        /// The highest reading it can have given by the counter value `now` (none for a
+        /// counter behind it).
+        fn highest_by(&self, now: u64) -> Option<u64> {
+            let counts = now.checked_sub(self.count)?;
+            Some(self.reading(counts.min(self.reach.saturating_sub(1))))
+        }
     }
 
     /// Reads the monotonic clock, and takes it as the new anchor unless another thread is
-    /// writing one. The counter is read first: a new anchor's time is never early for it.
+    /// writing one or the counter reads behind the anchor (another processor's, a little
+    /// behind). Every reading it returns is also at least the floor, and raises the
+    /// floor to the highest reading the old anchor gave first, so that a thread's first
+    /// reading from the new anchor is never behind its last from the old one (an anchor's
+    /// readings run a little ahead of the monotonic clock towards its end: its scale errs
+    /// large, its time was read just after its counter).
     #[cold]
     fn reanchor() -> u64 {
-        let ns_before = monotonic_ns();
-        if !usable() || measuring(ns_before) {
-            return ns_before;
+        let now = monotonic_ns();
+        if !usable() || measuring(now) {
+            return at_least_floor(now);
         }
-        let count = counter();
-        let ns = monotonic_ns();
-        let sequence = SEQUENCE.load(Relaxed);
-        let writing = sequence % 2 == 1
-            || SEQUENCE
-                .compare_exchange(sequence, sequence + 1, Acquire, Relaxed)
-                .is_err();
-        if writing {
-            return ns;
+        let (ns_before, count, ns) = read_counter_and_clock();
+        let Some((sequence, old)) = anchor() else {
+            return at_least_floor(ns);
+        };
+        if let Some(reading) = old.reading_at(count) {
+            // Another thread took a new anchor meanwhile.
+            return reading.max(FLOOR.load(Relaxed));
+        }
+        let Some(highest) = old.highest_by(count) else {
+            return at_least_floor(ns.max(old.ns));
+        };
+        FLOOR.fetch_max(highest, AcqRel);
+        if SEQUENCE
+            .compare_exchange(sequence, sequence + 1, AcqRel, Relaxed)
+            .is_err()
+        {
+            return at_least_floor(ns);
         }
         fence(Release);
-        check_old_anchor(count, ns_before);
+        check_old_anchor(old, count, ns_before);
         ANCHOR_COUNT.store(count, Relaxed);
         ANCHOR_NS.store(ns, Relaxed);
-        measure_scale(count, ns);
+        measure_scale(count, ns_before, ns);
         SEQUENCE.store(sequence + 2, Release);
-        ns
+        at_least_floor(ns)
     }
 
-    /// The reading `counts` after an anchor taken at `anchor_ns`.
-    #[inline]
-    fn reading(anchor_ns: u64, counts: u64, scale: u64) -> u64 {
-        anchor_ns + ((counts * scale) >> SCALE_BITS) + MARGIN_NS
+    /// The reading for the monotonic time `ns`: with the margin, and not below the floor.
+    fn at_least_floor(ns: u64) -> u64 {
+        (ns + MARGIN_NS).max(FLOOR.load(Acquire))
+    }
+
+    /// The counter between two readings of the monotonic clock, `(before, count, after)`,
+    /// the narrowest of a few tries: the anchor's time is the reading after (never early
+    /// for its count), and a thread interrupted between the two would have the anchor run
+    /// ahead by the interruption.
+    fn read_counter_and_clock() -> (u64, u64, u64) {
+        let width = |&(before, _, after): &(u64, u64, u64)| after - before;
+        let mut narrowest = (0, 0, u64::MAX);
+        for _ in 0..READ_TRIES {
+            let before = monotonic_ns();
+            let count = counter();
+            let read = (before, count, monotonic_ns());
+            if width(&read) < width(&narrowest) {
+                narrowest = read;
+            }
+            if width(&narrowest) <= NARROW_READ_NS {
+                break;
+            }
+        }
+        narrowest
     }
 
     /// Whether the first anchor is too recent to measure the scale from yet.
@@ -128,37 +204,41 @@ mod imp {
             && now_ns.saturating_sub(FIRST_NS.load(Relaxed)) < FIRST_MEASURE_NS
     }
 
-    /// The anchor, unless it is being written.
+    /// The anchor with its sequence, unless it is being written.
     #[inline]
-    fn anchor() -> Option<(u64, u64)> {
+    fn anchor() -> Option<(u64, Anchor)> {
         let before = SEQUENCE.load(Acquire);
-        let count = ANCHOR_COUNT.load(Relaxed);
-        let ns = ANCHOR_NS.load(Relaxed);
+        let anchor = Anchor {
+            count: ANCHOR_COUNT.load(Relaxed),
+            ns: ANCHOR_NS.load(Relaxed),
+            scale: SCALE.load(Relaxed),
+            reach: ANCHOR_COUNTS.load(Relaxed),
+        };
         fence(Acquire);
-        (before % 2 == 0 && SEQUENCE.load(Relaxed) == before).then_some((count, ns))
+        (before % 2 == 0 && SEQUENCE.load(Relaxed) == before).then_some((before, anchor))
     }
 
     /// Distrusts the counter if the old anchor's reading at `count` would lie behind
     /// `ns_before`, the monotonic time read just before it. Called by the anchor's writer.
-    fn check_old_anchor(count: u64, ns_before: u64) {
-        let scale = SCALE.load(Relaxed);
-        let (old_count, old_ns) = (ANCHOR_COUNT.load(Relaxed), ANCHOR_NS.load(Relaxed));
-        let counts = count.wrapping_sub(old_count);
-        let in_reach = scale != 0 && counts < ANCHOR_COUNTS.load(Relaxed);
-        if in_reach && reading(old_ns, counts, scale) < ns_before {
+    fn check_old_anchor(old: Anchor, count: u64, ns_before: u64) {
+        if old
+            .reading_at(count)
+            .is_some_and(|reading| reading < ns_before)
+        {
             DISTRUSTED.store(true, Relaxed);
             SCALE.store(0, Relaxed);
+            ANCHOR_COUNTS.store(0, Relaxed);
         }
     }
 
     /// Measures the scale from the first anchor to this one, once the first lies far
     /// enough back. The first anchor's time was read before its count, this one's after:
     /// the measured scale errs large (see the module doc). Called by the anchor's writer.
-    fn measure_scale(count: u64, ns: u64) {
+    fn measure_scale(count: u64, ns_before: u64, ns: u64) {
         if FIRST_COUNT.load(Relaxed) == 0 {
-            // The first anchor: the time first, then the counter.
-            FIRST_NS.store(monotonic_ns(), Relaxed);
-            FIRST_COUNT.store(counter(), Relaxed);
+            // The first anchor: the time read before the counter.
+            FIRST_NS.store(ns_before, Relaxed);
+            FIRST_COUNT.store(count, Relaxed);
             return;
         }
         let (counts, elapsed) = (
@@ -256,6 +336,24 @@ mod tests {
         for thread in threads {
             let median_ahead = thread.join().unwrap();
             assert!(median_ahead <= 10 * MARGIN_NS, "ahead by {median_ahead} ns");
+        }
+    }
+
+    /// One thread's readings never go back, also across the anchors taken every
+    /// [`ANCHOR_AGE_NS`]: timers a thread adds already due keep the order it added them in.
+    #[test]
+    fn a_threads_readings_never_go_back() {
+        let start = monotonic_ns();
+        let mut last = monotonic_ns_at_least();
+        let mut readings = 0u64;
+        while monotonic_ns() - start < 200_000_000 {
+            let reading = monotonic_ns_at_least();
+            assert!(
+                reading >= last,
+                "{reading} after {last}, reading {readings}"
+            );
+            last = reading;
+            readings += 1;
         }
     }
 }
