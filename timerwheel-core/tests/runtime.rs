@@ -634,12 +634,9 @@ fn timers_of_one_tick_start_in_the_order_of_their_exact_deadlines() {
     assert_eq!(*order.lock().unwrap(), vec![100, 200, 300, 400]);
 }
 
-/// Timers due and queued behind a busy worker, some reset to "now" (a later deadline than
-/// all the others): the reset ones start after the others, in deadline order. Their older
-/// queue entries (reset since) start nothing.
-#[test]
-fn a_queued_timer_reset_to_now_starts_after_the_runs_due_before_it() {
-    let rt = runtime::<BoxTask>(1);
+/// Holds a runtime's only worker in a callback until the returned sender sends (or is
+/// dropped); returns once that callback runs.
+fn block_the_worker(rt: &Runtime<BoxTask>) -> mpsc::Sender<()> {
     let (release, blocked) = mpsc::channel::<()>();
     let started = Arc::new(AtomicBool::new(false));
     let flag = started.clone();
@@ -649,6 +646,16 @@ fn a_queued_timer_reset_to_now_starts_after_the_runs_due_before_it() {
     };
     rt.add(ms(0), Box::new(blocker)).unwrap();
     wait_until("the blocker to start", || started.load(SeqCst));
+    release
+}
+
+/// Timers due and queued behind a busy worker, some reset to "now" (a later deadline than
+/// all the others): the reset ones start after the others, in deadline order. Their older
+/// queue entries (reset since) start nothing.
+#[test]
+fn a_queued_timer_reset_to_now_starts_after_the_runs_due_before_it() {
+    let rt = runtime::<BoxTask>(1);
+    let release = block_the_worker(&rt);
     let order = Arc::new(Mutex::new(Vec::new()));
     let ids: Vec<TimerId> = (1..=20)
         .map(|delay| {
@@ -679,15 +686,7 @@ fn a_queued_timer_reset_to_now_starts_after_the_runs_due_before_it() {
 #[test]
 fn timers_added_due_for_milliseconds_start_in_the_order_added() {
     let rt = runtime::<BoxTask>(1);
-    let (release, blocked) = mpsc::channel::<()>();
-    let started = Arc::new(AtomicBool::new(false));
-    let flag = started.clone();
-    let blocker = move |_| {
-        flag.store(true, SeqCst);
-        let _ = blocked.recv();
-    };
-    rt.add(ms(0), Box::new(blocker)).unwrap();
-    wait_until("the blocker to start", || started.load(SeqCst));
+    let release = block_the_worker(&rt);
     let order = Arc::new(Mutex::new(Vec::new()));
     let adding = Instant::now();
     let mut added = 0;
