@@ -266,12 +266,31 @@ mod tests {
         assert!(!gone.sleeps_in_kernel());
     }
 
+    /// Each of three spinners ran or waited to run throughout (the readings took a moment
+    /// of their own). Time the machine itself is not given (a virtual machine's stolen
+    /// time, a throttled container's) is neither run nor wait, so the measurement is tried
+    /// three times; counting run time alone fails every time, 3 spinners on 2 CPUs running
+    /// at most 2/3 of it.
     #[test]
     fn spinning_threads_want_a_cpu_all_the_time() {
         let spinners = 3;
+        let results: Vec<_> = (0..3)
+            .map(|_| demand_of_spinners(spinners))
+            .take_while(|&(wanted, elapsed)| {
+                !(spinners * elapsed * 8 / 10..=spinners * (elapsed + 5_000_000)).contains(&wanted)
+            })
+            .collect();
+        assert!(
+            results.len() < 3,
+            "{spinners} spinners wanted a CPU (ns, in ns): {results:?}"
+        );
+    }
+
+    /// The CPU time `spinners` spinning threads wanted over 100 ms, and that time, in ns.
+    fn demand_of_spinners(spinners: u64) -> (u64, u64) {
         let stop = AtomicBool::new(false);
-        let started = std::sync::Barrier::new(spinners + 1);
-        let (before, after, elapsed) = thread::scope(|scope| {
+        let started = std::sync::Barrier::new(spinners as usize + 1);
+        thread::scope(|scope| {
             let tids: Vec<_> = (0..spinners)
                 .map(|_| {
                     scope.spawn(|| {
@@ -298,15 +317,8 @@ mod tests {
                     .map(|r| r.1)
                     .sum()
             };
-            (of(&before), of(&after), elapsed)
-        });
-        // Each ran or waited to run throughout (the readings took a moment of their own).
-        let wanted = after - before;
-        let spinners = spinners as u64;
-        assert!(
-            wanted >= spinners * elapsed * 8 / 10 && wanted <= spinners * (elapsed + 5_000_000),
-            "{spinners} spinners wanted a CPU {wanted} ns in {elapsed} ns"
-        );
+            (of(&after) - of(&before), elapsed)
+        })
     }
 
     #[test]
