@@ -13,7 +13,10 @@ func TestAfterFuncContextCancelStopsTheTimer(t *testing.T) {
 	w := newWheel(t, Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	var ran atomic.Bool
-	tm, err := w.AfterFuncContext(ctx, 50*time.Millisecond, func() { ran.Store(true) })
+	// Long enough that no stall of this goroutine between the add and cancel lets it fire
+	// (with 50 ms, a stall that long did); the sleep below goes past it.
+	const delay = 250 * time.Millisecond
+	tm, err := w.AfterFuncContext(ctx, delay, func() { ran.Store(true) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +24,7 @@ func TestAfterFuncContextCancelStopsTheTimer(t *testing.T) {
 	eventually(t, "the cancelled context to stop the timer", func() bool {
 		return w.Stats().Pending == 0
 	})
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(delay + 50*time.Millisecond)
 	if ran.Load() {
 		t.Fatal("the timer ran after its context was cancelled")
 	}

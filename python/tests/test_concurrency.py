@@ -68,7 +68,9 @@ def test_callbacks_may_call_back_into_the_wheel(wheel):
 
     def first():
         steps.append(victim.cancel())
-        later = wheel.call_later(0.01, second)
+        # Due only through the reset: with 10 ms, a stall of this callback's thread let
+        # it fire before the reset, which was then false.
+        later = wheel.call_later(60, second)
         steps.append(later.reset(0.02))
         steps.append(wheel.stats()["added"])
 

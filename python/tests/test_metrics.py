@@ -17,9 +17,15 @@ def ran(wheel, sleeps):
     return wheel
 
 
+# The thresholds are far above the quick callbacks' length: time.sleep(0) gives the CPU
+# up, and on a loaded machine one took longer than a 5 ms threshold (2 slow callbacks
+# counted of 1).
+SLOW = 0.1
+
+
 def test_slow_callbacks_are_counted_from_the_threshold():
-    with timerwheel.Wheel(manual=True, slow_callback=0.03) as watched:
-        assert ran(watched, [0, 0.04, 0.001, 0.06]).stats()["slow_callbacks"] == 2
+    with timerwheel.Wheel(manual=True, slow_callback=SLOW) as watched:
+        assert ran(watched, [0, SLOW + 0.01, 0.001, SLOW + 0.03]).stats()["slow_callbacks"] == 2
     with timerwheel.Wheel(manual=True) as unwatched:
         assert ran(unwatched, [0, 0.04]).stats()["slow_callbacks"] == 0
     with pytest.raises(ValueError, match="slow_callback"):
@@ -48,8 +54,8 @@ def families(text):
 
 
 def test_the_text_parses_and_its_figures_are_the_stats():
-    with timerwheel.Wheel(manual=True, slow_callback=0.005) as wheel:
-        ran(wheel, [0, 0, 0.01])
+    with timerwheel.Wheel(manual=True, slow_callback=SLOW) as wheel:
+        ran(wheel, [0, 0, SLOW + 0.01])
         wheel.call_later(60, print)
         parsed = families(wheel.metrics_text())
         stats = wheel.stats()

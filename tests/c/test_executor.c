@@ -174,9 +174,11 @@ static void test_fixed_pool_never_leaves_a_due_run_behind_a_busy_worker(void) {
     CHECK_OK(tw_destroy(w));
 }
 
-/* Instant callbacks spread over 1 s with a few 200 ms ones among them, max 16: no instant
+/* Instant callbacks spread over 1 s with a few 500 ms ones among them, max 16: no instant
  * callback waits behind a slow one (a worker batch that holds a slow run and instant ones
- * delays the instant ones by 200 ms). */
+ * delays the instant ones by 500 ms). The bound, 250 ms, is half that: on a loaded machine
+ * (CI shares its 2 CPUs) the latest of the 10,000 instant starts came 105 ms late with
+ * nothing behind a slow run, past the 100 ms that the 200 ms ones of before allowed. */
 static void test_mixed_load_instant_callbacks_never_wait_for_slow_ones(void) {
     const long instant = timing_checked() ? 10000 : 500, slow = 5, count = instant + slow;
     long done = 0;
@@ -185,7 +187,7 @@ static void test_mixed_load_instant_callbacks_never_wait_for_slow_ones(void) {
     unsigned state = 2463534242u;
     for (long i = 0; i < count; i++) {
         jobs[i].done = &done;
-        jobs[i].block_ms = i < slow ? 200 : 0;
+        jobs[i].block_ms = i < slow ? 500 : 0;
         state ^= state << 13, state ^= state >> 17, state ^= state << 5;
         uint64_t delay_ms = i < slow ? 100 + 200 * (uint64_t)i : 20 + state % 1000;
         job_add(w, &jobs[i], delay_ms);
@@ -194,7 +196,7 @@ static void test_mixed_load_instant_callbacks_never_wait_for_slow_ones(void) {
     double late_ms = instant_late_max_ms(jobs, count);
     printf("     %ld instant + %ld slow: latest instant start %.1f ms after its deadline\n",
            instant, slow, late_ms);
-    CHECK_TIMING(late_ms < 100);
+    CHECK_TIMING(late_ms < 250);
     CHECK_OK(tw_destroy(w));
     free(jobs);
 }

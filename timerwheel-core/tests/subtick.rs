@@ -73,7 +73,9 @@ fn report_run(tx: &mpsc::Sender<Instant>) -> BoxTask {
 }
 
 /// On a 10 ms tick, 160 timers due 3 to 4.5 ms into their ticks: rounded up to the tick,
-/// each would wait 5.5 to 7 ms; at its exact deadline, far less.
+/// each would wait 5.5 to 7 ms; at its exact deadline, far less. The median lateness, not
+/// the mean: on a loaded machine a stall of the workers makes a few runs late by tens of
+/// milliseconds, and the mean came to 7.3 ms with the runs dispatched within their ticks.
 #[test]
 fn timers_due_within_a_tick_run_at_their_exact_deadline_not_the_tick_end() {
     let grid = Grid::new(ms(10), 2);
@@ -88,17 +90,18 @@ fn timers_due_within_a_tick_run_at_their_exact_deadline_not_the_tick_end() {
         let task: BoxTask = Box::new(move |_| tx.send((n, Instant::now())).unwrap());
         grid.rt.add(delay, task).ok().unwrap();
     }
-    let mut total_late = Duration::ZERO;
+    let mut late = Vec::new();
     for _ in 0..due.len() {
         let (n, ran_at) = rx.recv_timeout(PATIENCE).expect("every timer runs");
         let due = due[n as usize];
         assert!(ran_at >= due, "timer {n} ran {:?} early", due - ran_at);
-        total_late += ran_at - due;
+        late.push(ran_at - due);
     }
-    let mean = total_late / due.len() as u32;
+    late.sort();
+    let median = late[late.len() / 2];
     assert!(
-        mean < grid.tick / 2,
-        "mean lateness {mean:?}: not dispatched within the tick"
+        median < grid.tick / 2,
+        "median lateness {median:?}: not dispatched within the tick"
     );
 }
 
