@@ -293,6 +293,17 @@ mod imp {
         unsafe { clock_gettime(CLOCK_MONOTONIC, &mut time) };
         time.seconds as u64 * 1_000_000_000 + time.nanoseconds as u64
     }
+
+    /// For tests: what the counter's state is.
+    #[cfg(test)]
+    pub(super) mod warp {
+        use std::sync::atomic::Ordering::SeqCst;
+
+        /// Whether the counter is distrusted.
+        pub(in super::super) fn distrusted() -> bool {
+            super::DISTRUSTED.load(SeqCst)
+        }
+    }
 }
 
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(loom))))]
@@ -355,5 +366,56 @@ mod tests {
             last = reading;
             readings += 1;
         }
+    }
+
+    /// Every thread's readings, while more threads than processors run (some busy, one
+    /// sleeping across anchors), so that threads are preempted inside a renewal of the
+    /// anchor: never behind the monotonic clock read just before, never back.
+    #[test]
+    fn under_load_no_threads_reading_goes_back_or_falls_behind() {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let busy: Vec<_> = (0..2)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        let readers: Vec<_> = (0..6)
+            .map(|thread| {
+                std::thread::spawn(move || {
+                    let start = monotonic_ns();
+                    let mut last = 0;
+                    let mut readings = 0u64;
+                    while monotonic_ns() - start < 250_000_000 {
+                        if thread == 0 && readings % 16 == 0 {
+                            std::thread::sleep(std::time::Duration::from_micros(1_500));
+                        }
+                        let before = monotonic_ns();
+                        let reading = monotonic_ns_at_least();
+                        assert!(reading >= before, "{reading} is behind {before}");
+                        assert!(reading >= last, "{reading} after {last}");
+                        last = reading;
+                        readings += 1;
+                    }
+                })
+            })
+            .collect();
+        let results: Vec<_> = readers.into_iter().map(|reader| reader.join()).collect();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for thread in busy {
+            thread.join().unwrap();
+        }
+        for result in results {
+            result.unwrap();
+        }
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        assert!(
+            !imp::warp::distrusted(),
+            "the check of old anchors distrusted a sound counter"
+        );
     }
 }
