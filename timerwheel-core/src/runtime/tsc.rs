@@ -17,10 +17,15 @@
 //! - a counter that reads below its anchor (another processor behind), an anchor older
 //!   than [`ANCHOR_AGE_NS`], or an anchor being written: the monotonic clock itself.
 //!
-//! Each new anchor also checks the old one: had its reading now been behind the monotonic
-//! clock, the counter is not trusted again in this process. A thread's readings never go
-//! back, also from one anchor to the next: a floor that every reading is held to rises to
-//! the old anchor's last reading before the new one is published.
+//! Each new anchor also checks the old one, carried on to the new counter value: had it
+//! fallen behind the monotonic clock faster than the margin covers over an anchor's age (a
+//! clock slewed faster than 2,000 ppm, as chrony can, or a counter that slowed), or had the
+//! counter gone back by an anchor's age or more (as a suspend can reset it), the counter is
+//! not trusted again in this process.
+//!
+//! A thread's readings never go back, also from one anchor to the next: a floor that every
+//! reading is held to rises to the old anchor's last reading before the new one is
+//! published.
 //!
 //! Elsewhere (another architecture or kernel clock source, under loom) the monotonic clock
 //! is read every time.
@@ -123,17 +128,27 @@ mod imp {
             self.ns + ((counts * self.scale) >> SCALE_BITS) + MARGIN_NS
         }
 
-        /// The highest reading it can have given by the counter value `now` (none for a
-        /// counter behind it).
-        fn highest_by(&self, now: u64) -> Option<u64> {
-            let counts = now.checked_sub(self.count)?;
-            Some(self.reading(counts.min(self.reach.saturating_sub(1))))
+        /// The highest reading it gives, at the end of its reach.
+        fn highest(&self) -> u64 {
+            self.reading(self.reach.saturating_sub(1))
+        }
+
+        /// Whether the monotonic time `ns`, read just before the counter value `now` past
+        /// the anchor, shows the counter falling behind the clock faster than the margin
+        /// covers over an anchor's age: the anchor's reading carried on to `now` lies
+        /// behind `ns` by more than the margin per age. (A slew within the doc's bound, or
+        /// a little skew of counters, never does.)
+        fn lags_at(&self, now: u64, ns: u64) -> bool {
+            let counts = u128::from(now.wrapping_sub(self.count));
+            let scaled = (counts * u128::from(self.scale)) >> SCALE_BITS;
+            let allowed = (scaled * u128::from(MARGIN_NS) / u128::from(ANCHOR_AGE_NS))
+                .max(u128::from(MARGIN_NS));
+            self.reach != 0 && u128::from(self.ns) + scaled + allowed < u128::from(ns)
         }
     }
 
     /// Reads the monotonic clock, and takes it as the new anchor unless another thread is
-    /// writing one or the counter reads behind the anchor (another processor's, a little
-    /// behind). Every reading it returns is also at least the floor, and raises the
+    /// writing one or the counter reads a little behind the anchor (another processor's). Every reading it returns is also at least the floor, and raises the
     /// floor to the highest reading the old anchor gave first, so that a thread's first
     /// reading from the new anchor is never behind its last from the old one (an anchor's
     /// readings run a little ahead of the monotonic clock towards its end: its scale errs
@@ -152,10 +167,15 @@ mod imp {
             // Another thread took a new anchor meanwhile.
             return reading.max(FLOOR.load(Relaxed));
         }
-        let Some(highest) = old.highest_by(count) else {
+        // A counter behind the anchor is another processor's, a little behind; unless an
+        // anchor's age has passed since by the clock: then it went back (as a suspend can
+        // reset it), and is distrusted below.
+        let went_back = count < old.count;
+        if went_back && ns_before < old.ns + ANCHOR_AGE_NS {
             return at_least_floor(ns.max(old.ns));
-        };
-        FLOOR.fetch_max(highest, AcqRel);
+        }
+        // The counter is past the old anchor's reach (or went back): it gave its highest.
+        FLOOR.fetch_max(old.highest(), AcqRel);
         if SEQUENCE
             .compare_exchange(sequence, sequence + 1, AcqRel, Relaxed)
             .is_err()
@@ -163,7 +183,9 @@ mod imp {
             return at_least_floor(ns);
         }
         fence(Release);
-        check_old_anchor(old, count, ns_before);
+        if went_back || old.lags_at(count, ns_before) {
+            distrust();
+        }
         ANCHOR_COUNT.store(count, Relaxed);
         ANCHOR_NS.store(ns, Relaxed);
         measure_scale(count, ns_before, ns);
@@ -218,17 +240,13 @@ mod imp {
         (before % 2 == 0 && SEQUENCE.load(Relaxed) == before).then_some((before, anchor))
     }
 
-    /// Distrusts the counter if the old anchor's reading at `count` would lie behind
-    /// `ns_before`, the monotonic time read just before it. Called by the anchor's writer.
-    fn check_old_anchor(old: Anchor, count: u64, ns_before: u64) {
-        if old
-            .reading_at(count)
-            .is_some_and(|reading| reading < ns_before)
-        {
-            DISTRUSTED.store(true, Relaxed);
-            SCALE.store(0, Relaxed);
-            ANCHOR_COUNTS.store(0, Relaxed);
-        }
+    /// Stops reading the counter in this process: the anchor being written serves no
+    /// counts. Called by the anchor's writer, after raising the floor (which a reader that
+    /// sees the distrust then sees too).
+    fn distrust() {
+        DISTRUSTED.store(true, Release);
+        SCALE.store(0, Relaxed);
+        ANCHOR_COUNTS.store(0, Relaxed);
     }
 
     /// Measures the scale from the first anchor to this one, once the first lies far
@@ -259,7 +277,7 @@ mod imp {
     /// kernel keeps its time with it, and no check has found it behind.
     fn usable() -> bool {
         static KERNEL_USES_TSC: OnceLock<bool> = OnceLock::new();
-        !DISTRUSTED.load(Relaxed)
+        !DISTRUSTED.load(Acquire)
             && *KERNEL_USES_TSC.get_or_init(|| {
                 std::fs::read_to_string(
                     "/sys/devices/system/clocksource/clocksource0/current_clocksource",
@@ -272,7 +290,10 @@ mod imp {
     fn counter() -> u64 {
         // SAFETY: RDTSC reads the time-stamp counter; it touches no memory, and every
         // x86_64 processor has it.
-        unsafe { std::arch::x86_64::_rdtsc() }
+        let count = unsafe { std::arch::x86_64::_rdtsc() };
+        #[cfg(test)]
+        let count = warp::apply(count);
+        count
     }
 
     pub(super) fn monotonic_ns() -> u64 {
@@ -292,6 +313,51 @@ mod imp {
         // SAFETY: clock_gettime writes one timespec, which `time` is, and keeps no pointer.
         unsafe { clock_gettime(CLOCK_MONOTONIC, &mut time) };
         time.seconds as u64 * 1_000_000_000 + time.nanoseconds as u64
+    }
+
+    /// For tests, run in a process of their own: makes the counter run slower than the
+    /// monotonic clock, or jump back, from some moment on.
+    #[cfg(test)]
+    pub(super) mod warp {
+        use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+
+        /// The counter value the warp starts at (0: none).
+        static FROM: AtomicU64 = AtomicU64::new(0);
+        /// The counter's speed from then on, in 1/1024ths.
+        static RATE: AtomicU64 = AtomicU64::new(1024);
+        /// How many counts it jumps back then.
+        static BACK: AtomicU64 = AtomicU64::new(0);
+
+        pub(in super::super) fn apply(count: u64) -> u64 {
+            let from = FROM.load(SeqCst);
+            if from == 0 || count < from {
+                return count;
+            }
+            from + (count - from) * RATE.load(SeqCst) / 1024 - BACK.load(SeqCst)
+        }
+
+        /// Whether the counter is distrusted.
+        pub(in super::super) fn distrusted() -> bool {
+            super::DISTRUSTED.load(SeqCst)
+        }
+
+        /// Whether the scale has been measured.
+        pub(in super::super) fn scale_measured() -> bool {
+            super::SCALE.load(SeqCst) != 0
+        }
+
+        /// From now on the counter runs at `rate`/1024 of its speed, after jumping back by
+        /// `back_ns` (at the measured scale).
+        pub(in super::super) fn start(rate: u64, back_ns: u64) {
+            let scale = super::SCALE.load(SeqCst);
+            RATE.store(rate, SeqCst);
+            BACK.store(
+                ((u128::from(back_ns) << super::SCALE_BITS) / u128::from(scale)) as u64,
+                SeqCst,
+            );
+            // SAFETY: as in `counter`.
+            FROM.store(unsafe { std::arch::x86_64::_rdtsc() }, SeqCst);
+        }
     }
 }
 
@@ -354,6 +420,137 @@ mod tests {
             );
             last = reading;
             readings += 1;
+        }
+    }
+
+    /// Every thread's readings, while more threads than processors run (some busy, one
+    /// sleeping across anchors), so that threads are preempted inside a renewal of the
+    /// anchor: never behind the monotonic clock read just before, never back.
+    #[test]
+    fn under_load_no_threads_reading_goes_back_or_falls_behind() {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let busy: Vec<_> = (0..2)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        let readers: Vec<_> = (0..6)
+            .map(|thread| {
+                std::thread::spawn(move || {
+                    let start = monotonic_ns();
+                    let mut last = 0;
+                    let mut readings = 0u64;
+                    while monotonic_ns() - start < 250_000_000 {
+                        if thread == 0 && readings % 16 == 0 {
+                            std::thread::sleep(std::time::Duration::from_micros(1_500));
+                        }
+                        let before = monotonic_ns();
+                        let reading = monotonic_ns_at_least();
+                        assert!(reading >= before, "{reading} is behind {before}");
+                        assert!(reading >= last, "{reading} after {last}");
+                        last = reading;
+                        readings += 1;
+                    }
+                })
+            })
+            .collect();
+        let results: Vec<_> = readers.into_iter().map(|reader| reader.join()).collect();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for thread in busy {
+            thread.join().unwrap();
+        }
+        for result in results {
+            result.unwrap();
+        }
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        assert!(
+            !imp::warp::distrusted(),
+            "the check of old anchors distrusted a sound counter"
+        );
+    }
+
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    mod warped {
+        use super::super::imp::warp;
+        use super::super::{monotonic_ns, monotonic_ns_at_least};
+
+        /// Runs the test `name` in a process of its own (the clock's state is the
+        /// process's), which runs `scenario`.
+        fn in_own_process(name: &str, scenario: fn()) {
+            const VARIABLE: &str = "TIMERWHEEL_TSC_SCENARIO";
+            if std::env::var(VARIABLE).as_deref() == Ok(name) {
+                return scenario();
+            }
+            let module = module_path!().split_once("::").unwrap().1;
+            let status = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([&format!("{module}::{name}"), "--exact", "--test-threads=1"])
+                .env(VARIABLE, name)
+                .status()
+                .unwrap();
+            assert!(status.success(), "{name} failed in its own process");
+        }
+
+        /// Reads for `ns`, each reading checked against the last, and against the
+        /// monotonic clock read just before it (all, or only once the counter is
+        /// distrusted): the number behind and the most behind.
+        fn read_for(ns: u64, only_once_distrusted: bool) -> (u64, u64) {
+            let start = monotonic_ns();
+            let (mut behind, mut most_behind, mut last) = (0, 0, 0);
+            loop {
+                let checked = !only_once_distrusted || warp::distrusted();
+                let before = monotonic_ns();
+                if before - start >= ns {
+                    return (behind, most_behind);
+                }
+                let reading = monotonic_ns_at_least();
+                assert!(reading >= last, "{reading} after {last}");
+                last = reading;
+                if checked && reading < before {
+                    behind += 1;
+                    most_behind = most_behind.max(before - reading);
+                }
+            }
+        }
+
+        fn measure_scale() {
+            while !warp::scale_measured() {
+                monotonic_ns_at_least();
+            }
+        }
+
+        /// The counter runs slower than the monotonic clock from some moment on (as when
+        /// the clock is slewed faster than the margin covers): a new anchor finds the old
+        /// one behind, and from then on no reading is (the anchors in use until then lag).
+        #[test]
+        fn a_counter_slower_than_the_clock_is_found_and_distrusted() {
+            in_own_process(
+                "a_counter_slower_than_the_clock_is_found_and_distrusted",
+                || {
+                    measure_scale();
+                    warp::start(900, 0);
+                    let (behind, most_behind) = read_for(20_000_000, true);
+                    assert!(warp::distrusted(), "the counter is still trusted");
+                    assert_eq!(behind, 0, "behind by up to {most_behind} ns");
+                },
+            );
+        }
+
+        /// The counter jumps back (as after a suspend that resets it): no reading is
+        /// behind, also once the counter has come back up to the old anchor's.
+        #[test]
+        fn a_counter_that_jumps_back_is_distrusted() {
+            in_own_process("a_counter_that_jumps_back_is_distrusted", || {
+                measure_scale();
+                warp::start(1024, 20_000_000);
+                let (behind, most_behind) = read_for(30_000_000, false);
+                assert_eq!(behind, 0, "behind by up to {most_behind} ns");
+                assert!(warp::distrusted());
+            });
         }
     }
 }
