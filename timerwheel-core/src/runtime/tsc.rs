@@ -148,11 +148,12 @@ mod imp {
     }
 
     /// Reads the monotonic clock, and takes it as the new anchor unless another thread is
-    /// writing one or the counter reads a little behind the anchor (another processor's). Every reading it returns is also at least the floor, and raises the
-    /// floor to the highest reading the old anchor gave first, so that a thread's first
-    /// reading from the new anchor is never behind its last from the old one (an anchor's
-    /// readings run a little ahead of the monotonic clock towards its end: its scale errs
-    /// large, its time was read just after its counter).
+    /// writing one or the counter reads a little behind the anchor (another processor's).
+    /// Every reading it returns is also at least the floor, and it raises the floor to the
+    /// highest reading the old anchor gave first, so that a thread's first reading from the
+    /// new anchor is never behind its last from the old one (an anchor's readings run a
+    /// little ahead of the monotonic clock towards its end: its scale errs large, its time
+    /// was read just after its counter).
     #[cold]
     fn reanchor() -> u64 {
         let now = monotonic_ns();
