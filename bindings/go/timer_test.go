@@ -172,12 +172,18 @@ func TestResetLaterRepeatedlyFiresOnceAfterTheLast(t *testing.T) {
 	checkInvariant(t, s)
 }
 
+// A timer pushed later and later (its node stays in a slot above level 0 with the new
+// deadline) and then brought earlier runs at the earlier time. Every delay but the last is
+// an hour or more, so no stall of the test makes a Reset find it fired.
 func TestResetEarlierMovesTheTimer(t *testing.T) {
 	w := newWheel(t, Config{})
 	ran := make(chan struct{}, 1)
-	tm := mustAfterFunc(t, w, 20*time.Millisecond, func() { ran <- struct{}{} })
-	tm.Reset(time.Hour)
-	tm.Reset(2 * time.Hour)
+	tm := mustAfterFunc(t, w, time.Hour, func() { ran <- struct{}{} })
+	for _, later := range []time.Duration{90 * time.Minute, 2 * time.Hour} {
+		if !tm.Reset(later) {
+			t.Fatalf("Reset(%v) of a pending timer = false, want true", later)
+		}
+	}
 	if !tm.Reset(time.Millisecond) {
 		t.Fatal("Reset to an earlier time = false, want true")
 	}

@@ -23,6 +23,15 @@ async def until(predicate, timeout=10.0):
         await asyncio.sleep(0.002)
 
 
+def wait_for_the_call(lw, timeout=10.0):
+    """Blocks the loop's thread until a timer of `lw` has fired and its call waits for the
+    loop (a sleep of fixed length left that to chance on a loaded machine)."""
+    end = time.monotonic() + timeout
+    while not lw._ready:
+        assert time.monotonic() < end, "the timer did not fire in time"
+        time.sleep(0.001)
+
+
 def test_callbacks_run_on_the_loop_thread():
     async def main():
         async with LoopWheel() as lw:
@@ -62,7 +71,7 @@ def test_cancel_after_firing_before_the_loop_ran_it():
         async with LoopWheel() as lw:
             ran = []
             timer = lw.call_later(0.001, ran.append, "late")
-            time.sleep(0.05)  # it fires; its call waits for the loop
+            wait_for_the_call(lw)
             assert timer.cancel()
             assert not timer.cancel()
             await asyncio.sleep(0.05)
@@ -76,7 +85,7 @@ def test_reset_after_firing_before_the_loop_ran_it():
         async with LoopWheel() as lw:
             ran = []
             timer = lw.call_later(0.001, lambda: ran.append(time.monotonic()))
-            time.sleep(0.05)
+            wait_for_the_call(lw)
             reset_at = time.monotonic()
             assert timer.reset(0.05)  # the waiting call is dropped; it runs 50 ms later
             await until(lambda: ran)
