@@ -111,9 +111,11 @@ extern "C" fn after_in_parent() {
     let _ = TAKEN.try_with(|cell| cell.borrow_mut().take());
 }
 
-/// After fork(), in the child: every runtime started so far is forked; releases the locks.
+/// After fork(), in the child: every runtime started so far is forked, the clock's anchor is
+/// freed if it was being written; releases the locks.
 extern "C" fn after_in_child() {
     GENERATION.fetch_add(1, Ordering::Relaxed);
+    super::tsc::after_fork_in_child();
     let _ = TAKEN.try_with(|cell| cell.borrow_mut().take());
 }
 

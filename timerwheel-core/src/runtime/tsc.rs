@@ -62,6 +62,12 @@ pub(crate) fn monotonic_ns() -> u64 {
     imp::monotonic_ns()
 }
 
+/// In a fork() child: frees an anchor another thread of the parent was writing at the
+/// fork (that thread is not in the child), or every reading would take the slow path.
+pub(crate) fn after_fork_in_child() {
+    imp::after_fork_in_child();
+}
+
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(loom)))]
 mod imp {
     use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering::*};
@@ -316,6 +322,16 @@ mod imp {
         time.seconds as u64 * 1_000_000_000 + time.nanoseconds as u64
     }
 
+    /// See [`super::after_fork_in_child`]. The half-written anchor serves no counts: the
+    /// next reading renews it.
+    pub(super) fn after_fork_in_child() {
+        let sequence = SEQUENCE.load(Relaxed);
+        if sequence % 2 == 1 {
+            ANCHOR_COUNTS.store(0, Relaxed);
+            SEQUENCE.store(sequence + 1, Release);
+        }
+    }
+
     /// For tests, run in a process of their own: makes the counter run slower than the
     /// monotonic clock, or jump back, from some moment on.
     #[cfg(test)]
@@ -347,6 +363,16 @@ mod imp {
             super::SCALE.load(SeqCst) != 0
         }
 
+        /// Leaves the anchor as a writer does while it writes (as if forked then).
+        pub(in super::super) fn start_writing_the_anchor() {
+            super::SEQUENCE.fetch_add(1, SeqCst);
+        }
+
+        /// Whether an anchor serves readings: none is being written, and it has a reach.
+        pub(in super::super) fn anchor_serves() -> bool {
+            super::SEQUENCE.load(SeqCst) % 2 == 0 && super::ANCHOR_COUNTS.load(SeqCst) != 0
+        }
+
         /// From now on the counter runs at `rate`/1024 of its speed, after jumping back by
         /// `back_ns` (at the measured scale).
         pub(in super::super) fn start(rate: u64, back_ns: u64) {
@@ -375,6 +401,8 @@ mod imp {
         static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
         START.get_or_init(Instant::now).elapsed().as_nanos() as u64
     }
+
+    pub(super) fn after_fork_in_child() {}
 }
 
 #[cfg(all(test, not(loom)))]
@@ -537,6 +565,44 @@ mod tests {
                     let (behind, most_behind) = read_for(20_000_000, true);
                     assert!(warp::distrusted(), "the counter is still trusted");
                     assert_eq!(behind, 0, "behind by up to {most_behind} ns");
+                },
+            );
+        }
+
+        /// A fork() child whose parent was writing the anchor at the fork (the writer is
+        /// not in the child): the runtime's fork handler frees it, and the child's next
+        /// reading takes a new anchor, which serves the ones after it (without the handler,
+        /// every reading took the slow path for good).
+        #[test]
+        fn a_fork_child_renews_an_anchor_the_parent_was_writing() {
+            in_own_process(
+                "a_fork_child_renews_an_anchor_the_parent_was_writing",
+                || {
+                    let config = crate::Config {
+                        manual: true,
+                        ..crate::Config::default()
+                    };
+                    // A runtime installs the fork handlers.
+                    let _runtime = crate::Runtime::<crate::BoxTask>::new(config).unwrap();
+                    measure_scale();
+                    warp::start_writing_the_anchor();
+                    // SAFETY: the child only reads clocks and atomics, then leaves with _exit.
+                    let child = unsafe { libc::fork() };
+                    if child == 0 {
+                        let before = monotonic_ns();
+                        let sound = monotonic_ns_at_least() >= before;
+                        let before = monotonic_ns();
+                        let sound = sound && monotonic_ns_at_least() >= before;
+                        // SAFETY: leaves the child without running the parent's exit handlers.
+                        unsafe { libc::_exit(if sound && warp::anchor_serves() { 0 } else { 1 }) }
+                    }
+                    let mut status = 0;
+                    // SAFETY: waits for the child just forked, writing its status to `status`.
+                    assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+                    assert_eq!(
+                        status, 0,
+                        "the child's readings found no anchor serving them"
+                    );
                 },
             );
         }
