@@ -373,16 +373,18 @@ void test_export_timers() {
     }
 }
 
+// On a virtual clock, so that the timer cannot fall due before the handle is destroyed
+// (on a real one, a stall of the test's thread past its delay fired it first).
 void test_unique_timer_deletes_its_timer_when_destroyed() {
-    Wheel wheel(small_config());
-    std::atomic<int> runs{0};
+    Wheel wheel = virtual_wheel();
+    int runs = 0;
     auto token = std::make_shared<int>(0);
     {
         UniqueTimer t(wheel.after(50ms, [&runs, token] { runs++; }));
         CHECK(t.id() != 0 && token.use_count() == 2);
     }
     CHECK(token.use_count() == 1);  // deleted, its callable freed, before the scope ended
-    std::this_thread::sleep_for(100ms);
+    CHECK(wheel.advance(100ms) == 0);  // past its point: nothing left to fire
     CHECK(runs == 0);
 }
 
