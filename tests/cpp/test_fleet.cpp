@@ -119,14 +119,19 @@ void test_a_timer_fires_once_with_its_token() {
     Fleet fleet(quick());
     rec.attach(fleet);
     fleet.join(server->conninfo(), "cpp-a");
-    auto due = std::chrono::system_clock::now() + 300ms;
-    CHECK(fleet.add(7, "charge", "cents=25", due));
+    // A second add of a pending (key, name) is refused: checked on a timer an hour away, as
+    // one due soon may have fired (and ended) before the second add, which then adds anew.
+    auto later = std::chrono::system_clock::now() + 1h;
+    CHECK(fleet.add(70, "charge", "cents=25", later));
     try {
-        fleet.add(7, "charge", "", due);
-        CHECK(!"a second add of (7, charge) was accepted");
+        fleet.add(70, "charge", "", later);
+        CHECK(!"a second add of (70, charge) was accepted");
     } catch (const timerwheel::Error &e) {
         CHECK_STATUS(e.status(), TW_ERR_EXISTS);
     }
+    CHECK(fleet.remove(70, "charge"));
+    auto due = std::chrono::system_clock::now() + 300ms;
+    CHECK(fleet.add(7, "charge", "cents=25", due));
     CHECK(eventually([&] { return rec.count() == 1; }));
     std::this_thread::sleep_for(600ms);
     CHECK(rec.count() == 1);

@@ -192,14 +192,21 @@ fn a_timer_added_through_c_fires_once_with_its_token(server: &TestServer) {
     let settings = quick();
     let f = node(Some(&settings), &fired);
     assert_eq!(join(f, &server.conninfo(), c"a"), tw_status::TW_OK);
-    let due = now_ms() + 300;
-    assert_eq!(add(f, 7, c"charge", b"cents=25", due), tw_status::TW_OK);
+    // A second add of a pending (key, name) is refused: checked on a timer an hour away, as
+    // one due soon may have fired (and ended) before the second add, which then adds anew.
+    let later = now_ms() + 3_600_000;
+    assert_eq!(add(f, 70, c"charge", b"cents=25", later), tw_status::TW_OK);
     assert_eq!(
-        add(f, 7, c"charge", b"again", due),
+        add(f, 70, c"charge", b"again", later),
         tw_status::TW_ERR_EXISTS,
         "{}",
         error(f)
     );
+    // SAFETY: a live node, a name that lives.
+    let deleted = unsafe { tw_fleet_delete(f, 70, c"charge".as_ptr()) };
+    assert_eq!(deleted, tw_status::TW_OK, "{}", error(f));
+    let due = now_ms() + 300;
+    assert_eq!(add(f, 7, c"charge", b"cents=25", due), tw_status::TW_OK);
     let got = wait_for(&fired, 1);
     assert_eq!(got.len(), 1, "{got:?}");
     let fire = &got[0];
