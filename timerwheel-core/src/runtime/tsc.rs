@@ -105,7 +105,7 @@ mod imp {
     pub(super) fn monotonic_ns_at_least() -> u64 {
         match anchor().and_then(|(_, anchor)| anchor.reading_at(counter())) {
             // The floor was raised before this anchor was published.
-            Some(reading) => reading.max(FLOOR.load(Relaxed)),
+            Some(reading) => not_below_floor(reading),
             None => reanchor(),
         }
     }
@@ -172,7 +172,7 @@ mod imp {
         };
         if let Some(reading) = old.reading_at(count) {
             // Another thread took a new anchor meanwhile.
-            return reading.max(FLOOR.load(Relaxed));
+            return not_below_floor(reading);
         }
         // A counter behind the anchor is another processor's, a little behind; unless an
         // anchor's age has passed since by the clock: then it went back (as a suspend can
@@ -202,7 +202,13 @@ mod imp {
 
     /// The reading for the monotonic time `ns`: with the margin, and not below the floor.
     fn at_least_floor(ns: u64) -> u64 {
-        (ns + MARGIN_NS).max(FLOOR.load(Acquire))
+        not_below_floor(ns + MARGIN_NS)
+    }
+
+    /// `reading`, raised to the floor if below it: every reading passes here.
+    #[inline]
+    fn not_below_floor(reading: u64) -> u64 {
+        reading.max(FLOOR.load(Acquire))
     }
 
     /// The counter between two readings of the monotonic clock, `(before, count, after)`,
