@@ -508,7 +508,7 @@ static void test_stats_never_count_more_pending_than_max_timers(void) {
     for (int i = 0; i < 2; i++) CHECK(pthread_create(&threads[i], NULL, churn_main, &c) == 0);
     uint64_t most = 0;
     for (int64_t end = now_ns() + 1500 * 1000000LL; now_ns() < end;) {
-        tw_stats stats;
+        tw_stats stats = {.size = sizeof stats};
         CHECK_OK(tw_get_stats(c.w, &stats));
         most = stats.pending > most ? stats.pending : most;
     }

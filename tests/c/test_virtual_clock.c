@@ -522,9 +522,7 @@ static void wait_for_gate(tw_timer_id id, void *user_data) {
 static int wait_for_queued(tw_wheel *w, uint64_t want, long timeout_ms) {
     int64_t deadline = now_ns() + (int64_t)timeout_ms * 1000000;
     for (;;) {
-        tw_stats s;
-        memset(&s, 0, sizeof s);
-        s.size = sizeof s;
+        tw_stats s = {.size = sizeof s};
         if (tw_get_stats(w, &s) != TW_OK) {
             return 0;
         }
