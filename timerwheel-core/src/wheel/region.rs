@@ -25,7 +25,7 @@ use std::ptr::NonNull;
 /// The huge page size this aligns and faults ahead by.
 const HUGE_PAGE: usize = 2 << 20;
 /// How far ahead of the nodes written memory is asked for: what the pushes of other
-/// threads may take while a prefault runs (4,681 nodes of 56 bytes), and no more than
+/// threads may take while a prefault runs (5,461 nodes of 48 bytes), and no more than
 /// that, as memory asked for ahead is held whether or not nodes ever reach it.
 const AHEAD: usize = 256 << 10;
 /// Refused pushes of a full region before it tries to grow again.
