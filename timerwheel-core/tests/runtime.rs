@@ -1061,3 +1061,96 @@ fn a_shutdown_on_one_of_the_runtimes_own_threads_is_busy() {
     assert!(runtime.add(ms(1), ShutsDownInItsBatch).is_ok());
     assert!(runtime.shutdown().is_ok());
 }
+
+/// The ids of the runs of `record_run`, the task of the tests of cancels without the lock
+/// (a plain function: its drop does nothing, so its one-shots are cancelled that way).
+static RAN: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+fn record_run(id: TimerId) {
+    RAN.lock().unwrap().push(id.as_u64());
+}
+
+/// Two threads add one-shots due in 0-3 ms and cancel each after a short, varying while,
+/// racing the tick thread and the workers: every timer runs, or has its cancel succeed,
+/// never both, never neither, and the counters agree.
+#[test]
+fn cancels_of_plain_one_shots_race_their_runs_and_exactly_one_wins() {
+    let rt = Arc::new(runtime::<fn(TimerId)>(4));
+    let cancelled: Vec<(u64, bool)> = thread::scope(|s| {
+        let threads: Vec<_> = (0..2u64)
+            .map(|t| {
+                let rt = &rt;
+                s.spawn(move || {
+                    let mut seed = 0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(t + 1);
+                    (0..4000)
+                        .map(|_| {
+                            seed ^= seed << 13;
+                            seed ^= seed >> 7;
+                            seed ^= seed << 17;
+                            let id = rt.add(Duration::from_micros(seed % 3000), record_run);
+                            let id = id.ok().unwrap();
+                            for _ in 0..seed % 20_000 {
+                                std::hint::spin_loop();
+                            }
+                            (id.as_u64(), rt.cancel(id).is_ok())
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect()
+    });
+    wait_until("every timer ran or was cancelled", || {
+        rt.stats().pending == 0
+    });
+    wait_until("the last runs returned", || {
+        let s = rt.stats();
+        s.fired_one_shot + s.cancelled == s.added
+    });
+    let ran: std::collections::HashSet<u64> = RAN.lock().unwrap().iter().copied().collect();
+    let mut wins = 0;
+    for (id, ok) in &cancelled {
+        assert!(
+            ran.contains(id) != *ok,
+            "timer {id}: ran {}, cancelled {ok}",
+            ran.contains(id)
+        );
+        wins += usize::from(*ok);
+    }
+    assert!(
+        wins > 0 && wins < cancelled.len(),
+        "both sides won some: {wins}"
+    );
+    assert_eq!(rt.stats().cancelled as usize, wins);
+    assert_conserved(&rt);
+}
+
+/// With `max_timers` reached, a cancel without the lock frees its place at once: the next
+/// add succeeds without anything in between.
+#[test]
+fn a_cancel_without_the_lock_frees_its_place_under_max_timers_at_once() {
+    let rt = Runtime::<fn(TimerId)>::new(Config {
+        max_timers: 100,
+        ..Config::default()
+    })
+    .unwrap();
+    let mut ids: Vec<TimerId> = (0..100)
+        .map(|_| rt.add(Duration::from_secs(3600), record_run).ok().unwrap())
+        .collect();
+    assert!(
+        rt.add(Duration::from_secs(3600), record_run).is_err(),
+        "full"
+    );
+    for round in 0..1000 {
+        let id = ids.swap_remove(round % ids.len());
+        rt.cancel(id).unwrap();
+        assert_eq!(rt.cancel(id), Err(Error::NotFound));
+        ids.push(rt.add(Duration::from_secs(3600), record_run).ok().unwrap());
+    }
+    let s = rt.stats();
+    assert_eq!((s.pending, s.cancelled), (100, 1000));
+    assert_conserved(&rt);
+}

@@ -113,6 +113,9 @@ struct Probe {
     on_drop: Option<Action>,
     /// Counted down when the drop has returned.
     dropped: Option<Arc<Latch>>,
+    /// Claims a drop that does nothing, as a C task without a drop function does: a
+    /// one-shot of it is cancelled without the shard's lock (`shard_lock.rs`).
+    trivial: bool,
 }
 
 impl Probe {
@@ -122,7 +125,13 @@ impl Probe {
             on_run: None,
             on_drop: None,
             dropped: None,
+            trivial: false,
         }
+    }
+
+    fn trivial(mut self) -> Self {
+        self.trivial = true;
+        self
     }
 
     /// Runs `action` at the first run.
@@ -155,6 +164,10 @@ impl Task for Probe {
         if let Some(action) = self.on_run.take() {
             action();
         }
+    }
+
+    fn drop_is_trivial(&self) -> bool {
+        self.trivial
     }
 }
 
@@ -224,6 +237,8 @@ fn spawn<R: 'static>(
 /// After every timer of the model has ended: each was dropped exactly once, no check of a
 /// probe failed, and the counters account for every timer.
 fn check_ended(runtime: &Runtime<Probe>, tallies: &[&Tally]) {
+    // First: holding the shards' locks, it removes (and drops) what was cancelled without.
+    let stats = runtime.stats();
     for tally in tallies {
         assert!(
             !tally.broken.load(SeqCst),
@@ -235,7 +250,6 @@ fn check_ended(runtime: &Runtime<Probe>, tallies: &[&Tally]) {
             "a task not dropped exactly once"
         );
     }
-    let stats = runtime.stats();
     assert_eq!(stats.callback_panics, 0);
     assert_eq!(stats.pending, 0, "the counters lost a timer: {stats:?}");
 }
@@ -343,6 +357,65 @@ fn loom_cancel_and_reset_race_a_run() {
             "ran {runs}, cancelled {cancelled}"
         );
         check_ended(&runtime, &[&tally]);
+    });
+}
+
+/// A plain one-shot due in a tick; one thread polls twice (a tick apart) while one caller
+/// cancels it without the shard's lock and another re-arms it a tick later. It runs once
+/// or is cancelled, never both, never neither; a cancelled one is dropped once, by the
+/// lock's next holder.
+#[test]
+fn loom_a_cancel_without_the_lock_races_a_run_and_a_reset() {
+    model("a cancel without the lock races a run and a reset", || {
+        let runtime = manual();
+        let tally = Arc::new(Tally::default());
+        let id = accepted(runtime.add(TICK, Probe::new(&tally).trivial()));
+        let poller = spawn(&runtime, |runtime| {
+            advance(TICK);
+            runtime.poll().unwrap();
+            advance(TICK);
+            runtime.poll().unwrap();
+        });
+        let canceller = spawn(&runtime, move |runtime| runtime.cancel(id));
+        let _ = runtime.reset(id, TICK);
+        poller.join().unwrap();
+        let cancelled = canceller.join().unwrap().is_ok();
+        advance(TICK * 2); // a reset after the last poll
+        runtime.poll().unwrap();
+        let runs = tally.runs.load(SeqCst);
+        assert_eq!(
+            runs + usize::from(cancelled),
+            1,
+            "ran {runs}, cancelled {cancelled}"
+        );
+        check_ended(&runtime, &[&tally]);
+    });
+}
+
+/// Two callers cancel one plain pending timer without the lock while a third adds a timer
+/// (taking the lock, whose holder removes what was cancelled): exactly one cancel succeeds.
+#[test]
+fn loom_two_cancels_without_the_lock_one_wins() {
+    model("two cancels without the lock, one wins", || {
+        let runtime = manual();
+        let (tally, other) = (Arc::new(Tally::default()), Arc::new(Tally::default()));
+        let id = accepted(runtime.add(TICK, Probe::new(&tally).trivial()));
+        let first = spawn(&runtime, move |runtime| runtime.cancel(id));
+        let adder = spawn(&runtime, {
+            let other = Arc::clone(&other);
+            move |runtime| accepted(runtime.add(TICK, Probe::new(&other).trivial()))
+        });
+        let second = runtime.cancel(id);
+        let first = first.join().unwrap();
+        let other_id = adder.join().unwrap();
+        assert!(
+            first.is_ok() != second.is_ok(),
+            "cancels {first:?} and {second:?}"
+        );
+        assert_eq!(first.err().or(second.err()), Some(Error::NotFound));
+        runtime.cancel(other_id).unwrap();
+        assert_eq!(tally.runs.load(SeqCst) + other.runs.load(SeqCst), 0);
+        check_ended(&runtime, &[&tally, &other]);
     });
 }
 

@@ -7,6 +7,7 @@
 //! | `virtual_clock.rs` | time moved by the caller: `advance`, `advance_to_next` |
 //! | `lifecycle.rs` | a timer's states and transitions, read in one place        |
 //! | `shard.rs`    | one wheel + bookkeeping under a lock; the transitions' code |
+//! | `shard_lock.rs` | the shard's lock, and the cancels of plain timers without it |
 //! | `extras.rs`   | what periodic, wall-clock and group timers keep beside the wheel |
 //! | `group.rs`    | timer groups: a shard's table of them, their timers' list   |
 //! | `scope.rs`    | the Rust API's group handles: a scope that cancels on drop  |
@@ -59,6 +60,7 @@ mod run_queue;
 mod runtime_state;
 mod scope;
 mod shard;
+mod shard_lock;
 mod shared;
 mod stats;
 mod sync;

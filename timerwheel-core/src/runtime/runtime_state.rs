@@ -20,7 +20,7 @@ use super::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Orderin
 use super::sync::{thread_local, Mutex};
 use super::wake::Ticker;
 use super::{Config, Error, Rejected, Stats, Task, TimerId};
-use crate::wheel::Key;
+use crate::wheel::{Key, SharedCancel};
 
 /// Process-wide, so std's in every build (loom's atomics live inside one model run).
 static NEXT_THREAD_HINT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -477,6 +477,14 @@ impl<T: Task> RuntimeState<T> {
     pub(crate) fn cancel(&self, id: TimerId) -> Result<(), Error> {
         self.check_open()?;
         let (shard, key) = self.shard_of(id)?;
+        match shard.cancel_shared(key) {
+            SharedCancel::Cancelled => {
+                self.capacity.give_back(1);
+                return Ok(());
+            }
+            SharedCancel::NotFound => return Err(Error::NotFound),
+            SharedCancel::Refused => {}
+        }
         let removed = shard.lock().cancel(key)?;
         self.end_cancelled(id, shard, key, removed);
         Ok(())

@@ -6,7 +6,9 @@
 //! shard's lock and hands tasks that must be dropped back to the caller, who drops them
 //! after unlocking.
 
+use std::cell::UnsafeCell;
 use std::num::NonZeroU32;
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 
 use super::clock::{Clock, Deadline};
@@ -14,10 +16,10 @@ use super::extras::{Extra, ExtraId, Extras, Schedule, Slot};
 use super::group::{GroupData, GroupId, Groups};
 use super::lifecycle::State;
 use super::periodic::Periodic;
+use super::shard_lock::{CancelLog, ShardLock};
 use super::stats::Counters;
-use super::sync::{Condvar, Mutex, MutexGuard};
 use super::{Error, Task, TimerId};
-use crate::wheel::{Full, Key, Wheel};
+use crate::wheel::{Full, Key, SharedCancel, Wheel};
 
 /// Low bits of a timer id that name its shard.
 const SHARD_BITS: u32 = 4;
@@ -193,14 +195,25 @@ pub(crate) enum Finished<T> {
 }
 
 pub(crate) struct Shard<T> {
-    state: Mutex<ShardState<T>>,
+    /// Held by whoever changes the state (see [`Locked`]); shared cancels enter it without
+    /// holding it (`shard_lock.rs`).
+    lock: ShardLock,
+    /// Timers cancelled without the lock, removed by its next holder.
+    cancel_log: CancelLog,
+    state: UnsafeCell<ShardState<T>>,
     /// Where the wheel's nodes lay at the last add: [`prefetch_node`](Self::prefetch_node)
     /// reads it without the lock. A hint only (std's atomic, also under loom): a stale one
     /// (the pool grew since) costs a useless prefetch.
     nodes_at: AtomicUsize,
-    /// Signalled when a run finishes and someone waits in `cancel_sync`.
-    finished: Condvar,
 }
+
+// SAFETY: the state is changed only through a `Locked` (the lock held, so by one thread at
+// a time, and with no shared cancel inside), and read by shared cancels only while no
+// `Locked` exists; they read plain fields and write only atomics, and never touch a task,
+// so tasks need to be `Send` only, as they would in a `Mutex`.
+unsafe impl<T: Send> Sync for Shard<T> {}
+// SAFETY: as for a `Mutex<ShardState<T>>`: the tasks move with the shard.
+unsafe impl<T: Send> Send for Shard<T> {}
 
 pub(crate) struct ShardState<T> {
     wheel: Wheel<Entry<T>>,
@@ -217,22 +230,87 @@ pub(crate) struct ShardState<T> {
     groups: Groups,
 }
 
+/// The shard's state held for changes: the lock taken, no shared cancel inside, and the
+/// timers they cancelled already removed. Lets the lock go when dropped.
+pub(crate) struct Locked<'a, T> {
+    shard: &'a Shard<T>,
+}
+
+impl<T> Deref for Locked<'_, T> {
+    type Target = ShardState<T>;
+
+    #[inline]
+    fn deref(&self) -> &ShardState<T> {
+        // SAFETY: the lock is held and no shared cancel is inside: no other access exists.
+        unsafe { &*self.shard.state.get() }
+    }
+}
+
+impl<T> DerefMut for Locked<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut ShardState<T> {
+        // SAFETY: as for `deref`.
+        unsafe { &mut *self.shard.state.get() }
+    }
+}
+
+impl<T> Drop for Locked<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        self.shard.lock.unlock();
+    }
+}
+
+impl<'a, T> Locked<'a, T> {
+    /// The lock just taken: removes what was cancelled without it.
+    #[inline(always)]
+    fn new(shard: &'a Shard<T>) -> Self {
+        let mut locked = Locked { shard };
+        if !shard.cancel_log.is_empty() {
+            locked.take_shared_cancels(&shard.cancel_log);
+        }
+        locked
+    }
+
+    /// Lets the lock go until the shard is notified, then holds it again.
+    fn wait(self) -> Self {
+        let shard = self.shard;
+        std::mem::forget(self); // keeps the lock for `wait` to let go
+        shard.lock.wait();
+        Locked::new(shard)
+    }
+}
+
 impl<T> Shard<T> {
     pub(crate) fn new(limit: usize, now: u64) -> Self {
         Shard {
-            state: Mutex::new(ShardState::new(limit, now)),
+            lock: ShardLock::new(),
+            cancel_log: CancelLog::new(),
+            state: UnsafeCell::new(ShardState::new(limit, now)),
             nodes_at: AtomicUsize::new(0),
-            finished: Condvar::new(),
         }
     }
 
     #[inline]
-    pub(crate) fn lock(&self) -> MutexGuard<'_, ShardState<T>> {
-        // A panic never happens under this lock (tasks run and drop outside it), so a
-        // poisoned lock still guards consistent state.
-        self.state
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+    pub(crate) fn lock(&self) -> Locked<'_, T> {
+        self.lock.lock();
+        Locked::new(self)
+    }
+
+    /// Cancels a plain pending timer without the lock (`shard_lock.rs`): `Refused` when
+    /// the lock is held, the log full, or the timer not open to it.
+    #[inline]
+    pub(crate) fn cancel_shared(&self, key: Key) -> SharedCancel {
+        if !self.lock.enter() {
+            return SharedCancel::Refused;
+        }
+        // SAFETY: inside, no `Locked` exists (the lock is not held, and a thread taking it
+        // waits for us to leave), so shared access to the state is sound; the cancel reads
+        // plain fields and writes atomics only.
+        let state = unsafe { &*self.state.get() };
+        let cancelled = state.cancel_shared(key, &self.cancel_log);
+        self.lock.leave();
+        cancelled
     }
 
     /// Starts loading the node of `key` into the cache, before the lock is taken, so that
@@ -247,7 +325,7 @@ impl<T> Shard<T> {
     /// would pull the line from every thread's cache), then, once the lock is let go, faults
     /// in the memory the inserts asked for ahead (see [`Prefault`](crate::wheel::Prefault)).
     #[inline]
-    pub(crate) fn unlock_after_insert(&self, mut state: MutexGuard<'_, ShardState<T>>) {
+    pub(crate) fn unlock_after_insert(&self, mut state: Locked<'_, T>) {
         let nodes_at = state.wheel.nodes_address();
         if self.nodes_at.load(Relaxed) != nodes_at {
             self.nodes_at.store(nodes_at, Relaxed);
@@ -270,23 +348,16 @@ impl<T> Shard<T> {
     /// Wakes `cancel_sync` callers if any wait on this shard.
     pub(crate) fn notify_finished(&self, state: &ShardState<T>) {
         if state.sync_waiters > 0 {
-            self.finished.notify_all();
+            self.lock.notify_all();
         }
     }
 
     /// Waits, with the lock, until no run of `key` is under way and, if the run ended the
     /// timer, its task has been dropped (see [`ShardState::remove_ended`]).
-    pub(crate) fn wait_not_running<'a>(
-        &self,
-        mut state: MutexGuard<'a, ShardState<T>>,
-        key: Key,
-    ) -> MutexGuard<'a, ShardState<T>> {
+    pub(crate) fn wait_not_running<'a>(&self, mut state: Locked<'a, T>, key: Key) -> Locked<'a, T> {
         state.sync_waiters += 1;
         while state.is_running(key) {
-            state = self
-                .finished
-                .wait(state)
-                .unwrap_or_else(|poison| poison.into_inner());
+            state = state.wait();
         }
         state.sync_waiters -= 1;
         state
@@ -310,8 +381,33 @@ impl<T> ShardState<T> {
         }
     }
 
+    /// Adds a timer. A plain one (a one-shot whose task's drop does nothing) still pending
+    /// is opened to cancels without the lock (`shard_lock.rs`).
     #[inline]
     pub(crate) fn insert(
+        &mut self,
+        deadline: Deadline,
+        schedule: Schedule,
+        task: T,
+    ) -> Result<Key, (Error, T)>
+    where
+        T: Task,
+    {
+        let plain = matches!(schedule, Schedule::Once) && task.drop_is_trivial();
+        let key = self.insert_closed_to_shared_cancels(deadline, schedule, task)?;
+        if plain
+            && self
+                .wheel
+                .deadline(key)
+                .is_some_and(|tick| tick > self.wheel.now())
+        {
+            self.wheel.open_to_shared_cancel(key);
+        }
+        Ok(key)
+    }
+
+    #[inline]
+    fn insert_closed_to_shared_cancels(
         &mut self,
         deadline: Deadline,
         schedule: Schedule,
@@ -373,7 +469,7 @@ impl<T> ShardState<T> {
             Ok(slot) => slot,
             Err(error) => return Err((error, task)),
         };
-        let key = self.insert(deadline, schedule, task)?;
+        let key = self.insert_closed_to_shared_cancels(deadline, schedule, task)?;
         let entry = self.wheel.get_mut(key).expect("just inserted");
         let member = self.extras.insert_member(key, slot, entry.extra);
         entry.extra = Some(member);
@@ -429,7 +525,32 @@ impl<T> ShardState<T> {
         self.groups.len()
     }
 
-    /// Stops a timer. `Ok(Some(removed))`: it was pending or queued, here is its task to
+    /// Cancels a timer open to shared cancels, with shared access (`shard_lock.rs`): its
+    /// node is marked, its index logged for
+    /// [`take_shared_cancels`](Self::take_shared_cancels).
+    #[inline]
+    fn cancel_shared(&self, key: Key, log: &CancelLog) -> SharedCancel {
+        let Some(slot) = log.reserve() else {
+            return SharedCancel::Refused;
+        };
+        let cancelled = self.wheel.cancel_shared(key);
+        slot.write((cancelled == SharedCancel::Cancelled).then_some(key.index()));
+        cancelled
+    }
+
+    /// Removes the timers cancelled without the lock since it was last held, counting
+    /// their cancels; their tasks drop nothing. Their places under `max_timers` were freed
+    /// by their cancels.
+    #[inline(never)]
+    fn take_shared_cancels(&mut self, log: &CancelLog) {
+        for index in log.take() {
+            if let Some(entry) = self.wheel.take_cancelled(index) {
+                debug_assert!(entry.extra.is_none(), "a plain timer");
+                self.counters.cancelled += 1;
+            }
+        }
+    }
+
     /// drop; `Ok(None)`: a periodic run is under way and the timer ends when it returns.
     #[inline]
     pub(crate) fn cancel(&mut self, key: Key) -> Result<Option<Removed<T>>, Error>
@@ -793,6 +914,7 @@ fn place<T>(wheel: &mut Wheel<Entry<T>>, key: Key, deadline: Deadline) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::shard_lock::LOG_SLOTS;
     use crate::runtime::PeriodMode;
     use std::time::{Duration, SystemTime};
 
@@ -933,6 +1055,126 @@ mod tests {
         assert!(matches!(state.finish(key, run, &clock), Finished::Ended(_)));
         state.remove_ended(key);
         assert!(state.wheel.get(key).is_none() && state.close().0.is_empty());
+    }
+
+    fn noop(_: TimerId) {}
+
+    /// A shard holding a one-shot of `task` a second away on `clock`, a plain one unless
+    /// `schedule` or the task says otherwise.
+    fn shard_with<T: Task>(clock: &Clock, schedule: Schedule, task: T) -> (Shard<T>, Key) {
+        let shard = Shard::new(usize::MAX, 0);
+        let key = shard
+            .lock()
+            .insert(clock.deadline_of(SECOND), schedule, task);
+        (shard, key.ok().unwrap())
+    }
+
+    #[test]
+    fn a_plain_pending_timer_is_cancelled_once_without_the_lock() {
+        let clock = Clock::new(Duration::from_millis(1));
+        let (shard, key) = shard_with(&clock, Schedule::Once, noop as fn(TimerId));
+        assert_eq!(shard.cancel_shared(key), SharedCancel::Cancelled);
+        assert_eq!(shard.cancel_shared(key), SharedCancel::NotFound, "once");
+        let mut state = shard.lock();
+        assert_eq!(
+            state.counters.cancelled, 1,
+            "counted when the lock is next held"
+        );
+        assert_eq!(state.timers(), 0, "removed then");
+        assert!(!state.is_live(key) && state.reset(key, clock.deadline_of(SECOND)).is_err());
+        state.expire_due(u64::MAX, |_, _| panic!("a cancelled timer expired"));
+    }
+
+    #[test]
+    fn a_due_or_running_timer_is_refused_without_the_lock_and_stays() {
+        let clock = Clock::new(Duration::from_millis(1));
+        let (shard, key) = shard_with(&clock, Schedule::Once, noop as fn(TimerId));
+        let due = shard.lock().deadline(key).unwrap();
+        shard.lock().expire_due(due.tick, |_, _| {});
+        assert_eq!(shard.cancel_shared(key), SharedCancel::Refused, "due");
+        shard.lock().start(key, due, u64::MAX, &clock).unwrap();
+        assert_eq!(shard.cancel_shared(key), SharedCancel::Refused, "running");
+        assert_eq!(shard.lock().timers(), 1);
+    }
+
+    #[test]
+    fn only_plain_one_shots_are_opened_to_cancels_without_the_lock() {
+        let clock = Clock::new(Duration::from_millis(1));
+        let every = Schedule::Every {
+            period: SECOND,
+            mode: PeriodMode::FixedRate,
+        };
+        let (shard, periodic) = shard_with(&clock, every, noop as fn(TimerId));
+        assert_eq!(shard.cancel_shared(periodic), SharedCancel::Refused);
+        let owns_a_string = |_: TimerId| drop(String::new());
+        let (shard_2, plain) = shard_with(&clock, Schedule::Once, owns_a_string);
+        assert_eq!(
+            shard_2.cancel_shared(plain),
+            SharedCancel::Cancelled,
+            "owns nothing"
+        );
+        let owned = String::from("dropped at its end");
+        let (shard_3, owning) = shard_with(&clock, Schedule::Once, move |_: TimerId| {
+            let _ = &owned;
+        });
+        assert_eq!(
+            shard_3.cancel_shared(owning),
+            SharedCancel::Refused,
+            "drops code"
+        );
+        let mut state = shard.lock();
+        let group = state.create_group(Box::new(())).ok().unwrap();
+        let member = state
+            .insert_in_group(group, clock.deadline_of(SECOND), Schedule::Once, noop)
+            .ok()
+            .unwrap();
+        drop(state);
+        assert_eq!(
+            shard.cancel_shared(member),
+            SharedCancel::Refused,
+            "in a group"
+        );
+        let stale = Key::from_u64(periodic.to_u64() + (1 << 32)).unwrap();
+        assert_eq!(shard.cancel_shared(stale), SharedCancel::NotFound);
+        let beyond = Key::from_u64((1 << 32) | 1_000_000).unwrap();
+        assert_eq!(shard.cancel_shared(beyond), SharedCancel::NotFound);
+    }
+
+    #[test]
+    fn a_full_log_sends_cancels_to_the_lock_which_empties_it() {
+        let clock = Clock::new(Duration::from_millis(1));
+        let shard = Shard::new(usize::MAX, 0);
+        let keys: Vec<Key> = (0..LOG_SLOTS + 1)
+            .map(|_| {
+                let added = shard
+                    .lock()
+                    .insert(clock.deadline_of(SECOND), Schedule::Once, noop);
+                added.ok().unwrap()
+            })
+            .collect();
+        for &key in &keys[..LOG_SLOTS] {
+            assert_eq!(shard.cancel_shared(key), SharedCancel::Cancelled);
+        }
+        assert_eq!(
+            shard.cancel_shared(keys[LOG_SLOTS]),
+            SharedCancel::Refused,
+            "full"
+        );
+        assert_eq!(shard.lock().timers(), 1, "the log emptied");
+        assert_eq!(
+            shard.cancel_shared(keys[LOG_SLOTS]),
+            SharedCancel::Cancelled
+        );
+    }
+
+    #[test]
+    fn a_held_lock_sends_cancels_to_it() {
+        let clock = Clock::new(Duration::from_millis(1));
+        let (shard, key) = shard_with(&clock, Schedule::Once, noop as fn(TimerId));
+        let state = shard.lock();
+        assert_eq!(shard.cancel_shared(key), SharedCancel::Refused);
+        drop(state);
+        assert_eq!(shard.cancel_shared(key), SharedCancel::Cancelled);
     }
 
     /// The C task's shape: a callback and its argument (a timer with a drop function keeps

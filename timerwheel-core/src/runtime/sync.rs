@@ -39,9 +39,13 @@ pub(crate) use loom_thread_local as thread_local;
 
 pub(crate) mod atomic {
     #[cfg(loom)]
-    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{
+        AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    };
     #[cfg(not(loom))]
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{
+        AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    };
 }
 
 pub(crate) mod thread {

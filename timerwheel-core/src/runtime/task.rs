@@ -69,6 +69,12 @@ impl<F: FnMut(TimerId) + Send + 'static> Task for F {
             prefetch(&**boxed);
         }
     }
+
+    /// A closure that owns nothing to drop (it captures only references and `Copy` data)
+    /// drops nothing: such a one-shot can be cancelled without the shard's lock.
+    fn drop_is_trivial(&self) -> bool {
+        !std::mem::needs_drop::<F>()
+    }
 }
 
 /// The task type of the Rust API: any closure, boxed.

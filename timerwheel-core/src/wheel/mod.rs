@@ -21,13 +21,14 @@ mod pool;
 mod region;
 
 use std::fmt;
+use std::sync::atomic::Ordering::Relaxed;
 
 use level::{
     list_for, list_of, next_occupied, overflow_time, slot_time, slot_value, LEVELS, LISTS,
     OVERFLOW, SLOTS,
 };
 pub use pool::Key;
-use pool::{Node, Pool, DETACHED, NIL, RETIRED};
+use pool::{Node, Pool, CANCELLED, DETACHED, NIL, OPEN, RETIRED};
 pub use region::Prefault;
 
 /// Asks the processor to bring the cache line at `ptr` into cache without reading it: a
@@ -140,6 +141,19 @@ impl<T> Found<'_, T> {
         wheel.pool.node_mut(index).deadline = deadline;
         wheel.link(index);
     }
+}
+
+/// What [`Wheel::cancel_shared`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SharedCancel {
+    /// The entry is marked cancelled: it will not expire, and [`Wheel::take_cancelled`]
+    /// removes it.
+    Cancelled,
+    /// No live entry has this key (a stale key, or an entry cancelled already).
+    NotFound,
+    /// The entry was not opened to shared cancels, or has left its list since: cancel it
+    /// with exclusive access.
+    Refused,
 }
 
 /// A hierarchical timing wheel holding values of type `T` until their deadline tick.
@@ -293,6 +307,61 @@ impl<T> Wheel<T> {
         };
         self.unlink(index);
         true
+    }
+
+    /// Lets threads with shared access cancel the pending entry `key`
+    /// ([`cancel_shared`](Self::cancel_shared)) until it leaves its list (it expires, or is
+    /// removed). False for a stale key.
+    pub fn open_to_shared_cancel(&mut self, key: Key) -> bool {
+        let Some(index) = self.pool.resolve(key) else {
+            return false;
+        };
+        *self.pool.node_mut(index).shared_cancel.get_mut() = OPEN;
+        true
+    }
+
+    /// Cancels the entry `key` with shared access, if it is pending and was opened to it
+    /// ([`open_to_shared_cancel`](Self::open_to_shared_cancel)). Of threads that cancel one
+    /// entry at once, one gets `Cancelled`, the others `NotFound`.
+    ///
+    /// The wheel is then inconsistent until [`take_cancelled`](Self::take_cancelled) removed
+    /// the entry: the caller keeps the node's index, and calls it with exclusive access,
+    /// before any other call that takes `&mut self`. Its lock sees to that.
+    #[inline]
+    pub fn cancel_shared(&self, key: Key) -> SharedCancel {
+        let Some(node) = self.pool.live_node(key) else {
+            return SharedCancel::NotFound;
+        };
+        if node.list & RETIRED != 0 {
+            return SharedCancel::Refused; // expired (or removed)
+        }
+        // Relaxed: the lock that keeps writers away orders this with them.
+        match node
+            .shared_cancel
+            .compare_exchange(OPEN, CANCELLED, Relaxed, Relaxed)
+        {
+            Ok(_) => SharedCancel::Cancelled,
+            Err(CANCELLED) => SharedCancel::NotFound,
+            Err(_) => SharedCancel::Refused,
+        }
+    }
+
+    /// Removes the entry of node `index` if [`cancel_shared`](Self::cancel_shared) marked
+    /// it cancelled; its value.
+    #[inline]
+    pub fn take_cancelled(&mut self, index: u32) -> Option<T> {
+        let node = self.pool.node_mut(index);
+        if *node.shared_cancel.get_mut() != CANCELLED {
+            return None;
+        }
+        // Still in the list it was in when cancelled: nothing else ran since.
+        let list = node.list;
+        debug_assert_eq!(list & RETIRED, 0, "a cancelled node is linked");
+        self.uncount(usize::from(list));
+        self.splice_out(index, usize::from(list));
+        let value = self.pool.retire(index);
+        self.pool.recycle(index);
+        Some(value)
     }
 
     /// The entry's value.

@@ -6,6 +6,7 @@
 //! reused before the pool grows.
 
 use std::fmt;
+use std::sync::atomic::AtomicU8;
 
 use super::region::{Prefault, Region};
 
@@ -16,8 +17,17 @@ pub(super) const NIL: u32 = u32::MAX;
 pub(super) const FREE: u16 = u16::MAX;
 /// `Node::list` of a node that is allocated but linked in no list (expired, not yet taken).
 pub(super) const DETACHED: u16 = u16::MAX - 1;
-/// Set in `Node::list` of a removed node that is still linked in that list.
+/// Set in `Node::list` of a removed node that is still linked in that list; set in
+/// `DETACHED` and `FREE` too, so that a clear bit means "linked in a wheel list, live".
 pub(super) const RETIRED: u16 = 1 << 15;
+
+/// `Node::shared_cancel`: the entry may not be cancelled with shared access.
+pub(super) const SHUT: u8 = 0;
+/// `Node::shared_cancel`: the entry may be cancelled with shared access while it is pending
+/// ([`Wheel::open_to_shared_cancel`](super::Wheel::open_to_shared_cancel)).
+pub(super) const OPEN: u8 = 1;
+/// `Node::shared_cancel`: a shared cancel took the entry; it waits to be removed.
+pub(super) const CANCELLED: u8 = 2;
 
 /// Names an entry of a [`Wheel`](super::Wheel): a node index and the node's generation at
 /// insert, so a key outlives its entry harmlessly (every call with a stale key finds nothing).
@@ -61,6 +71,9 @@ pub(super) struct Node<T> {
     pub(super) generation: u32,
     /// The list this node is linked in, or `DETACHED` / `FREE`.
     pub(super) list: u16,
+    /// `SHUT`, `OPEN` or `CANCELLED`: the only field written with shared access, in the
+    /// padding after `list`.
+    pub(super) shared_cancel: AtomicU8,
     pub(super) value: Option<T>,
 }
 
@@ -122,6 +135,7 @@ impl<T> Pool<T> {
         self.free_head = node.next;
         node.deadline = deadline;
         node.list = DETACHED;
+        *node.shared_cancel.get_mut() = SHUT;
         node.value = Some(value);
         self.live += 1;
         // Freed nodes come back in the order their entries ended, scattered over the pool:
@@ -146,6 +160,7 @@ impl<T> Pool<T> {
             prev: NIL,
             generation: 1,
             list: FREE,
+            shared_cancel: AtomicU8::new(SHUT),
             value: None,
         };
         self.nodes.push(fresh).ok().map(|index| index as u32)
@@ -186,8 +201,14 @@ impl<T> Pool<T> {
     /// The index behind `key` if it names a live node.
     #[inline]
     pub(super) fn resolve(&self, key: Key) -> Option<u32> {
+        self.live_node(key).map(|_| key.index)
+    }
+
+    /// The node behind `key` if it names a live node.
+    #[inline]
+    pub(super) fn live_node(&self, key: Key) -> Option<&Node<T>> {
         let node = self.nodes.get(key.index as usize)?;
-        (node.generation == key.generation && node.list != FREE).then_some(key.index)
+        (node.generation == key.generation && node.list != FREE).then_some(node)
     }
 
     pub(super) fn key(&self, index: u32) -> Key {
