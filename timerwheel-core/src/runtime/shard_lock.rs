@@ -155,7 +155,7 @@ impl ShardLock {
             return true;
         }
         self.word.fetch_sub(SHARER, Relaxed);
-        self.woke_the_holder();
+        self.wake_the_holder();
         false
     }
 
@@ -164,15 +164,15 @@ impl ShardLock {
     pub(crate) fn leave(&self) {
         // Release: the lock's next holder sees what the caller wrote inside.
         self.word.fetch_sub(SHARER, Release);
-        self.woke_the_holder();
+        self.wake_the_holder();
     }
 
     /// Under loom, where a holder waiting for sharers to leave sleeps rather than spins: a
     /// sharer wakes it when it leaves. (Elsewhere the holder spins: nothing to do.)
     #[inline]
-    fn woke_the_holder(&self) {
+    fn wake_the_holder(&self) {
         #[cfg(loom)]
-        self.sleep.wake(&self.word, u32::MAX as i32);
+        self.sleep.wake(&self.word, i32::MAX);
     }
 
     /// With the lock held: lets it go until [`notify_all`](Self::notify_all) is called (or
