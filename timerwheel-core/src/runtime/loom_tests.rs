@@ -338,58 +338,44 @@ fn loom_two_polls_run_a_due_point_once() {
 #[test]
 fn loom_cancel_and_reset_race_a_run() {
     model("cancel and reset race a run", || {
-        let runtime = manual();
-        let tally = Arc::new(Tally::default());
-        let id = add_now(&runtime, false, Probe::new(&tally));
-        let poller = spawn(&runtime, |runtime| {
-            runtime.poll().unwrap();
-            advance(TICK);
-            runtime.poll().unwrap();
-        });
-        let canceller = spawn(&runtime, move |runtime| runtime.cancel(id));
-        let _ = runtime.reset(id, TICK);
-        poller.join().unwrap();
-        let cancelled = canceller.join().unwrap().is_ok();
-        let runs = tally.runs.load(SeqCst);
-        assert_eq!(
-            runs + usize::from(cancelled),
-            1,
-            "ran {runs}, cancelled {cancelled}"
-        );
-        check_ended(&runtime, &[&tally]);
+        cancel_and_reset_race_a_run(Duration::ZERO, Probe::new)
     });
 }
 
-/// A plain one-shot due in a tick; one thread polls twice (a tick apart) while one caller
-/// cancels it without the shard's lock and another re-arms it a tick later. It runs once
-/// or is cancelled, never both, never neither; a cancelled one is dropped once, by the
-/// lock's next holder.
+/// The same with a plain one-shot due in a tick, which the cancel takes without the shard's
+/// lock; a cancelled one is dropped once, by the lock's next holder.
 #[test]
 fn loom_a_cancel_without_the_lock_races_a_run_and_a_reset() {
     model("a cancel without the lock races a run and a reset", || {
-        let runtime = manual();
-        let tally = Arc::new(Tally::default());
-        let id = accepted(runtime.add(TICK, Probe::new(&tally).trivial()));
-        let poller = spawn(&runtime, |runtime| {
-            advance(TICK);
-            runtime.poll().unwrap();
-            advance(TICK);
-            runtime.poll().unwrap();
-        });
-        let canceller = spawn(&runtime, move |runtime| runtime.cancel(id));
-        let _ = runtime.reset(id, TICK);
-        poller.join().unwrap();
-        let cancelled = canceller.join().unwrap().is_ok();
-        advance(TICK * 2); // a reset after the last poll
-        runtime.poll().unwrap();
-        let runs = tally.runs.load(SeqCst);
-        assert_eq!(
-            runs + usize::from(cancelled),
-            1,
-            "ran {runs}, cancelled {cancelled}"
-        );
-        check_ended(&runtime, &[&tally]);
+        cancel_and_reset_race_a_run(TICK, |tally| Probe::new(tally).trivial())
     });
+}
+
+/// A one-shot of `probe` added `delay` ahead: one thread polls when it is due and a tick
+/// later, one caller cancels it, another re-arms it a tick later.
+fn cancel_and_reset_race_a_run(delay: Duration, probe: impl Fn(&Arc<Tally>) -> Probe) {
+    let runtime = manual();
+    let tally = Arc::new(Tally::default());
+    let id = accepted(runtime.add(delay, probe(&tally)));
+    let poller = spawn(&runtime, move |runtime| {
+        advance(delay);
+        runtime.poll().unwrap();
+        advance(TICK);
+        runtime.poll().unwrap();
+    });
+    let canceller = spawn(&runtime, move |runtime| runtime.cancel(id));
+    let _ = runtime.reset(id, TICK);
+    poller.join().unwrap();
+    let cancelled = canceller.join().unwrap().is_ok();
+    advance(TICK * 2); // a reset after the last poll
+    runtime.poll().unwrap();
+    let runs = tally.runs.load(SeqCst);
+    assert_eq!(
+        runs + usize::from(cancelled),
+        1,
+        "ran {runs}, cancelled {cancelled}"
+    );
+    check_ended(&runtime, &[&tally]);
 }
 
 /// Two callers cancel one plain pending timer without the lock while a third adds a timer
