@@ -179,6 +179,8 @@ impl Task for PyTask {
     /// attached ([`attached_drops`]): the drop takes one from its count, which stays above
     /// zero (no code runs, nothing is freed). The count is read and then dropped under the
     /// same hold of the GIL: no other thread changes it in between.
+    /// That holds for this thread, now: so `Task::CANCEL_WITHOUT_LOCK` stays false (a task
+    /// cancelled without the lock is dropped later, by any thread).
     fn drop_is_trivial(&self) -> bool {
         match &self.held {
             Held::Func(func) => {

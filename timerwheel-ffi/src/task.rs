@@ -114,6 +114,9 @@ pub fn accepted(result: Result<TimerId, Rejected<CTask>>) -> Result<tw_timer_id,
 }
 
 impl Task for CTask {
+    /// Whether a C task has a drop function is fixed at its add.
+    const CANCEL_WITHOUT_LOCK: bool = true;
+
     fn run(&mut self, id: TimerId) {
         // SAFETY: `cb` is the non-NULL callback the C caller passed with this data (or
         // `run_with_drop` with its box), under the header's contract that it may be called

@@ -153,6 +153,8 @@ impl Probe {
 }
 
 impl Task for Probe {
+    const CANCEL_WITHOUT_LOCK: bool = true;
+
     fn run(&mut self, _: TimerId) {
         let tally = &self.tally;
         tally.check(

@@ -477,13 +477,16 @@ impl<T: Task> RuntimeState<T> {
     pub(crate) fn cancel(&self, id: TimerId) -> Result<(), Error> {
         self.check_open()?;
         let (shard, key) = self.shard_of(id)?;
-        match shard.cancel_shared(key) {
-            SharedCancel::Cancelled => {
-                self.capacity.give_back(1);
-                return Ok(());
+        // Known when compiled: other types never try (it costs the lock word two atomics).
+        if T::CANCEL_WITHOUT_LOCK {
+            match shard.cancel_shared(key) {
+                SharedCancel::Cancelled => {
+                    self.capacity.give_back(1);
+                    return Ok(());
+                }
+                SharedCancel::NotFound => return Err(Error::NotFound),
+                SharedCancel::Refused => {}
             }
-            SharedCancel::NotFound => return Err(Error::NotFound),
-            SharedCancel::Refused => {}
         }
         let removed = shard.lock().cancel(key)?;
         self.end_cancelled(id, shard, key, removed);

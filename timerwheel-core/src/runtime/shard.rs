@@ -381,8 +381,9 @@ impl<T> ShardState<T> {
         }
     }
 
-    /// Adds a timer. A plain one (a one-shot whose task's drop does nothing) still pending
-    /// is opened to cancels without the lock (`shard_lock.rs`).
+    /// Adds a timer. A plain one (a one-shot whose task's drop does nothing, of a type that
+    /// allows it: [`Task::CANCEL_WITHOUT_LOCK`]) still pending is opened to cancels without
+    /// the lock (`shard_lock.rs`).
     #[inline]
     pub(crate) fn insert(
         &mut self,
@@ -393,7 +394,8 @@ impl<T> ShardState<T> {
     where
         T: Task,
     {
-        let plain = matches!(schedule, Schedule::Once) && task.drop_is_trivial();
+        let plain =
+            T::CANCEL_WITHOUT_LOCK && matches!(schedule, Schedule::Once) && task.drop_is_trivial();
         let key = self.insert_closed_to_shared_cancels(deadline, schedule, task)?;
         if plain
             && self
@@ -1059,6 +1061,18 @@ mod tests {
 
     fn noop(_: TimerId) {}
 
+    /// A task whose drop is trivial only on the thread that asks (as Python's can be):
+    /// its type does not allow cancels without the lock.
+    struct TrivialHere;
+
+    impl Task for TrivialHere {
+        fn run(&mut self, _: TimerId) {}
+
+        fn drop_is_trivial(&self) -> bool {
+            true
+        }
+    }
+
     /// A shard holding a one-shot of `task` a second away on `clock`, a plain one unless
     /// `schedule` or the task says otherwise.
     fn shard_with<T: Task>(clock: &Clock, schedule: Schedule, task: T) -> (Shard<T>, Key) {
@@ -1121,6 +1135,12 @@ mod tests {
             shard_3.cancel_shared(owning),
             SharedCancel::Refused,
             "drops code"
+        );
+        let (shard_4, not_allowed) = shard_with(&clock, Schedule::Once, TrivialHere);
+        assert_eq!(
+            shard_4.cancel_shared(not_allowed),
+            SharedCancel::Refused,
+            "not allowed"
         );
         let mut state = shard.lock();
         let group = state.create_group(Box::new(())).ok().unwrap();

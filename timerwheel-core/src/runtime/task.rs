@@ -49,6 +49,12 @@ pub trait Task: Send + 'static {
     /// finds it in cache. The default does nothing.
     fn warm(&self) {}
 
+    /// Whether a one-shot of this type whose [`drop_is_trivial`](Self::drop_is_trivial)
+    /// says so at its add may be cancelled without the shard's lock. Its drop then happens
+    /// later, on whichever thread takes that lock next: set it only when that answer holds
+    /// for a drop on any thread, at any later time. The default says no.
+    const CANCEL_WITHOUT_LOCK: bool = false;
+
     /// Whether dropping the task runs no code of the user's and frees nothing: then the
     /// runtime drops it at once where it ends, without the scope of a drop function or an
     /// export's deferral (which only matter to code that runs, or memory that is freed). The
@@ -59,6 +65,9 @@ pub trait Task: Send + 'static {
 }
 
 impl<F: FnMut(TimerId) + Send + 'static> Task for F {
+    /// A closure that owns nothing to drop drops nothing, on any thread.
+    const CANCEL_WITHOUT_LOCK: bool = !std::mem::needs_drop::<F>();
+
     fn run(&mut self, id: TimerId) {
         self(id)
     }
@@ -70,8 +79,7 @@ impl<F: FnMut(TimerId) + Send + 'static> Task for F {
         }
     }
 
-    /// A closure that owns nothing to drop (it captures only references and `Copy` data)
-    /// drops nothing: such a one-shot can be cancelled without the shard's lock.
+    /// A closure that owns nothing to drop (it captures only references and `Copy` data).
     fn drop_is_trivial(&self) -> bool {
         !std::mem::needs_drop::<F>()
     }
