@@ -397,12 +397,7 @@ impl<T> ShardState<T> {
         let plain =
             T::CANCEL_WITHOUT_LOCK && matches!(schedule, Schedule::Once) && task.drop_is_trivial();
         let key = self.insert_closed_to_shared_cancels(deadline, schedule, task)?;
-        if plain
-            && self
-                .wheel
-                .deadline(key)
-                .is_some_and(|tick| tick > self.wheel.now())
-        {
+        if plain && !self.due_at_add(deadline) {
             self.wheel.open_to_shared_cancel(key);
         }
         Ok(key)
@@ -439,12 +434,19 @@ impl<T> ShardState<T> {
         if let Some(extra) = extra {
             self.attach(key, extra);
         }
-        if deadline.tick <= self.wheel.now() {
+        if self.due_at_add(deadline) {
             self.wheel.detach(key);
             self.due_on_add.push(key);
         }
         self.counters.added += 1;
         Ok(key)
+    }
+
+    /// Whether a timer added now with `deadline` is due at once: its tick has come, so it
+    /// leaves the wheel as it is added.
+    #[inline]
+    fn due_at_add(&self, deadline: Deadline) -> bool {
+        deadline.tick <= self.wheel.now()
     }
 
     /// A new open group holding `data`; its key. `Full` when the shard holds as many groups

@@ -204,17 +204,7 @@ impl Sleep {
     /// checks its condition again).
     fn until_changed(&self, word: &AtomicU32, expected: u32) {
         #[cfg(all(target_os = "linux", not(loom)))]
-        // SAFETY: FUTEX_WAIT reads the word at the address given (a live AtomicU32) and
-        // sleeps; no timeout (NULL). Its result (woken, EAGAIN, EINTR) needs no handling.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.as_ptr(),
-                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-                expected,
-                std::ptr::null::<libc::timespec>(),
-            );
-        }
+        futex(word, libc::FUTEX_WAIT, expected);
         #[cfg(not(any(target_os = "linux", loom)))]
         {
             let _ = (word, expected);
@@ -233,15 +223,7 @@ impl Sleep {
     /// Wakes up to `count` threads asleep on `word` (all, under loom).
     fn wake(&self, word: &AtomicU32, count: i32) {
         #[cfg(all(target_os = "linux", not(loom)))]
-        // SAFETY: FUTEX_WAKE only names the address; it reads and writes no memory.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.as_ptr(),
-                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-                count,
-            );
-        }
+        futex(word, libc::FUTEX_WAKE, count as u32);
         #[cfg(not(all(target_os = "linux", not(loom))))]
         let _ = (word, count);
         #[cfg(loom)]
@@ -250,6 +232,24 @@ impl Sleep {
             drop(lock.lock().unwrap());
             changed.notify_all();
         }
+    }
+}
+
+/// A futex call on `word`, private to the process: `FUTEX_WAIT` sleeps while the word holds
+/// `value` (no timeout); `FUTEX_WAKE` wakes up to `value` threads asleep on it. Its result
+/// (woken, EAGAIN, EINTR) needs no handling: every caller checks its condition again.
+#[cfg(all(target_os = "linux", not(loom)))]
+fn futex(word: &AtomicU32, op: libc::c_int, value: u32) {
+    // SAFETY: the address is a live AtomicU32's; FUTEX_WAIT only reads it, FUTEX_WAKE
+    // touches no memory, and the timeout argument (read by FUTEX_WAIT only) is NULL.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            op | libc::FUTEX_PRIVATE_FLAG,
+            value,
+            std::ptr::null::<libc::timespec>(),
+        );
     }
 }
 

@@ -359,9 +359,7 @@ impl<T> Wheel<T> {
         debug_assert_eq!(list & RETIRED, 0, "a cancelled node is linked");
         self.uncount(usize::from(list));
         self.splice_out(index, usize::from(list));
-        let value = self.pool.retire(index);
-        self.pool.recycle(index);
-        Some(value)
+        Some(self.pool.free(index))
     }
 
     /// The entry's value.
