@@ -284,8 +284,14 @@ static long many_timers(void) { /* fewer under valgrind (the harness sets TW_STR
     return env_long("TW_STRESS_OPS", 0) ? 5000 : 50000;
 }
 
+static int opening; /* set as the test thread calls tw_durable_open */
+
+/* Destroys the wheel once the test thread is calling tw_durable_open: a wheel destroyed
+ * before that call is freed under it, as the contract says. */
 static void destroy_wheel(tw_timer_id id, void *ctx) {
     (void)id;
+    for (int i = 0; i < 10000 && !__atomic_load_n(&opening, __ATOMIC_SEQ_CST); i++)
+        sleep_ms(1);
     CHECK_OK(tw_destroy_nowait(ctx));
 }
 
@@ -320,7 +326,8 @@ static void a_callback_that_destroys_the_wheel_while_it_opens_is_safe(void) {
     CHECK_OK(tw_handler_register(w, "charge", count_fire, &ignored));
     tw_timer_id id;
     CHECK_OK(tw_add(w, 2, destroy_wheel, w, NULL, &id)); /* runs while the store loads */
-    CHECK_STATUS(tw_durable_open(w), TW_ERR_SHUTDOWN);    /* w is freed now */
+    __atomic_store_n(&opening, 1, __ATOMIC_SEQ_CST);
+    CHECK_STATUS(tw_durable_open(w), TW_ERR_SHUTDOWN); /* w is freed now */
 
     /* The store is sound and whole. The destroyed wheel lets its store go on its own
      * thread: until then the file is held and a new opener is refused. */

@@ -1154,3 +1154,26 @@ fn a_cancel_without_the_lock_frees_its_place_under_max_timers_at_once() {
     assert_eq!((s.pending, s.cancelled), (100, 1000));
     assert_conserved(&rt);
 }
+
+/// A hold begun after a shutdown without waiting, while its release still waits for
+/// another hold, keeps the release waiting too: the release may free what the second
+/// holder is still reading (the C ABI frees its wheel handle there).
+#[test]
+fn a_hold_begun_after_a_shutdown_nowait_keeps_the_release_waiting() {
+    let rt: Runtime<BoxTask> = Runtime::new(Config {
+        manual: true,
+        ..Config::default()
+    })
+    .unwrap();
+    let released = Arc::new(AtomicBool::new(false));
+    let first = rt.hold();
+    let flag = Arc::clone(&released);
+    rt.shutdown_nowait_then(move || flag.store(true, SeqCst))
+        .unwrap();
+    let second = rt.hold();
+    drop(first);
+    assert!(!released.load(SeqCst), "released under a live hold");
+    assert_eq!(second.check_open(), Err(Error::Shutdown));
+    drop(second);
+    assert!(released.load(SeqCst));
+}

@@ -515,6 +515,13 @@ impl Executor {
         self.work.notify_all();
     }
 
+    /// A thread begins a [`Hold`](super::Hold): counted as a poller even once the executor
+    /// is closed, so that the unused hook (which may free the caller's handle) waits for
+    /// its [`end_poll`](Self::end_poll) whenever the hold began before the hook ran.
+    pub(crate) fn begin_hold(&self) {
+        self.lock().pollers += 1;
+    }
+
     /// A thread enters `poll` (manual mode); false once the executor is closed.
     pub(crate) fn begin_poll(&self) -> bool {
         let mut queue = self.lock();

@@ -341,8 +341,8 @@ impl<T: Task> Runtime<T> {
     /// A hold for a run of calls on this thread (a batch): see [`Hold`].
     pub fn hold(&self) -> Hold<T> {
         let inner = Arc::clone(&self.inner);
-        let counted = inner.executor.begin_poll();
-        Hold { inner, counted }
+        inner.executor.begin_hold();
+        Hold { inner }
     }
 
     /// Whether this process is a fork() child of the one that started the runtime (its
@@ -506,13 +506,13 @@ fn prefetched_before(at: usize, len: usize) -> std::ops::Range<usize> {
 }
 
 /// A runtime held for a run of calls made on one thread, as a poll holds it: a drop run by
-/// one of them may shut the runtime down without waiting and let its owner free the
-/// [`Runtime`] handle ([`Runtime::shutdown_nowait_then`]); the owner's release then waits
-/// for the hold to end, and the calls still to come answer `Shutdown` through the hold.
+/// one of them, or a callback on another thread, may shut the runtime down without
+/// waiting and let its owner free the [`Runtime`] handle
+/// ([`Runtime::shutdown_nowait_then`]); the owner's release then waits for the hold to end
+/// (a hold begun after that shutdown as well, while the release has not run), and the
+/// calls still to come answer `Shutdown` through the hold.
 pub struct Hold<T: Task> {
     inner: Arc<RuntimeState<T>>,
-    /// Whether the executor counts it (not when the runtime was closed already).
-    counted: bool,
 }
 
 impl<T: Task> Hold<T> {
@@ -548,9 +548,7 @@ impl<T: Task> Hold<T> {
 
 impl<T: Task> Drop for Hold<T> {
     fn drop(&mut self) {
-        if self.counted {
-            self.inner.executor.end_poll();
-        }
+        self.inner.executor.end_poll();
     }
 }
 
