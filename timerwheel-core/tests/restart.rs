@@ -365,11 +365,11 @@ fn add_far_from_a_new_thread(rt: &Arc<Runtime<Session>>, count: u64) -> Vec<Time
 
 #[test]
 fn an_export_is_one_instant_across_shards() {
-    // One thread's timers (ys, spread over the shards by deadline) are cancelled one by one
-    // by another thread, which adds a timer (xs[i], often in another shard) after each
-    // cancel of ys[i]. An export of one instant that holds xs[i] cannot hold ys[i]; one that walked the shards one after
-    // the other could, when it passed the ys' shard before the cancel and the xs' after the
-    // add.
+    // One thread's timers (ys, in its shard) are cancelled one by one by another thread,
+    // which adds a timer (xs[i], in its own shard, most often another) after each cancel of
+    // ys[i]. An export of one instant that holds xs[i] cannot hold ys[i]; one that walked
+    // the shards one after the other could, when it passed the ys' shard before the cancel
+    // and the xs' after the add.
     const COUNT: u64 = 50_000;
     let rt = Arc::new(Runtime::builder().build::<Session>().unwrap());
     let ys = Arc::new(add_far_from_a_new_thread(&rt, COUNT));

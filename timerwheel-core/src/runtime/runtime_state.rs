@@ -26,21 +26,40 @@ use crate::wheel::{Key, SharedCancel};
 static NEXT_THREAD_HINT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 thread_local! {
+    /// The calling thread's place among the threads that used a runtime (`UNSET` until it
+    /// adds a timer or creates a group), which picks its shard ([`own_shard`]) and the
+    /// shard of its first group. Const, and read through [`thread_hint`]: the add reads it
+    /// every time.
+    static THREAD_HINT: Cell<usize> = const { Cell::new(UNSET) };
     /// The shard this thread creates its next group in: each group goes to the next one,
     /// so that one thread's groups, and their timers, spread over the shards.
-    static NEXT_GROUP_SHARD: Cell<usize> = Cell::new(NEXT_THREAD_HINT.fetch_add(1, Relaxed));
+    static NEXT_GROUP_SHARD: Cell<usize> = Cell::new(thread_hint());
 }
 
-/// The shard, of `shards` (a power of two), a timer outside groups due at `deadline` goes
-/// to: one of the deadline alone, so that timers of equal deadlines share a shard and start
-/// in the order added (whichever threads added them), while one thread's timers of
-/// different deadlines spread over the shards. A thread adding every timer (a dispatcher,
-/// an event loop) in a shard of its own made that shard's lock the one every worker, the
-/// tick thread and the adding thread waited for.
-fn shard_for(deadline: Deadline, shards: usize) -> usize {
-    let exact = deadline.tick.rotate_left(32) ^ u64::from(deadline.rounded_up_ns);
-    let mixed = exact.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-    mixed as usize & (shards - 1)
+/// [`THREAD_HINT`] not taken yet.
+const UNSET: usize = usize::MAX;
+
+/// The calling thread's [`THREAD_HINT`], taken at its first call.
+#[inline]
+fn thread_hint() -> usize {
+    THREAD_HINT.with(|hint| match hint.get() {
+        UNSET => {
+            let taken = NEXT_THREAD_HINT.fetch_add(1, Relaxed) & (UNSET >> 1);
+            hint.set(taken);
+            taken
+        }
+        taken => taken,
+    })
+}
+
+/// The shard, of `shards` (a power of two), the calling thread adds its timers outside
+/// groups to: one of its own, so that threads adding at once share no lock and no cache
+/// line (two threads adding to shards picked by deadline spent most of each add waiting
+/// for lines the other had written: 2.5x to 7x slower in W5). Timers one thread adds share
+/// a shard, so among equal deadlines they start in the order added.
+#[inline]
+fn own_shard(shards: usize) -> usize {
+    thread_hint() & (shards - 1)
 }
 
 /// The shard, of `shards` (a power of two), of the calling thread's next group (see
@@ -50,11 +69,19 @@ fn next_group_shard(shards: usize) -> usize {
     next & (shards - 1)
 }
 
-/// The capacity limit across shards; free of atomics when there is none.
+/// Why [`RuntimeState::add_many_at`] stopped inserting into one shard.
+enum ChunkStop<T> {
+    /// The shard holds all it can: the timer goes on to the next one.
+    ShardFull((SystemTime, T)),
+    /// The add is refused (`max_timers`, a shutdown): the timer is dropped.
+    Refused(Error, T),
+}
+
 /// Timers a bulk add inserts under one taking of the shard's lock: the tick thread waits
 /// for at most one chunk.
 const BULK_CHUNK: usize = 4096;
 
+/// The capacity limit across shards; free of atomics when there is none.
 struct Capacity {
     limit: usize,
     live: AtomicUsize,
@@ -133,6 +160,12 @@ pub(crate) struct Snapshot<'a, A, T, S> {
 
 impl<T: Task> RuntimeState<T> {
     pub(crate) fn new(config: Config, shared: bool) -> Self {
+        Self::with_shard_limit(config, shared, usize::MAX)
+    }
+
+    /// [`new`](Self::new), each shard holding at most `shard_limit` timers (a test's small
+    /// stand-in for [`MAX_PER_SHARD`](super::shard::MAX_PER_SHARD)).
+    fn with_shard_limit(config: Config, shared: bool, shard_limit: usize) -> Self {
         let clock = match config.virtual_start {
             Some(start) => Clock::new_virtual(config.tick, start),
             None => Clock::new(config.tick),
@@ -152,7 +185,7 @@ impl<T: Task> RuntimeState<T> {
         // `max_timers` counts pending timers (`Capacity`); a shard also holds the nodes of
         // timers that run or drop, so it is bounded only by what an id can name.
         let shards = (0..shard_count)
-            .map(|_| Shard::new(usize::MAX, 0))
+            .map(|_| Shard::new(shard_limit, 0))
             .collect();
         RuntimeState {
             executor: Executor::new(
@@ -286,18 +319,58 @@ impl<T: Task> RuntimeState<T> {
         if let Err(error) = self.admit() {
             return Err(Rejected { error, task });
         }
-        let index = shard_for(deadline, self.shards.len());
+        let own = own_shard(self.shards.len());
+        let (index, inserted) = match self.insert_into(own, deadline, schedule, task) {
+            Err((Error::Full, task)) => self.insert_past(own, deadline, schedule, task),
+            inserted => (own, inserted),
+        };
+        self.added(index, deadline, inserted)
+    }
+
+    /// A shard holds at most MAX_PER_SHARD timers: past that, one thread's timers go on in
+    /// the shards after its own, `full`. The shard the timer went to, and how.
+    #[cold]
+    #[inline(never)]
+    fn insert_past(
+        &self,
+        full: usize,
+        deadline: Deadline,
+        schedule: Schedule,
+        task: T,
+    ) -> (usize, Result<Key, (Error, T)>) {
+        let mut index = self.next_shard(full);
+        let mut task = task;
+        while index != full {
+            match self.insert_into(index, deadline, schedule, task) {
+                Err((Error::Full, refused)) => task = refused,
+                inserted => return (index, inserted),
+            }
+            index = self.next_shard(index);
+        }
+        (full, Err((Error::Full, task)))
+    }
+
+    /// Inserts one timer into the shard `index`, under its lock. Always inlined: out of
+    /// line, the task and the result move through memory.
+    #[inline(always)]
+    fn insert_into(
+        &self,
+        index: usize,
+        deadline: Deadline,
+        schedule: Schedule,
+        task: T,
+    ) -> Result<Key, (Error, T)> {
         let shard = &self.shards[index];
         let mut state = shard.lock();
         let inserted = state.insert(deadline, schedule, task);
         shard.unlock_after_insert(state);
-        self.added(index, deadline, inserted)
+        inserted
     }
 
-    /// [`add`](Self::add) of many wall-clock one-shots (a restore), each in its deadline's
-    /// shard, whose lock is taken once per shard for each [`BULK_CHUNK`] timers rather than
-    /// once per timer. Stops at the first refusal: its error (the timers added before it
-    /// stay, the rest are dropped, outside the lock). The ids come in the order given.
+    /// [`add`](Self::add) of many wall-clock one-shots (a restore), in the calling thread's
+    /// shard, whose lock is taken once for each [`BULK_CHUNK`] timers rather than once per
+    /// timer. Stops at the first refusal: its error (the timers added before it stay, the
+    /// rest are dropped, outside the lock). The ids come in the order given.
     pub(crate) fn add_many_at(
         &self,
         timers: impl IntoIterator<Item = (SystemTime, T)>,
@@ -305,61 +378,65 @@ impl<T: Task> RuntimeState<T> {
         let mut timers = timers.into_iter().peekable();
         let mut ids = Vec::with_capacity(timers.size_hint().0);
         let mut earliest = u64::MAX;
-        while timers.peek().is_some() {
-            let first = ids.len();
-            let mut chunk: Vec<_> = timers
-                .by_ref()
-                .take(BULK_CHUNK)
-                .enumerate()
-                .map(|(at, (when, task))| {
-                    let deadline = self.deadline_at(when);
-                    let shard = shard_for(deadline, self.shards.len());
-                    (shard, first + at, when, deadline, task)
-                })
-                .collect();
-            // By shard, in the order given within each (equal deadlines keep it).
-            chunk.sort_by_key(|timer| timer.0);
-            ids.resize(first + chunk.len(), None);
-            let refused = self.insert_sorted(chunk, &mut ids, &mut earliest);
-            if let Some((error, _task)) = refused {
-                self.ticker.notify_if_earlier(earliest);
-                return Err(error);
+        let own = own_shard(self.shards.len());
+        let mut index = own;
+        // A timer a full shard refused, for the next shard (as `add` does).
+        let mut passed_on = None;
+        let mut refused = None;
+        while refused.is_none() && (passed_on.is_some() || timers.peek().is_some()) {
+            let chunk = passed_on.take().into_iter();
+            let chunk = chunk.chain(timers.by_ref().take(BULK_CHUNK));
+            match self.insert_chunk(index, chunk, &mut ids, &mut earliest) {
+                Ok(()) => {}
+                Err(ChunkStop::ShardFull(timer)) if self.next_shard(index) != own => {
+                    index = self.next_shard(index);
+                    passed_on = Some(timer);
+                }
+                Err(ChunkStop::ShardFull(_timer)) => refused = Some(Error::Full),
+                Err(ChunkStop::Refused(error, _timer)) => refused = Some(error),
             }
         }
         self.ticker.notify_if_earlier(earliest);
-        Ok(ids.into_iter().flatten().collect())
+        refused.map_or(Ok(ids), Err)
     }
 
-    /// Inserts `chunk`, sorted by shard, taking each shard's lock once; sets each timer's
-    /// id at its place in `ids`. The first refusal, with its task (to be dropped outside
-    /// the lock); the rest are dropped once the lock is let go.
-    fn insert_sorted(
+    /// Inserts `chunk` into the shard `index`, taking its lock once; pushes each timer's id
+    /// to `ids`. Where it stopped, with the timer it stopped at (to be dropped outside the
+    /// lock, or passed on).
+    fn insert_chunk(
         &self,
-        chunk: Vec<(usize, usize, SystemTime, Deadline, T)>,
-        ids: &mut [Option<TimerId>],
+        index: usize,
+        chunk: impl Iterator<Item = (SystemTime, T)>,
+        ids: &mut Vec<TimerId>,
         earliest: &mut u64,
-    ) -> Option<(Error, T)> {
-        let mut chunk = chunk.into_iter().peekable();
-        while let Some(&(index, ..)) = chunk.peek() {
-            let mut shard = self.shards[index].lock();
-            while let Some((_, at, when, deadline, task)) = chunk.next_if(|t| t.0 == index) {
-                if let Err(error) = self.admit() {
-                    return Some((error, task));
+    ) -> Result<(), ChunkStop<T>> {
+        let mut shard = self.shards[index].lock();
+        for (when, task) in chunk {
+            if let Err(error) = self.admit() {
+                return Err(ChunkStop::Refused(error, task));
+            }
+            let deadline = self.deadline_at(when);
+            match shard.insert(deadline, Schedule::At(when), task) {
+                Ok(key) => {
+                    *earliest = (*earliest).min(deadline.tick);
+                    ids.push(self.ids.encode(index, key));
                 }
-                match shard.insert(deadline, Schedule::At(when), task) {
-                    Ok(key) => {
-                        *earliest = (*earliest).min(deadline.tick);
-                        ids[at] = Some(self.ids.encode(index, key));
-                    }
-                    Err(refusal) => {
-                        self.capacity.give_back(1);
-                        return Some(refusal);
-                    }
+                Err((error, task)) => {
+                    self.capacity.give_back(1);
+                    return Err(match error {
+                        Error::Full => ChunkStop::ShardFull((when, task)),
+                        error => ChunkStop::Refused(error, task),
+                    });
                 }
             }
-            self.shards[index].unlock_after_insert(shard);
         }
-        None
+        self.shards[index].unlock_after_insert(shard);
+        Ok(())
+    }
+
+    /// The shard after `index`, in turn.
+    fn next_shard(&self, index: usize) -> usize {
+        (index + 1) & (self.shards.len() - 1)
     }
 
     /// After an insert into the shard `index`: the new timer's id, or the refusal (its
@@ -762,21 +839,49 @@ mod tests {
     use super::*;
 
     #[test]
-    fn timers_of_equal_deadlines_share_a_shard_and_one_threads_timers_spread() {
-        let deadline = |tick, rounded_up_ns| Deadline {
-            tick,
-            rounded_up_ns,
+    fn a_thread_keeps_its_shard_and_the_thread_after_it_has_the_next() {
+        let shard_of_a_new_thread = || {
+            std::thread::spawn(|| {
+                let shard = own_shard(4);
+                assert_eq!(own_shard(4), shard, "the same at every add");
+                (thread_hint(), shard)
+            })
+            .join()
+            .unwrap()
         };
-        let mut per_shard = [0usize; 4];
-        for tick in 1000..3000 {
-            for rounded_up_ns in [0, 1, 250_000, 999_999] {
-                let shard = shard_for(deadline(tick, rounded_up_ns), 4);
-                assert_eq!(shard, shard_for(deadline(tick, rounded_up_ns), 4));
-                per_shard[shard] += 1;
-            }
+        let (first_hint, first) = shard_of_a_new_thread();
+        let (second_hint, second) = shard_of_a_new_thread();
+        assert!(second_hint > first_hint);
+        if second_hint == first_hint + 1 {
+            assert_eq!(second, (first + 1) % 4); // no other test's thread came between
         }
-        assert!(per_shard.iter().all(|&n| n > 8000 / 4 / 2), "{per_shard:?}");
-        assert_eq!(shard_for(deadline(7, 3), 1), 0);
+        assert_eq!(own_shard(1), 0);
+    }
+
+    #[test]
+    fn a_threads_timers_past_a_full_shard_go_to_the_next_ones_then_full() {
+        let rt = RuntimeState::<crate::BoxTask>::with_shard_limit(Config::default(), false, 2);
+        let shards = rt.shards.len();
+        let own = own_shard(shards);
+        let deadline = rt.deadline_at(SystemTime::now() + std::time::Duration::from_secs(60));
+        let add = || rt.add(deadline, Schedule::Once, Box::new(|_| {}));
+        let shard_of = |id| rt.ids.decode(id).0;
+        let added: Vec<usize> = (0..2 * shards)
+            .map(|_| shard_of(add().ok().unwrap()))
+            .collect();
+        let expected: Vec<usize> = (0..2 * shards).map(|i| (own + i / 2) % shards).collect();
+        assert_eq!(added, expected);
+        assert_eq!(add().err().map(|r| r.error), Some(Error::Full));
+
+        let rt = RuntimeState::<crate::BoxTask>::with_shard_limit(Config::default(), false, 2);
+        let at = SystemTime::now() + std::time::Duration::from_secs(60);
+        let timers = (0..2 * shards).map(|_| (at, Box::new(|_| {}) as crate::BoxTask));
+        let ids = rt.add_many_at(timers).unwrap();
+        let added: Vec<usize> = ids.into_iter().map(|id| rt.ids.decode(id).0).collect();
+        assert_eq!(added, expected);
+        let one_more = [(at, Box::new(|_| {}) as crate::BoxTask)];
+        assert_eq!(rt.add_many_at(one_more).err(), Some(Error::Full));
+        rt.discard_all();
     }
 
     #[test]
