@@ -28,8 +28,8 @@ static NEXT_THREAD_HINT: std::sync::atomic::AtomicUsize = std::sync::atomic::Ato
 thread_local! {
     /// The calling thread's place among the threads that used a runtime (`UNSET` until it
     /// adds a timer or creates a group), which picks its shard ([`own_shard`]) and the
-    /// shard of its first group. Const, and read through [`thread_hint`]: the add reads it
-    /// every time.
+    /// shard of its first group. Every add reads it ([`thread_hint`]): const, it costs no
+    /// check of a lazy set-up.
     static THREAD_HINT: Cell<usize> = const { Cell::new(UNSET) };
     /// The shard this thread creates its next group in: each group goes to the next one,
     /// so that one thread's groups, and their timers, spread over the shards.
@@ -42,14 +42,18 @@ const UNSET: usize = usize::MAX;
 /// The calling thread's [`THREAD_HINT`], taken at its first call.
 #[inline]
 fn thread_hint() -> usize {
-    THREAD_HINT.with(|hint| match hint.get() {
-        UNSET => {
-            let taken = NEXT_THREAD_HINT.fetch_add(1, Relaxed) & (UNSET >> 1);
-            hint.set(taken);
-            taken
-        }
+    match THREAD_HINT.with(Cell::get) {
+        UNSET => take_thread_hint(),
         taken => taken,
-    })
+    }
+}
+
+/// A new [`THREAD_HINT`] for the calling thread.
+#[cold]
+fn take_thread_hint() -> usize {
+    let taken = NEXT_THREAD_HINT.fetch_add(1, Relaxed) & (UNSET >> 1);
+    THREAD_HINT.with(|hint| hint.set(taken));
+    taken
 }
 
 /// The shard, of `shards` (a power of two), the calling thread adds its timers outside
