@@ -153,6 +153,7 @@ impl<T> Pool<T> {
     }
 
     /// A new node at the end of the region; `None` when the region is full.
+    #[inline]
     fn push_new(&mut self) -> Option<u32> {
         let fresh = Node {
             deadline: 0,
