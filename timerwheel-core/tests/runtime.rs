@@ -704,6 +704,45 @@ fn timers_added_due_for_milliseconds_start_in_the_order_added() {
     assert_eq!(rt.shutdown(), Ok(0));
 }
 
+/// Timers of one exact deadline, already passed, that threads add at once behind a busy
+/// worker: each thread's start in the order that thread added them (docs/contract.md).
+#[test]
+fn timers_of_one_past_deadline_start_in_the_order_each_thread_added_them() {
+    let rt = Arc::new(runtime::<BoxTask>(1));
+    let release = block_the_worker(&rt);
+    let past = SystemTime::now() - Duration::from_secs(5);
+    let order = Arc::new(Mutex::new(Vec::new()));
+    const THREADS: usize = 4;
+    const EACH: usize = 500;
+    let adders: Vec<_> = (0..THREADS)
+        .map(|thread| {
+            let (rt, order) = (Arc::clone(&rt), Arc::clone(&order));
+            thread::spawn(move || {
+                for n in 0..EACH {
+                    let order = Arc::clone(&order);
+                    let record = move |_| order.lock().unwrap().push((thread, n));
+                    rt.add_at(past, Box::new(record)).ok().unwrap();
+                }
+            })
+        })
+        .collect();
+    adders.into_iter().for_each(|adder| adder.join().unwrap());
+    release.send(()).unwrap();
+    wait_until("every run", || {
+        order.lock().unwrap().len() == THREADS * EACH
+    });
+    let order = order.lock().unwrap().clone();
+    for thread in 0..THREADS {
+        let mine: Vec<usize> = order
+            .iter()
+            .filter(|r| r.0 == thread)
+            .map(|r| r.1)
+            .collect();
+        assert_eq!(mine, (0..EACH).collect::<Vec<_>>(), "thread {thread}");
+    }
+    assert_eq!(rt.shutdown(), Ok(0));
+}
+
 #[test]
 fn shutdown_waits_for_a_callback_running_inside_poll() {
     let config = Config {
