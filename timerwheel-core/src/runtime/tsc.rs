@@ -19,9 +19,10 @@
 //!
 //! Each new anchor also checks the old one, carried on to the new counter value: had it
 //! fallen behind the monotonic clock faster than the margin covers over an anchor's age (a
-//! clock slewed faster than 2,000 ppm, as chrony can, or a counter that slowed), or had the
-//! counter gone back by an anchor's age or more (as a suspend can reset it), the counter is
-//! not trusted again in this process.
+//! clock slewed faster than 2,000 ppm, as chrony can, or a counter that slowed), the
+//! counter is not trusted again in this process. A counter gone back by an anchor's age or
+//! more (as a suspend can reset it) serves again from the new anchor, at the same scale, if
+//! the kernel still keeps its time with it; otherwise it is not trusted again either.
 //!
 //! A thread's readings never go back, also from one anchor to the next: a floor that every
 //! reading is held to rises to the old anchor's last reading before the new one is
@@ -181,6 +182,13 @@ mod imp {
         if went_back && ns_before < old.ns + ANCHOR_AGE_NS {
             return at_least_floor(ns.max(old.ns));
         }
+        // A counter gone back that far serves again from this anchor, at the same scale,
+        // while the kernel still keeps its time with it (a suspend reset it; an invariant
+        // counter keeps its rate); one that lags the clock does not (see the module doc).
+        let not_again = match went_back {
+            true => !kernel_keeps_time_with_the_counter(),
+            false => old.lags_at(count, ns_before),
+        };
         // The counter is past the old anchor's reach (or went back): it gave its highest.
         FLOOR.fetch_max(old.highest(), AcqRel);
         if SEQUENCE
@@ -190,7 +198,7 @@ mod imp {
             return at_least_floor(ns);
         }
         fence(Release);
-        if went_back || old.lags_at(count, ns_before) {
+        if not_again {
             distrust();
         }
         ANCHOR_COUNT.store(count, Relaxed);
@@ -291,12 +299,18 @@ mod imp {
     fn usable() -> bool {
         static KERNEL_USES_TSC: OnceLock<bool> = OnceLock::new();
         !DISTRUSTED.load(Acquire)
-            && *KERNEL_USES_TSC.get_or_init(|| {
-                std::fs::read_to_string(
-                    "/sys/devices/system/clocksource/clocksource0/current_clocksource",
-                )
-                .is_ok_and(|source| source.trim() == "tsc")
-            })
+            && *KERNEL_USES_TSC.get_or_init(kernel_keeps_time_with_the_counter)
+    }
+
+    /// Whether the kernel's clock source is the counter now: it is only for counters that
+    /// are invariant and in step on every processor, and it leaves them when they are not.
+    fn kernel_keeps_time_with_the_counter() -> bool {
+        #[cfg(test)]
+        if warp::kernel_left() {
+            return false;
+        }
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .is_ok_and(|source| source.trim() == "tsc")
     }
 
     #[inline]
@@ -342,7 +356,7 @@ mod imp {
     /// monotonic clock, or jump back, from some moment on.
     #[cfg(test)]
     pub(super) mod warp {
-        use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 
         /// The counter value the warp starts at (0: none).
         static FROM: AtomicU64 = AtomicU64::new(0);
@@ -357,6 +371,18 @@ mod imp {
                 return count;
             }
             from + (count - from) * RATE.load(SeqCst) / 1024 - BACK.load(SeqCst)
+        }
+
+        /// Set when a test has the kernel leave the counter as its clock source.
+        static KERNEL_LEFT: AtomicBool = AtomicBool::new(false);
+
+        /// From now on the kernel's clock source is another than the counter.
+        pub(in super::super) fn leave_the_counter_in_the_kernel() {
+            KERNEL_LEFT.store(true, SeqCst);
+        }
+
+        pub(in super::super) fn kernel_left() -> bool {
+            KERNEL_LEFT.load(SeqCst)
         }
 
         /// Whether the counter is distrusted.
@@ -613,17 +639,41 @@ mod tests {
             );
         }
 
-        /// The counter jumps back (as after a suspend that resets it): no reading is
-        /// behind, also once the counter has come back up to the old anchor's.
+        /// The counter jumps back (as after a suspend that resets it) while the kernel keeps
+        /// its time with it: no reading is behind, also once the counter has come back up
+        /// to the old anchor's, and readings come from the counter again (before, the
+        /// process read the clock for good).
         #[test]
-        fn a_counter_that_jumps_back_is_distrusted() {
-            in_own_process("a_counter_that_jumps_back_is_distrusted", || {
-                measure_scale();
-                warp::start(1024, 20_000_000);
-                let (behind, most_behind) = read_for(30_000_000, false);
-                assert_eq!(behind, 0, "behind by up to {most_behind} ns");
-                assert!(warp::distrusted());
-            });
+        fn a_counter_that_jumps_back_serves_again_from_a_new_anchor() {
+            in_own_process(
+                "a_counter_that_jumps_back_serves_again_from_a_new_anchor",
+                || {
+                    measure_scale();
+                    warp::start(1024, 20_000_000);
+                    let (behind, most_behind) = read_for(30_000_000, false);
+                    assert_eq!(behind, 0, "behind by up to {most_behind} ns");
+                    assert!(!warp::distrusted());
+                    monotonic_ns_at_least();
+                    assert!(warp::anchor_serves(), "the counter serves no reading");
+                },
+            );
+        }
+
+        /// As above, but the kernel has left the counter (its processors' counters went
+        /// out of step): the counter is not read again.
+        #[test]
+        fn a_counter_that_jumps_back_is_distrusted_once_the_kernel_left_it() {
+            in_own_process(
+                "a_counter_that_jumps_back_is_distrusted_once_the_kernel_left_it",
+                || {
+                    measure_scale();
+                    warp::leave_the_counter_in_the_kernel();
+                    warp::start(1024, 20_000_000);
+                    let (behind, most_behind) = read_for(30_000_000, false);
+                    assert_eq!(behind, 0, "behind by up to {most_behind} ns");
+                    assert!(warp::distrusted());
+                },
+            );
         }
     }
 }
