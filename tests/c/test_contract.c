@@ -426,6 +426,69 @@ static void test_destroy_nowait_while_callbacks_run(void) {
     sleep_ms(20);
 }
 
+/* A drop that tw_delete or tw_delete_sync runs on the caller's thread destroys the wheel
+ * without waiting: the delete that ran it returns TW_OK and reads nothing freed (the
+ * wheel is freed once that call returns, at once when no thread of the wheel is left, as
+ * on a manual wheel). */
+typedef struct {
+    tw_wheel *w;
+    long status; /* what tw_destroy_nowait said in the drop */
+} destroyer;
+
+static void destroy_nowait_in_drop(void *data) {
+    destroyer *d = data;
+    atomic_set(&d->status, tw_destroy_nowait(d->w));
+}
+
+static void test_a_drop_run_by_a_delete_destroys_the_wheel(void) {
+    for (int manual = 0; manual <= 1; manual++) {
+        for (int sync = 0; sync <= 1; sync++) {
+            destroyer d = {manual ? wheel(0, 0, 1) : wheel(1, 2, 0), -1};
+            tw_timer_id id;
+            CHECK_OK(tw_add(d.w, 3600000, never_runs, &d, destroy_nowait_in_drop, &id));
+            CHECK_OK(sync ? tw_delete_sync(d.w, id) : tw_delete(d.w, id)); /* d.w freed now */
+            CHECK_OK((tw_status)atomic_get(&d.status));
+            sleep_ms(20); /* the wheel's threads exit and free it: LeakSanitizer checks at exit */
+        }
+    }
+}
+
+/* tw_delete_sync waits for its timer's callback, which destroys the wheel without waiting:
+ * the wait ends when the callback returns and reads nothing freed (the wheel is freed once
+ * its last thread, and this call, let go of it). */
+typedef struct {
+    tw_wheel *w;
+    long inside;
+    long status;
+} slow_destroyer;
+
+static void destroy_nowait_after_a_while(tw_timer_id id, void *data) {
+    (void)id;
+    slow_destroyer *d = data;
+    atomic_set(&d->inside, 1);
+    sleep_ms(100);
+    atomic_set(&d->status, tw_destroy_nowait(d->w));
+}
+
+static void test_delete_sync_waits_for_a_callback_that_destroys_the_wheel(void) {
+    for (int periodic = 0; periodic <= 1; periodic++) {
+        slow_destroyer d = {wheel(1, 1, 0), 0, -1};
+        tw_timer_id id;
+        if (periodic)
+            CHECK_OK(tw_add_periodic(d.w, 1, 1000, TW_FIXED_RATE, destroy_nowait_after_a_while,
+                                     &d, NULL, &id));
+        else
+            CHECK_OK(tw_add(d.w, 1, destroy_nowait_after_a_while, &d, NULL, &id));
+        CHECK(wait_for(&d.inside, 1, WAIT_MS));
+        tw_status st = tw_delete_sync(d.w, id); /* d.w is freed once this returns */
+        /* Running when deleted: a periodic timer is stopped (TW_OK), a one-shot had fired
+         * (TW_ERR_NOT_FOUND); the destroy began meanwhile (TW_ERR_SHUTDOWN). */
+        CHECK(st == TW_ERR_SHUTDOWN || st == (periodic ? TW_OK : TW_ERR_NOT_FOUND));
+        CHECK_OK((tw_status)atomic_get(&d.status));
+        sleep_ms(20);
+    }
+}
+
 static void test_destroy_nowait_refuses_the_default_wheel(void) {
     CHECK_STATUS(tw_destroy_nowait(tw_default()), TW_ERR_BUSY);
     CHECK_STATUS(tw_destroy_nowait(NULL), TW_ERR_INVALID);
@@ -580,6 +643,8 @@ int main(void) {
     RUN(test_destroy_from_a_manual_drop);
     RUN(test_destroy_nowait_while_callbacks_run);
     RUN(test_destroy_nowait_refuses_the_default_wheel);
+    RUN(test_a_drop_run_by_a_delete_destroys_the_wheel);
+    RUN(test_delete_sync_waits_for_a_callback_that_destroys_the_wheel);
     RUN(test_max_timers_counts_only_pending_timers);
     RUN(test_stats_never_count_more_pending_than_max_timers);
     RUN(test_calls_from_a_nested_poll_see_the_outer_callback);

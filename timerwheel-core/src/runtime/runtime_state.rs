@@ -4,6 +4,7 @@
 //! use it; it uses none of them.
 
 use std::cell::Cell;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
 use super::callback::{drop_task, running, CallbackScope};
@@ -148,6 +149,8 @@ pub(crate) struct RuntimeState<T> {
     fork_generation: u64,
     /// Exports under way, and the drops they defer (see `export.rs`).
     exports: Exports<Ending<T>>,
+    /// The `Arc` this runtime lives in ([`keep_alive`](Self::keep_alive)).
+    me: Weak<RuntimeState<T>>,
 }
 
 /// The exportable timers of one instant, copied ([`RuntimeState::export`]).
@@ -163,8 +166,19 @@ pub(crate) struct Snapshot<'a, A, T, S> {
 }
 
 impl<T: Task> RuntimeState<T> {
-    pub(crate) fn new(config: Config, shared: bool) -> Self {
-        Self::with_shard_limit(config, shared, usize::MAX)
+    pub(crate) fn new(config: Config, shared: bool) -> Arc<Self> {
+        Arc::new_cyclic(|me| RuntimeState {
+            me: me.clone(),
+            ..Self::with_shard_limit(config, shared, usize::MAX)
+        })
+    }
+
+    /// This runtime, kept until the result is dropped: for a call that runs a drop on its
+    /// caller's thread and goes on afterwards. The drop may shut the runtime down without
+    /// waiting and let its owner free the handle the call came through (a C wheel is
+    /// freed once none of its threads is left: at once on a manual wheel).
+    fn keep_alive(&self) -> Option<Arc<Self>> {
+        self.me.upgrade()
     }
 
     /// [`new`](Self::new), each shard holding at most `shard_limit` timers (a test's small
@@ -216,6 +230,7 @@ impl<T: Task> RuntimeState<T> {
             shared,
             fork_generation: fork::generation(),
             exports: Exports::default(),
+            me: Weak::new(),
         }
     }
 
@@ -519,6 +534,8 @@ impl<T: Task> RuntimeState<T> {
     /// its running ones when they return, and the group's drop follows the last of them.
     pub(crate) fn delete_group(&self, group: GroupId) -> Result<(), Error> {
         self.check_open()?;
+        // Each drop may shut the runtime down and let it be freed before the next.
+        let _alive = self.keep_alive();
         let (index, group) = self.group_of(group)?;
         let shard = &self.shards[index];
         let deleted = shard.lock().delete_group(group)?;
@@ -557,6 +574,22 @@ impl<T: Task> RuntimeState<T> {
     #[inline]
     pub(crate) fn cancel(&self, id: TimerId) -> Result<(), Error> {
         self.check_open()?;
+        self.cancel_open(id)
+    }
+
+    /// `error`, but `Shutdown` for a timer not found once a shutdown began: the shutdown
+    /// dropped it after the call found the runtime open.
+    #[cold]
+    fn not_found_or_shutdown(&self, error: Error) -> Error {
+        match error {
+            Error::NotFound if self.shutting_down.load(Relaxed) => Error::Shutdown,
+            error => error,
+        }
+    }
+
+    /// [`cancel`](Self::cancel) on a runtime found open (a shutdown may begin meanwhile).
+    #[inline]
+    fn cancel_open(&self, id: TimerId) -> Result<(), Error> {
         let (shard, key) = self.shard_of(id)?;
         // Known when compiled: other types never try (it costs the lock word two atomics).
         if T::CANCEL_WITHOUT_LOCK {
@@ -565,11 +598,12 @@ impl<T: Task> RuntimeState<T> {
                     self.capacity.give_back(1);
                     return Ok(());
                 }
-                SharedCancel::NotFound => return Err(Error::NotFound),
+                SharedCancel::NotFound => return Err(self.not_found_or_shutdown(Error::NotFound)),
                 SharedCancel::Refused => {}
             }
         }
-        let removed = shard.lock().cancel(key)?;
+        let cancelled = shard.lock().cancel(key);
+        let removed = cancelled.map_err(|error| self.not_found_or_shutdown(error))?;
         self.end_cancelled(id, shard, key, removed);
         Ok(())
     }
@@ -579,6 +613,8 @@ impl<T: Task> RuntimeState<T> {
         if running(|c| (c.runtime, c.timer) == (self.id(), id.as_u64())) {
             return Err(Error::Busy);
         }
+        // The drop, or the run waited for, may shut the runtime down and let it be freed.
+        let _alive = self.keep_alive();
         let (shard, key) = self.shard_of(id)?;
         let mut state = shard.lock();
         let result = state.cancel(key);
@@ -591,7 +627,7 @@ impl<T: Task> RuntimeState<T> {
         let ended = result.map(|removed| self.end_cancelled(id, shard, key, removed));
         // A drop deferred by an export (this one's, or that of the run waited for) has run.
         self.wait_for_deferred_drops();
-        ended
+        ended.map_err(|error| self.not_found_or_shutdown(error))
     }
 
     /// After a cancel: the timer is no longer pending, so its place under `max_timers` is
@@ -606,6 +642,8 @@ impl<T: Task> RuntimeState<T> {
             lingers,
         }) = removed
         {
+            // A drop of the user's runs here, and the node and the group are told after it.
+            let _alive = (lingers || group.is_some()).then(|| self.keep_alive());
             self.end_removed(id, shard, key, task, lingers);
             if let Some(slot) = group {
                 self.dropped(shard, slot, 1);
@@ -635,9 +673,16 @@ impl<T: Task> RuntimeState<T> {
     #[inline]
     pub(crate) fn reset(&self, id: TimerId, delay: Duration) -> Result<(), Error> {
         self.check_open()?;
+        self.reset_open(id, delay)
+    }
+
+    /// [`reset`](Self::reset) on a runtime found open (a shutdown may begin meanwhile).
+    #[inline]
+    fn reset_open(&self, id: TimerId, delay: Duration) -> Result<(), Error> {
         let (shard, key) = self.shard_of(id)?;
         let deadline = self.clock.deadline_after(delay);
-        shard.lock().reset(key, deadline)?;
+        let reset = shard.lock().reset(key, deadline);
+        reset.map_err(|error| self.not_found_or_shutdown(error))?;
         self.ticker.notify_if_earlier(deadline.tick);
         Ok(())
     }
@@ -886,6 +931,28 @@ mod tests {
         let one_more = [(at, Box::new(|_| {}) as crate::BoxTask)];
         assert_eq!(rt.add_many_at(one_more).err(), Some(Error::Full));
         rt.discard_all();
+    }
+
+    /// A shutdown on another thread that drops the timer after a call found the runtime
+    /// open: the call answers `Shutdown`, as every call after a shutdown began does, not
+    /// `NotFound` ("no such pending timer").
+    #[test]
+    fn a_timer_a_shutdown_dropped_during_a_call_is_shutdown_not_not_found() {
+        let rt = RuntimeState::<crate::BoxTask>::new(Config::default(), false);
+        let deadline = rt.deadline_at(SystemTime::now() + std::time::Duration::from_secs(60));
+        let add = || {
+            rt.add(deadline, Schedule::Once, Box::new(|_| {}))
+                .ok()
+                .unwrap()
+        };
+        let (a, b) = (add(), add());
+        assert!(rt.begin_shutdown());
+        rt.discard_all();
+        assert_eq!(rt.cancel_open(a), Err(Error::Shutdown));
+        assert_eq!(
+            rt.reset_open(b, std::time::Duration::from_secs(1)),
+            Err(Error::Shutdown)
+        );
     }
 
     #[test]

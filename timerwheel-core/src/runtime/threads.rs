@@ -19,7 +19,7 @@ pub(crate) fn start<T: Task>(config: Config, shared: bool) -> Result<Arc<Runtime
     // A virtual clock has no threads: nothing would move it.
     let manual = config.manual || config.virtual_start.is_some();
     let config = Config { manual, ..config };
-    let inner = Arc::new(RuntimeState::new(config, shared));
+    let inner = RuntimeState::new(config, shared);
     fork::register(&inner);
     if !inner.config.manual {
         let ticker = Arc::clone(&inner);
