@@ -562,6 +562,7 @@ impl<T: Task> RuntimeState<T> {
     /// Drops the data of a group that ended, if one did.
     fn drop_group(&self, ended: Option<GroupData>) {
         if let Some(data) = ended {
+            let _alive = self.keep_alive(); // the drop may let the runtime be freed
             self.end(Ending::Group(data));
         }
     }
