@@ -194,6 +194,9 @@ pub(crate) enum Finished<T> {
     Ended(T),
 }
 
+/// Aligned to 128 bytes (two cache lines, which processors fetch in pairs), so that
+/// threads busy in shards next to each other in memory write no line they share.
+#[repr(align(128))]
 pub(crate) struct Shard<T> {
     /// Held by whoever changes the state (see [`Locked`]); shared cancels enter it without
     /// holding it (`shard_lock.rs`).
