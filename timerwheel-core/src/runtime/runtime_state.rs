@@ -60,7 +60,7 @@ fn take_thread_hint() -> usize {
 /// The shard, of `shards` (a power of two), the calling thread adds its timers outside
 /// groups to: one of its own, so that threads adding at once share no lock and no cache
 /// line (two threads adding to shards picked by deadline spent most of each add waiting
-/// for lines the other had written: 2.5x to 7x slower in W5). Timers one thread adds share
+/// for lines the other had written: 4x to 5x slower in W5). Timers one thread adds share
 /// a shard, so among equal deadlines they start in the order added.
 #[inline]
 fn own_shard(shards: usize) -> usize {
