@@ -432,7 +432,8 @@ static void test_destroy_nowait_while_callbacks_run(void) {
  * on a manual wheel). */
 typedef struct {
     tw_wheel *w;
-    long status; /* what tw_destroy_nowait said in the drop */
+    long inside; /* set once the callback runs */
+    long status; /* what tw_destroy_nowait said */
 } destroyer;
 
 static void destroy_nowait_in_drop(void *data) {
@@ -443,7 +444,7 @@ static void destroy_nowait_in_drop(void *data) {
 static void test_a_drop_run_by_a_delete_destroys_the_wheel(void) {
     for (int manual = 0; manual <= 1; manual++) {
         for (int sync = 0; sync <= 1; sync++) {
-            destroyer d = {manual ? wheel(0, 0, 1) : wheel(1, 2, 0), -1};
+            destroyer d = {manual ? wheel(0, 0, 1) : wheel(1, 2, 0), 0, -1};
             tw_timer_id id;
             CHECK_OK(tw_add(d.w, 3600000, never_runs, &d, destroy_nowait_in_drop, &id));
             CHECK_OK(sync ? tw_delete_sync(d.w, id) : tw_delete(d.w, id)); /* d.w freed now */
@@ -456,15 +457,9 @@ static void test_a_drop_run_by_a_delete_destroys_the_wheel(void) {
 /* tw_delete_sync waits for its timer's callback, which destroys the wheel without waiting:
  * the wait ends when the callback returns and reads nothing freed (the wheel is freed once
  * its last thread, and this call, let go of it). */
-typedef struct {
-    tw_wheel *w;
-    long inside;
-    long status;
-} slow_destroyer;
-
 static void destroy_nowait_after_a_while(tw_timer_id id, void *data) {
     (void)id;
-    slow_destroyer *d = data;
+    destroyer *d = data;
     atomic_set(&d->inside, 1);
     sleep_ms(100);
     atomic_set(&d->status, tw_destroy_nowait(d->w));
@@ -472,7 +467,7 @@ static void destroy_nowait_after_a_while(tw_timer_id id, void *data) {
 
 static void test_delete_sync_waits_for_a_callback_that_destroys_the_wheel(void) {
     for (int periodic = 0; periodic <= 1; periodic++) {
-        slow_destroyer d = {wheel(1, 1, 0), 0, -1};
+        destroyer d = {wheel(1, 1, 0), 0, -1};
         tw_timer_id id;
         if (periodic)
             CHECK_OK(tw_add_periodic(d.w, 1, 1000, TW_FIXED_RATE, destroy_nowait_after_a_while,

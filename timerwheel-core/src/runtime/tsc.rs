@@ -639,6 +639,14 @@ mod tests {
             );
         }
 
+        /// The counter jumps back 20 ms (as a suspend can reset it); then 30 ms of
+        /// readings, none behind the clock (nor going back).
+        fn jump_back_and_read() {
+            warp::start(1024, 20_000_000);
+            let (behind, most_behind) = read_for(30_000_000, false);
+            assert_eq!(behind, 0, "behind by up to {most_behind} ns");
+        }
+
         /// The counter jumps back (as after a suspend that resets it) while the kernel keeps
         /// its time with it: no reading is behind, also once the counter has come back up
         /// to the old anchor's, and readings come from the counter again (before, the
@@ -649,9 +657,7 @@ mod tests {
                 "a_counter_that_jumps_back_serves_again_from_a_new_anchor",
                 || {
                     measure_scale();
-                    warp::start(1024, 20_000_000);
-                    let (behind, most_behind) = read_for(30_000_000, false);
-                    assert_eq!(behind, 0, "behind by up to {most_behind} ns");
+                    jump_back_and_read();
                     assert!(!warp::distrusted());
                     monotonic_ns_at_least();
                     assert!(warp::anchor_serves(), "the counter serves no reading");
@@ -668,9 +674,7 @@ mod tests {
                 || {
                     measure_scale();
                     warp::leave_the_counter_in_the_kernel();
-                    warp::start(1024, 20_000_000);
-                    let (behind, most_behind) = read_for(30_000_000, false);
-                    assert_eq!(behind, 0, "behind by up to {most_behind} ns");
+                    jump_back_and_read();
                     assert!(warp::distrusted());
                 },
             );
