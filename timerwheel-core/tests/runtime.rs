@@ -407,6 +407,67 @@ fn cancel_sync_waits_for_the_running_callback() {
     assert_eq!(*busy.lock().unwrap(), Some(Err(Error::Busy)));
 }
 
+/// What a task owns whose drop takes a while: it says it began, sleeps, then sets `done`.
+struct SlowDrop {
+    began: mpsc::Sender<()>,
+    done: Arc<AtomicBool>,
+}
+
+impl Drop for SlowDrop {
+    fn drop(&mut self) {
+        self.began.send(()).unwrap();
+        thread::sleep(ms(200));
+        self.done.store(true, SeqCst);
+    }
+}
+
+/// Twelve timers of one shard cancelled at once by twelve threads, each of which runs the
+/// drop it took out: more drops under way than the shard records (the rest linger). A
+/// `cancel_sync` of each meanwhile finds it gone and returns only after its drop returned.
+#[test]
+fn cancel_sync_waits_for_every_drop_under_way_in_other_threads_cancels() {
+    const TIMERS: usize = 12;
+    let rt = Arc::new(runtime::<BoxTask>(1));
+    let (began_tx, began) = mpsc::channel();
+    let timers: Vec<(TimerId, Arc<AtomicBool>)> = (0..TIMERS)
+        .map(|_| {
+            let done = Arc::new(AtomicBool::new(false));
+            let slow = SlowDrop {
+                began: began_tx.clone(),
+                done: done.clone(),
+            };
+            let id = rt.add(
+                Duration::from_secs(3600),
+                Box::new(move |_| {
+                    let _ = &slow;
+                }),
+            );
+            (id.unwrap(), done)
+        })
+        .collect();
+    let cancellers: Vec<_> = timers
+        .iter()
+        .map(|&(id, _)| {
+            let rt = rt.clone();
+            thread::spawn(move || rt.cancel(id))
+        })
+        .collect();
+    for _ in 0..TIMERS {
+        began.recv_timeout(PATIENCE).unwrap();
+    }
+    for (id, done) in &timers {
+        assert_eq!(rt.cancel_sync(*id), Err(Error::NotFound));
+        assert!(
+            done.load(SeqCst),
+            "cancel_sync returned before the drop did"
+        );
+    }
+    for canceller in cancellers {
+        assert_eq!(canceller.join().unwrap(), Ok(()));
+    }
+    assert_conserved(&rt);
+}
+
 #[test]
 fn shutdown_from_a_callback_is_busy_and_changes_nothing() {
     let rt = Arc::new(runtime::<BoxTask>(1));

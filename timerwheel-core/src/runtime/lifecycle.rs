@@ -13,7 +13,7 @@
 //! A timer with no node is gone (never existed, ended, or its id is stale): every call on
 //! it finds nothing (`NotFound`).
 //!
-//! # Transitions (every one under the shard's lock)
+//! # Transitions (every one under the shard's lock but one)
 //!
 //! | from                         | event                            | to                       | counted (stats, `max_timers` place)        |
 //! |------------------------------|----------------------------------|--------------------------|--------------------------------------------|
@@ -22,7 +22,8 @@
 //! | `Due`                        | a worker starts it at its exact time | `Running`            | `fired` (+ `fired_one_shot`, place freed, for a one-shot) |
 //! | `Running { rearms: true }`   | the run returns                  | `Pending`                |                                            |
 //! | `Running { rearms: false }`  | the run returns, task dropped    | gone                     |                                            |
-//! | `Pending`, `Due`             | cancel                           | gone, task dropped by the canceller; a task whose drop runs code: `Running { rearms: false }` until that drop returned | `cancelled`; place freed |
+//! | `Pending`, `Due`             | cancel                           | gone, task dropped by the canceller; a task whose drop runs code: gone, its drop recorded as under way (`drops.rs`) until it returned, or, in a group or with the shard's records all in use, `Running { rearms: false }` until then | `cancelled`; place freed |
+//! | `Pending` (a plain one-shot) | cancel without the lock (`shard_lock.rs`) | marked cancelled, gone at the lock's next holder | `cancelled` then; place freed at once |
 //! | `Running { rearms: true }`   | cancel                           | `Cancelling`             | `cancelled`; place freed                   |
 //! | `Cancelling`                 | the run returns, task dropped    | gone                     |                                            |
 //! | `Pending`, `Due`             | reset                            | `Pending`                |                                            |
@@ -32,8 +33,9 @@
 //! A run ends a timer in two steps: the worker drops the task outside the lock, then the
 //! node goes ([`ShardState::remove_ended`](super::shard::ShardState::remove_ended)); until then the
 //! timer still reads as running, so `cancel_sync` waits for the drop too. A cancel whose
-//! task's drop runs code ends it the same way, so that a `cancel_sync` on another thread
-//! waits for the canceller's drop.
+//! task's drop runs code records that drop in the shard while it runs on the canceller's
+//! thread, or, failing that, ends the timer in the same two steps: either way a
+//! `cancel_sync` on another thread waits for the canceller's drop.
 
 use super::periodic::Periodic;
 

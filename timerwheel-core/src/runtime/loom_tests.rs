@@ -298,7 +298,7 @@ fn loom_cancel_sync_returns_after_the_drop() {
 
 /// A one-shot cancelled by one thread while another stops it with `cancel_sync`: whichever
 /// takes it out, `cancel_sync` returns after its drop has returned, also when that drop
-/// runs on the other thread (its node stays until then).
+/// runs on the other thread (which records it as under way in the shard until then).
 #[test]
 fn loom_cancel_sync_waits_for_the_drop_of_another_cancel() {
     model("cancel_sync waits for another cancel's drop", || {

@@ -44,6 +44,7 @@ mod callback;
 mod clock;
 mod config;
 mod deadline;
+mod drops;
 mod error;
 mod executor;
 mod export;

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use super::callback::{drop_task, running, CallbackScope};
 use super::clock::{Clock, Deadline};
+use super::drops::DropRecord;
 use super::executor::Executor;
 use super::export::{exporting_here, Ending, ExportGuard, Exports};
 use super::extras::{Schedule, Slot};
@@ -543,7 +544,7 @@ impl<T: Task> RuntimeState<T> {
         let count = deleted.tasks.len();
         for (key, removed) in deleted.tasks {
             let id = self.ids.encode(index, key);
-            self.end_removed(id, shard, key, removed.task, removed.lingers);
+            self.end_removed(id, shard, key, removed.task, removed.lingers, None);
         }
         self.drop_group(deleted.ended);
         if count > 0 {
@@ -603,9 +604,14 @@ impl<T: Task> RuntimeState<T> {
                 SharedCancel::Refused => {}
             }
         }
-        let cancelled = shard.lock().cancel(key);
-        let removed = cancelled.map_err(|error| self.not_found_or_shutdown(error))?;
-        self.end_cancelled(id, shard, key, removed);
+        let mut state = shard.lock();
+        let cancelled = state.cancel(key);
+        let mut removed = cancelled.map_err(|error| self.not_found_or_shutdown(error))?;
+        let record = removed
+            .as_mut()
+            .and_then(|removed| state.record_drop(key, id, removed));
+        drop(state);
+        self.end_cancelled(id, shard, key, removed, record);
         Ok(())
     }
 
@@ -618,14 +624,22 @@ impl<T: Task> RuntimeState<T> {
         let _alive = self.keep_alive();
         let (shard, key) = self.shard_of(id)?;
         let mut state = shard.lock();
-        let result = state.cancel(key);
+        let mut result = state.cancel(key);
+        let record = match &mut result {
+            Ok(Some(removed)) => state.record_drop(key, id, removed),
+            _ => None,
+        };
         // Taken out here (pending or due): nothing to wait for but its drop, which is ours.
-        // Otherwise a run under way, or the drop of another thread's cancel.
+        // Otherwise a run under way, or the drop of another thread's cancel: its node
+        // lingers for it, or went at that cancel, which recorded the drop.
         if !matches!(result, Ok(Some(_))) {
             state = shard.wait_not_running(state, key);
         }
         drop(state);
-        let ended = result.map(|removed| self.end_cancelled(id, shard, key, removed));
+        if matches!(result, Err(Error::NotFound)) {
+            shard.drops.wait_for(id);
+        }
+        let ended = result.map(|removed| self.end_cancelled(id, shard, key, removed, record));
         // A drop deferred by an export (this one's, or that of the run waited for) has run.
         self.wait_for_deferred_drops();
         ended.map_err(|error| self.not_found_or_shutdown(error))
@@ -635,7 +649,14 @@ impl<T: Task> RuntimeState<T> {
     /// free; its task, if it came back (not running), is dropped, then its node goes if it
     /// lingered for that drop, then its group is told.
     #[inline]
-    fn end_cancelled(&self, id: TimerId, shard: &Shard<T>, key: Key, removed: Option<Removed<T>>) {
+    fn end_cancelled(
+        &self,
+        id: TimerId,
+        shard: &Shard<T>,
+        key: Key,
+        removed: Option<Removed<T>>,
+        record: Option<DropRecord<'_>>,
+    ) {
         self.capacity.give_back(1);
         if let Some(Removed {
             task,
@@ -643,9 +664,10 @@ impl<T: Task> RuntimeState<T> {
             lingers,
         }) = removed
         {
-            // A drop of the user's runs here, and the node and the group are told after it.
-            let _alive = (lingers || group.is_some()).then(|| self.keep_alive());
-            self.end_removed(id, shard, key, task, lingers);
+            // A drop of the user's runs here, and the shard and the group are told after it.
+            let _alive =
+                (lingers || record.is_some() || group.is_some()).then(|| self.keep_alive());
+            self.end_removed(id, shard, key, task, lingers, record);
             if let Some(slot) = group {
                 self.dropped(shard, slot, 1);
             }
@@ -654,12 +676,25 @@ impl<T: Task> RuntimeState<T> {
 
     /// Drops the task that a cancel of timer `id` took out, by what the cancel found under
     /// the lock: a trivial drop at once; else as the timer's drop, after which its node,
-    /// which lingered for that drop (see [`Removed::lingers`]), goes.
+    /// which lingered for that drop (see [`Removed::lingers`]), goes, or its record of the
+    /// drop under way does.
     #[inline]
-    fn end_removed(&self, id: TimerId, shard: &Shard<T>, key: Key, task: T, lingers: bool) {
-        match lingers {
-            false => drop(task),
-            true => {
+    fn end_removed(
+        &self,
+        id: TimerId,
+        shard: &Shard<T>,
+        key: Key,
+        task: T,
+        lingers: bool,
+        record: Option<DropRecord<'_>>,
+    ) {
+        match (lingers, record) {
+            (false, None) => drop(task),
+            (false, Some(record)) => {
+                self.end_for(id, Ending::Task(task));
+                drop(record);
+            }
+            (true, _) => {
                 self.end_for(id, Ending::Task(task));
                 shard.remove_ended(&mut shard.lock(), key);
             }

@@ -12,6 +12,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 
 use super::clock::{Clock, Deadline};
+use super::drops::{DropRecord, DropsUnderWay};
 use super::extras::{Extra, ExtraId, Extras, Schedule, Slot};
 use super::group::{GroupData, GroupId, Groups};
 use super::lifecycle::State;
@@ -171,7 +172,8 @@ pub(crate) struct Removed<T> {
     pub(crate) group: Option<Slot>,
     /// The task's drop runs code or frees memory: the node stays, read as running, until
     /// that drop has returned and the canceller [`remove_ended`](Shard::remove_ended) it,
-    /// so that a `cancel_sync` of the timer meanwhile waits for the drop.
+    /// so that a `cancel_sync` of the timer meanwhile waits for the drop; unless
+    /// [`Locked::record_drop`] removed it at once and recorded the drop instead.
     pub(crate) lingers: bool,
 }
 
@@ -203,6 +205,8 @@ pub(crate) struct Shard<T> {
     lock: ShardLock,
     /// Timers cancelled without the lock, removed by its next holder.
     cancel_log: CancelLog,
+    /// The drops that cancels of this shard's timers run now, their nodes gone.
+    pub(crate) drops: DropsUnderWay,
     state: UnsafeCell<ShardState<T>>,
     /// Where the wheel's nodes lay at the last add: [`prefetch_node`](Self::prefetch_node)
     /// reads it without the lock. A hint only (std's atomic, also under loom): a stale one
@@ -275,6 +279,28 @@ impl<'a, T> Locked<'a, T> {
         locked
     }
 
+    /// After a cancel under this lock took out the task of timer `id` (`key`) and left its
+    /// node to linger for the task's drop: records that drop as under way in the shard
+    /// (`drops.rs`) and removes the node now, so that the canceller need not take the lock
+    /// again once the drop has returned. `None` (the node lingers) for a timer of a group,
+    /// which the canceller tells under the lock after the drop anyway, or when every record
+    /// is in use.
+    #[inline]
+    pub(crate) fn record_drop(
+        &mut self,
+        key: Key,
+        id: TimerId,
+        removed: &mut Removed<T>,
+    ) -> Option<DropRecord<'a>> {
+        if !removed.lingers || removed.group.is_some() {
+            return None;
+        }
+        let record = self.shard.drops.record(id)?;
+        self.remove_ended(key);
+        removed.lingers = false;
+        Some(record)
+    }
+
     /// Lets the lock go until the shard is notified, then holds it again.
     fn wait(self) -> Self {
         let shard = self.shard;
@@ -289,6 +315,7 @@ impl<T> Shard<T> {
         Shard {
             lock: ShardLock::new(),
             cancel_log: CancelLog::new(),
+            drops: DropsUnderWay::new(),
             state: UnsafeCell::new(ShardState::new(limit, now)),
             nodes_at: AtomicUsize::new(0),
         }
