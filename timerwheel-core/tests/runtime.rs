@@ -407,18 +407,50 @@ fn cancel_sync_waits_for_the_running_callback() {
     assert_eq!(*busy.lock().unwrap(), Some(Err(Error::Busy)));
 }
 
-/// What a task owns whose drop takes a while: it says it began, sleeps, then sets `done`.
+/// What a task owns whose drop takes a while: it says it began (giving its `index`), sleeps,
+/// then sets `done`.
 struct SlowDrop {
-    began: mpsc::Sender<()>,
+    began: mpsc::Sender<usize>,
+    index: usize,
+    takes: Duration,
     done: Arc<AtomicBool>,
 }
 
 impl Drop for SlowDrop {
     fn drop(&mut self) {
-        self.began.send(()).unwrap();
-        thread::sleep(ms(200));
+        self.began.send(self.index).unwrap();
+        thread::sleep(self.takes);
         self.done.store(true, SeqCst);
     }
+}
+
+/// A task that owns a [`SlowDrop`] taking `takes`, and the flag its drop sets at its end.
+fn slow_drop(
+    began: &mpsc::Sender<usize>,
+    index: usize,
+    takes: Duration,
+) -> (BoxTask, Arc<AtomicBool>) {
+    let done = Arc::new(AtomicBool::new(false));
+    let slow = SlowDrop {
+        began: began.clone(),
+        index,
+        takes,
+        done: done.clone(),
+    };
+    let task: BoxTask = Box::new(move |_| {
+        let _ = &slow;
+    });
+    (task, done)
+}
+
+/// `cancel_sync` of a timer whose drop runs now on another thread: it finds the timer
+/// gone, and returns only after the drop did.
+fn cancel_sync_after_its_drop(rt: &Runtime<BoxTask>, (id, done): &(TimerId, Arc<AtomicBool>)) {
+    assert_eq!(rt.cancel_sync(*id), Err(Error::NotFound));
+    assert!(
+        done.load(SeqCst),
+        "cancel_sync returned before the drop did"
+    );
 }
 
 /// Twelve timers of one shard cancelled at once by twelve threads, each of which runs the
@@ -430,19 +462,9 @@ fn cancel_sync_waits_for_every_drop_under_way_in_other_threads_cancels() {
     let rt = Arc::new(runtime::<BoxTask>(1));
     let (began_tx, began) = mpsc::channel();
     let timers: Vec<(TimerId, Arc<AtomicBool>)> = (0..TIMERS)
-        .map(|_| {
-            let done = Arc::new(AtomicBool::new(false));
-            let slow = SlowDrop {
-                began: began_tx.clone(),
-                done: done.clone(),
-            };
-            let id = rt.add(
-                Duration::from_secs(3600),
-                Box::new(move |_| {
-                    let _ = &slow;
-                }),
-            );
-            (id.unwrap(), done)
+        .map(|index| {
+            let (task, done) = slow_drop(&began_tx, index, ms(200));
+            (rt.add(Duration::from_secs(3600), task).unwrap(), done)
         })
         .collect();
     let cancellers: Vec<_> = timers
@@ -455,16 +477,41 @@ fn cancel_sync_waits_for_every_drop_under_way_in_other_threads_cancels() {
     for _ in 0..TIMERS {
         began.recv_timeout(PATIENCE).unwrap();
     }
-    for (id, done) in &timers {
-        assert_eq!(rt.cancel_sync(*id), Err(Error::NotFound));
-        assert!(
-            done.load(SeqCst),
-            "cancel_sync returned before the drop did"
-        );
+    for timer in &timers {
+        cancel_sync_after_its_drop(&rt, timer);
     }
     for canceller in cancellers {
         assert_eq!(canceller.join().unwrap(), Ok(()));
     }
+    assert_conserved(&rt);
+}
+
+/// A group's delete on another thread runs the drops of its twelve timers one after
+/// another (more than the shard records at once): `cancel_sync` of each, called while its
+/// drop runs, returns only after that drop returned.
+#[test]
+fn cancel_sync_waits_for_each_drop_of_a_group_delete_on_another_thread() {
+    const TIMERS: usize = 12;
+    let rt = Arc::new(runtime::<BoxTask>(1));
+    let group = rt.group_create(Box::new(|| {})).unwrap();
+    let (began_tx, began) = mpsc::channel();
+    let timers: Vec<(TimerId, Arc<AtomicBool>)> = (0..TIMERS)
+        .map(|index| {
+            let (task, done) = slow_drop(&began_tx, index, ms(50));
+            let id = rt.group_add(group, Duration::from_secs(3600), task);
+            (id.unwrap(), done)
+        })
+        .collect();
+    let deleter = {
+        let rt = rt.clone();
+        thread::spawn(move || rt.group_delete(group))
+    };
+    for _ in 0..TIMERS {
+        let dropping = began.recv_timeout(PATIENCE).unwrap();
+        cancel_sync_after_its_drop(&rt, &timers[dropping]);
+    }
+    assert_eq!(deleter.join().unwrap(), Ok(()));
+    assert_eq!(rt.group_count(), 0);
     assert_conserved(&rt);
 }
 

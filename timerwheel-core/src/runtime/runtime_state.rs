@@ -539,12 +539,19 @@ impl<T: Task> RuntimeState<T> {
         let _alive = self.keep_alive();
         let (index, group) = self.group_of(group)?;
         let shard = &self.shards[index];
-        let deleted = shard.lock().delete_group(group)?;
+        let mut state = shard.lock();
+        let mut deleted = state.delete_group(group)?;
+        let ended: Vec<_> = (deleted.tasks.iter_mut())
+            .map(|(key, removed)| {
+                let id = self.ids.encode(index, *key);
+                (id, state.record_drop(*key, id, removed))
+            })
+            .collect();
+        drop(state);
         self.capacity.give_back(deleted.cancelled);
         let count = deleted.tasks.len();
-        for (key, removed) in deleted.tasks {
-            let id = self.ids.encode(index, key);
-            self.end_removed(id, shard, key, removed.task, removed.lingers, None);
+        for ((key, removed), (id, record)) in deleted.tasks.into_iter().zip(ended) {
+            self.end_removed(id, shard, key, removed.task, removed.lingers, record);
         }
         self.drop_group(deleted.ended);
         if count > 0 {

@@ -282,9 +282,8 @@ impl<'a, T> Locked<'a, T> {
     /// After a cancel under this lock took out the task of timer `id` (`key`) and left its
     /// node to linger for the task's drop: records that drop as under way in the shard
     /// (`drops.rs`) and removes the node now, so that the canceller need not take the lock
-    /// again once the drop has returned. `None` (the node lingers) for a timer of a group,
-    /// which the canceller tells under the lock after the drop anyway, or when every record
-    /// is in use.
+    /// again to remove it once the drop has returned. `None` (the node lingers) when every
+    /// record is in use.
     #[inline]
     pub(crate) fn record_drop(
         &mut self,
@@ -292,7 +291,7 @@ impl<'a, T> Locked<'a, T> {
         id: TimerId,
         removed: &mut Removed<T>,
     ) -> Option<DropRecord<'a>> {
-        if !removed.lingers || removed.group.is_some() {
+        if !removed.lingers {
             return None;
         }
         let record = self.shard.drops.record(id)?;
