@@ -318,6 +318,36 @@ fn loom_cancel_sync_waits_for_the_drop_of_another_cancel() {
     });
 }
 
+/// A group with one pending timer, deleted by one thread while another stops the timer
+/// with `cancel_sync`: whichever takes it out, `cancel_sync` returns after its drop has
+/// returned (the group's delete records the drop it runs), and the group ends once, after it.
+#[test]
+fn loom_cancel_sync_waits_for_the_drop_of_a_group_delete() {
+    model("cancel_sync waits for a group delete's drop", || {
+        let runtime = manual();
+        let tally = Arc::new(Tally::default());
+        let ends = Arc::new(AtomicUsize::new(0));
+        let data = GroupProbe {
+            tally: Arc::clone(&tally),
+            ends: Arc::clone(&ends),
+            timer_drops_at_end: Arc::new(AtomicUsize::new(0)),
+        };
+        let group = runtime.group_create(Box::new(data)).ok().unwrap();
+        let id = accepted(runtime.group_add(group, TICK, Probe::new(&tally)));
+        let deleter = spawn(&runtime, move |runtime| runtime.group_delete(group));
+        let stopped = runtime.cancel_sync(id);
+        assert_eq!(tally.drops.load(SeqCst), 1, "cancel_sync returned first");
+        tally.stopped.store(true, SeqCst);
+        assert_eq!(deleter.join().unwrap(), Ok(()));
+        assert!(
+            matches!(stopped, Ok(()) | Err(Error::NotFound)),
+            "{stopped:?}"
+        );
+        assert_eq!(ends.load(SeqCst), 1, "the group did not end exactly once");
+        check_ended(&runtime, &[&tally]);
+    });
+}
+
 /// A periodic timer due now and two threads polling at once: the one due point is handed
 /// out once, so the timer runs once, whichever thread runs it.
 #[test]
