@@ -426,29 +426,41 @@ static void test_destroy_nowait_while_callbacks_run(void) {
     sleep_ms(20);
 }
 
-/* A drop that tw_delete or tw_delete_sync runs on the caller's thread destroys the wheel
- * without waiting: the delete that ran it returns TW_OK and reads nothing freed (the
- * wheel is freed once that call returns, at once when no thread of the wheel is left, as
- * on a manual wheel). */
+/* A drop that tw_delete, tw_delete_sync or tw_group_delete runs on the caller's thread
+ * destroys the wheel without waiting, then calls it again: as in a callback, that call is
+ * TW_ERR_SHUTDOWN, and the delete that ran the drop returns TW_OK; neither reads anything
+ * freed (the wheel is freed once the drop returned, at once when no thread of the wheel is
+ * left, as on a manual wheel). */
 typedef struct {
     tw_wheel *w;
     long inside; /* set once the callback runs */
     long status; /* what tw_destroy_nowait said */
+    long later;  /* what a call after it said */
 } destroyer;
 
 static void destroy_nowait_in_drop(void *data) {
     destroyer *d = data;
     atomic_set(&d->status, tw_destroy_nowait(d->w));
+    tw_timer_id more;
+    atomic_set(&d->later, tw_add(d->w, 1, never_runs, NULL, NULL, &more));
 }
 
 static void test_a_drop_run_by_a_delete_destroys_the_wheel(void) {
     for (int manual = 0; manual <= 1; manual++) {
-        for (int sync = 0; sync <= 1; sync++) {
-            destroyer d = {manual ? wheel(0, 0, 1) : wheel(1, 2, 0), 0, -1};
+        for (int via = 0; via < 3; via++) { /* tw_delete, tw_delete_sync, tw_group_delete */
+            destroyer d = {manual ? wheel(0, 0, 1) : wheel(1, 2, 0), 0, -1, -1};
+            tw_group_id g = 0;
             tw_timer_id id;
-            CHECK_OK(tw_add(d.w, 3600000, never_runs, &d, destroy_nowait_in_drop, &id));
-            CHECK_OK(sync ? tw_delete_sync(d.w, id) : tw_delete(d.w, id)); /* d.w freed now */
+            if (via == 2) {
+                CHECK_OK(tw_group_create(d.w, NULL, NULL, &g));
+                CHECK_OK(tw_group_add(d.w, g, 3600000, never_runs, &d, destroy_nowait_in_drop, &id));
+            } else {
+                CHECK_OK(tw_add(d.w, 3600000, never_runs, &d, destroy_nowait_in_drop, &id));
+            }
+            /* d.w is freed once this returns */
+            CHECK_OK(via == 0 ? tw_delete(d.w, id) : via == 1 ? tw_delete_sync(d.w, id) : tw_group_delete(d.w, g));
             CHECK_OK((tw_status)atomic_get(&d.status));
+            CHECK_STATUS((tw_status)atomic_get(&d.later), TW_ERR_SHUTDOWN);
             sleep_ms(20); /* the wheel's threads exit and free it: LeakSanitizer checks at exit */
         }
     }
@@ -467,7 +479,7 @@ static void destroy_nowait_after_a_while(tw_timer_id id, void *data) {
 
 static void test_delete_sync_waits_for_a_callback_that_destroys_the_wheel(void) {
     for (int periodic = 0; periodic <= 1; periodic++) {
-        destroyer d = {wheel(1, 1, 0), 0, -1};
+        destroyer d = {wheel(1, 1, 0), 0, -1, -1};
         tw_timer_id id;
         if (periodic)
             CHECK_OK(tw_add_periodic(d.w, 1, 1000, TW_FIXED_RATE, destroy_nowait_after_a_while,

@@ -445,6 +445,69 @@ fn flagged(rt: &Runtime, dropped: &Arc<AtomicUsize>) -> TimerId {
     timer.id()
 }
 
+/// Runs its closure when dropped.
+struct OnDrop(Option<Box<dyn FnOnce() + Send>>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}
+
+/// A timer an hour away whose task runs `f` when dropped.
+fn dropping(rt: &Runtime, f: impl FnOnce() + Send + 'static) -> TimerId {
+    let on_drop = OnDrop(Some(Box::new(f)));
+    let timer = rt.after(ms(3_600_000), move |_| {
+        let _ = &on_drop;
+    });
+    timer.unwrap().id()
+}
+
+/// A drop an export deferred runs on the exporting thread once the export's function has
+/// returned, for its own timer: `cancel_sync` of that timer from it is `Busy`, and
+/// `cancel_sync` of another timer returns only after that timer's drop, whether the timer
+/// was pending or its drop was deferred too (listed after this one).
+#[test]
+fn a_drop_an_export_deferred_waits_for_other_drops_and_is_busy_for_its_own() {
+    let rt = Arc::new(Runtime::builder().build().unwrap());
+    let (b_dropped, c_dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let b = flagged(&rt, &b_dropped);
+    let c = flagged(&rt, &c_dropped);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let a_id = Arc::new(std::sync::OnceLock::new());
+    let a = dropping(&rt, {
+        let (rt, seen, a_id) = (Arc::downgrade(&rt), Arc::clone(&seen), Arc::clone(&a_id));
+        let (b_dropped, c_dropped) = (Arc::clone(&b_dropped), Arc::clone(&c_dropped));
+        move || {
+            let rt = rt.upgrade().unwrap();
+            let own = rt.cancel_sync(*a_id.get().unwrap());
+            let pending = (rt.cancel_sync(b), b_dropped.load(SeqCst));
+            let deferred = (rt.cancel_sync(c), c_dropped.load(SeqCst));
+            seen.lock().unwrap().push((own, pending, deferred));
+        }
+    });
+    a_id.set(a).unwrap();
+    let mut first = true;
+    rt.export(
+        |_| (),
+        |_, ()| {
+            if std::mem::take(&mut first) {
+                let rt = Arc::clone(&rt);
+                let cancels = thread::spawn(move || (rt.cancel(a), rt.cancel(c)));
+                assert_eq!(cancels.join().unwrap(), (Ok(()), Ok(())));
+            }
+        },
+    )
+    .unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(
+        *seen,
+        [(Err(Error::Busy), (Ok(()), 1), (Err(Error::NotFound), 1))]
+    );
+}
+
 #[test]
 fn calls_back_from_an_export_are_busy_and_change_nothing() {
     let rt = Runtime::builder().manual(true).build().unwrap();

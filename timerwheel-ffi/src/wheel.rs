@@ -7,6 +7,7 @@ use std::ptr;
 use timerwheel_core::{Config, Runtime};
 
 use crate::boundary::{guard, guard_or};
+use crate::drop_fn;
 use crate::handle::{default_handle, default_runtime, tw_wheel};
 use crate::ptr::{config, runtime, Out};
 use crate::time::ceil_ms;
@@ -184,11 +185,16 @@ struct OwnedWheel(*mut tw_wheel);
 unsafe impl Send for OwnedWheel {}
 
 impl OwnedWheel {
+    /// Frees the wheel, once the drop functions running on this thread, if any, have
+    /// returned (`drop_fn.rs`).
     fn free(self) {
-        // SAFETY: the one call whose shutdown succeeded owns `w` (never the shared wheel,
-        // whose runtime refuses shutdown), which came from Box::into_raw in tw_create; the
-        // runtime runs this hook once, after its threads stopped using `w`.
-        drop(unsafe { Box::from_raw(self.0) });
+        drop_fn::after_drops(move || {
+            // SAFETY: the one call whose shutdown succeeded owns `w` (never the shared
+            // wheel, whose runtime refuses shutdown), which came from Box::into_raw in
+            // tw_create; the runtime runs this hook once, after its threads stopped using
+            // `w`, and no drop function runs on this thread any more.
+            drop(unsafe { Box::from_raw(self.0) });
+        });
     }
 }
 

@@ -63,27 +63,16 @@ impl CallbackScope {
         })
     }
 
-    /// A drop function of the runtime `runtime` runs on this thread: it may call as a
-    /// callback of that runtime may (`tw_destroy` is `Busy` there, whatever thread it is),
-    /// but it is not a callback, and records nothing. Inside a callback of the same
-    /// runtime it stands for that callback's timer.
-    pub(crate) fn dropping(runtime: usize) -> Self {
-        let current = CURRENT.with(Cell::get);
-        let timer = if current.runtime == runtime {
-            current.timer
-        } else {
-            0
-        };
-        Self::drop_of(runtime, timer)
-    }
-
     /// The drop function of the timer `id` of the runtime `runtime` runs on this thread
-    /// (after its run, or its timer was cancelled here): as [`dropping`](Self::dropping),
-    /// standing for that timer.
+    /// (after its run, or its timer was cancelled here): as [`drop_of`](Self::drop_of).
     pub(crate) fn dropping_timer(runtime: usize, id: TimerId) -> Self {
         Self::drop_of(runtime, id.as_u64())
     }
 
+    /// A drop function of the runtime `runtime` runs on this thread, standing for the
+    /// timer `timer` (0: none, as for a group's data): it may call as a callback of that
+    /// runtime may (`tw_destroy` is `Busy` there, whatever thread it is; `cancel_sync` of
+    /// that timer too), but it is not a callback, and records nothing.
     fn drop_of(runtime: usize, timer: u64) -> Self {
         Self::replace(Current {
             runtime,
@@ -147,10 +136,26 @@ pub fn record_callback_failure() -> Result<(), Error> {
     })
 }
 
+/// The timer whose callback or drop runs innermost on this thread, if it is one of the
+/// runtime `runtime`'s (0 otherwise): the timer a drop run here now stands for.
+pub(crate) fn current_timer(runtime: usize) -> u64 {
+    let current = CURRENT.with(Cell::get);
+    match current.runtime == runtime {
+        true => current.timer,
+        false => 0,
+    }
+}
+
 /// Drops a task of the runtime `runtime` outside every lock, in a drop function's scope; a
 /// panicking drop is counted, not propagated.
 pub(crate) fn drop_task<T>(task: T, runtime: usize, panics: &AtomicU64) {
-    let _dropping = CallbackScope::dropping(runtime);
+    drop_task_of(task, runtime, current_timer(runtime), panics);
+}
+
+/// [`drop_task`] standing for the timer `timer` (0: none; see [`CallbackScope::drop_of`]):
+/// a drop deferred by an export runs later for the timer it was deferred from.
+pub(crate) fn drop_task_of<T>(task: T, runtime: usize, timer: u64, panics: &AtomicU64) {
+    let _dropping = CallbackScope::drop_of(runtime, timer);
     if catch_unwind(AssertUnwindSafe(move || drop(task))).is_err() {
         panics.fetch_add(1, Relaxed);
     }

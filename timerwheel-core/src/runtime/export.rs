@@ -10,8 +10,9 @@
 //! points to stays valid while the function runs, whatever other threads do meanwhile.
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 
-use super::callback::drop_task;
+use super::callback::{current_timer, drop_task, drop_task_of};
 use super::group::GroupData;
 use super::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use super::sync::thread_local;
@@ -43,7 +44,9 @@ pub(crate) struct Exports<T> {
     /// Exports under way: their functions have not returned or their deferred drops have
     /// not all run. Changed under `state`'s lock; read without it on the hot path.
     active: AtomicUsize,
-    state: Mutex<Vec<T>>,
+    /// The deferred drops in the order they were deferred, each with the timer it stands
+    /// for (see [`drop_task_of`]).
+    state: Mutex<VecDeque<(u64, T)>>,
     /// Signalled when the last export of a busy period has run its deferred drops.
     settled: Condvar,
 }
@@ -52,14 +55,14 @@ impl<T> Default for Exports<T> {
     fn default() -> Self {
         Exports {
             active: AtomicUsize::new(0),
-            state: Mutex::new(Vec::new()),
+            state: Mutex::new(VecDeque::new()),
             settled: Condvar::new(),
         }
     }
 }
 
 impl<T> Exports<T> {
-    fn lock(&self) -> MutexGuard<'_, Vec<T>> {
+    fn lock(&self) -> MutexGuard<'_, VecDeque<(u64, T)>> {
         // Tasks are dropped outside this lock: a poisoned lock still guards a plain list.
         self.state
             .lock()
@@ -90,7 +93,7 @@ impl<T> Exports<T> {
         if self.active.load(Relaxed) != 0 {
             let mut deferred = self.lock();
             if self.active.load(Relaxed) != 0 {
-                deferred.push(task);
+                deferred.push_back((current_timer(runtime), task));
                 return;
             }
         }
@@ -98,11 +101,15 @@ impl<T> Exports<T> {
     }
 
     /// Waits until no export is under way and the drops they deferred have run: for a call
-    /// that promises a drop has run when it returns (`cancel_sync`, `shutdown`). At once on
-    /// the thread that runs those drops (a drop function may call them).
-    pub(crate) fn wait_settled(&self, runtime: usize) {
-        if self.active.load(Relaxed) == 0 || DRAINING.with(|d| d.get()) == runtime {
+    /// that promises a drop has run when it returns (`cancel_sync`, `shutdown`). On the
+    /// thread that runs those drops (a drop function may call them), it runs the ones left
+    /// itself, those deferred since included, rather than wait for itself.
+    pub(crate) fn wait_settled(&self, runtime: usize, panics: &AtomicU64) {
+        if self.active.load(Relaxed) == 0 {
             return;
+        }
+        if DRAINING.with(|d| d.get()) == runtime {
+            return self.run_deferred(runtime, panics);
         }
         let mut deferred = self.lock();
         while self.active.load(Relaxed) != 0 {
@@ -116,21 +123,28 @@ impl<T> Exports<T> {
     /// Ends an export: the last one under way runs the deferred drops here (drops deferred
     /// while they run join them), then the runtime is settled.
     fn end(&self, runtime: usize, panics: &AtomicU64) {
-        let mut deferred = self.lock();
         if self.active.load(Relaxed) == 1 {
             let outer = DRAINING.with(|d| d.replace(runtime));
-            while !deferred.is_empty() {
-                let tasks = std::mem::take(&mut *deferred);
-                drop(deferred);
-                tasks
-                    .into_iter()
-                    .for_each(|task| drop_task(task, runtime, panics));
-                deferred = self.lock();
-            }
+            self.run_deferred(runtime, panics);
             DRAINING.with(|d| d.set(outer));
         }
+        // Under the lock, which a waiter holds from its check of `active` to its wait.
+        let _deferred = self.lock();
         if self.active.fetch_sub(1, Relaxed) == 1 {
             self.settled.notify_all();
+        }
+    }
+
+    /// Runs the deferred drops on this thread, in order, until none is left (drops deferred
+    /// while they run join them), each for the timer it was deferred from. Each is taken
+    /// off the list only as it runs: one of them that waits for a drop still listed (in
+    /// `cancel_sync`, [`wait_settled`](Self::wait_settled)) runs it then.
+    fn run_deferred(&self, runtime: usize, panics: &AtomicU64) {
+        loop {
+            let Some((timer, task)) = self.lock().pop_front() else {
+                return;
+            };
+            drop_task_of(task, runtime, timer, panics);
         }
     }
 }

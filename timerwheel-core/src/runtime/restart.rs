@@ -2,6 +2,7 @@
 //! for the application to keep in its own store, and the re-creation of a periodic timer
 //! in phase with the schedule it had before the restart.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::clock::{Clock, Deadline};
@@ -168,8 +169,11 @@ impl<T: Task> Runtime<T> {
         mut visit: impl FnMut(&ExportedTimer, S),
     ) -> Result<Export, Error> {
         self.inner.check_open()?;
-        let clock = &self.inner.clock;
-        let snapshot = self.inner.export(|| Instant::read(clock), copy);
+        // A drop deferred by the export may let the handle this came through be freed (a
+        // drop function that destroys its wheel): the runtime stays until the drops ran.
+        let inner = Arc::clone(&self.inner);
+        let clock = &inner.clock;
+        let snapshot = inner.export(|| Instant::read(clock), copy);
         let (at, timers) = (snapshot.at, snapshot.timers.len());
         for (deadline, id, schedule, copied) in snapshot.timers {
             visit(&at.timer(clock, id, deadline, schedule), copied);

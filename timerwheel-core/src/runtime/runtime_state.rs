@@ -293,7 +293,7 @@ impl<T: Task> RuntimeState<T> {
     /// Waits until the drops deferred by exports have run (none in a fork() child).
     fn wait_for_deferred_drops(&self) {
         if !self.forked() {
-            self.exports.wait_settled(self.id());
+            self.exports.wait_settled(self.id(), &self.panics);
         }
     }
 
