@@ -441,6 +441,7 @@ typedef struct {
 static void destroy_nowait_in_drop(void *data) {
     destroyer *d = data;
     atomic_set(&d->status, tw_destroy_nowait(d->w));
+    sleep_ms(30); /* the wheel's threads exit meanwhile */
     tw_timer_id more;
     atomic_set(&d->later, tw_add(d->w, 1, never_runs, NULL, NULL, &more));
 }

@@ -1,12 +1,12 @@
-//! The C drop functions a thread runs, and the wheels they destroy.
+//! The C drop functions a thread runs, and what waits for them to return.
 //!
 //! A drop function may destroy its wheel with `tw_destroy_nowait` and go on calling it
 //! (each call then `TW_ERR_SHUTDOWN`), as a callback may. A callback's thread is one of the
 //! wheel's (a worker, or a poller): the wheel is freed once the last of those has let go.
 //! But a drop function also runs on the caller's thread, inside `tw_delete`,
 //! `tw_delete_sync`, `tw_group_delete` or `tw_group_close`, which no count of the wheel's
-//! covers. So a wheel whose release comes on a thread that is running a drop function is
-//! freed once the outermost drop function there has returned.
+//! covers. So `tw_destroy_nowait` holds the wheel (`Runtime::hold`) until the outermost
+//! drop function running on its thread, if any, has returned.
 
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
@@ -14,7 +14,7 @@ use std::ffi::c_void;
 thread_local! {
     /// How many drop functions run on this thread now, one inside another.
     static DEPTH: Cell<usize> = const { Cell::new(0) };
-    /// What to free once the outermost drop function on this thread has returned.
+    /// What to let go once the outermost drop function on this thread has returned.
     static AFTER_DROPS: RefCell<Vec<Box<dyn FnOnce()>>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -32,16 +32,16 @@ pub(crate) unsafe fn call(drop: unsafe extern "C" fn(*mut c_void), user_data: *m
     });
     if depth == 0 {
         let after = AFTER_DROPS.with(|after| std::mem::take(&mut *after.borrow_mut()));
-        after.into_iter().for_each(|free| free());
+        after.into_iter().for_each(|then| then());
     }
 }
 
-/// Runs `free` now, or, while a drop function runs on this thread, once the outermost one
+/// Runs `then` now, or, while a drop function runs on this thread, once the outermost one
 /// has returned.
-pub(crate) fn after_drops(free: impl FnOnce() + 'static) {
+pub(crate) fn after_drops(then: impl FnOnce() + 'static) {
     match DEPTH.with(Cell::get) {
-        0 => free(),
-        _ => AFTER_DROPS.with(|after| after.borrow_mut().push(Box::new(free))),
+        0 => then(),
+        _ => AFTER_DROPS.with(|after| after.borrow_mut().push(Box::new(then))),
     }
 }
 

@@ -172,6 +172,9 @@ pub unsafe extern "C" fn tw_destroy_nowait(w: *mut tw_wheel) -> tw_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live wheel.
         let runtime = unsafe { runtime(w) }?;
+        // Called from a drop function, the wheel stays until it returned (`drop_fn.rs`).
+        let hold = runtime.hold();
+        drop_fn::after_drops(move || drop(hold));
         let handle = OwnedWheel(w);
         runtime.shutdown_nowait_then(move || handle.free())?;
         Ok(())
@@ -186,16 +189,12 @@ struct OwnedWheel(*mut tw_wheel);
 unsafe impl Send for OwnedWheel {}
 
 impl OwnedWheel {
-    /// Frees the wheel, once the drop functions running on this thread, if any, have
-    /// returned (`drop_fn.rs`).
     fn free(self) {
-        drop_fn::after_drops(move || {
-            // SAFETY: the one call whose shutdown succeeded owns `w` (never the shared
-            // wheel, whose runtime refuses shutdown), which came from Box::into_raw in
-            // tw_create; the runtime runs this hook once, after its threads stopped using
-            // `w`, and no drop function runs on this thread any more.
-            drop(unsafe { Box::from_raw(self.0) });
-        });
+        // SAFETY: the one call whose shutdown succeeded owns `w` (never the shared wheel,
+        // whose runtime refuses shutdown), which came from Box::into_raw in tw_create; the
+        // runtime runs this hook once, after its threads, and the drop function that
+        // destroyed it, stopped using `w`.
+        drop(unsafe { Box::from_raw(self.0) });
     }
 }
 

@@ -101,15 +101,11 @@ impl<T> Exports<T> {
     }
 
     /// Waits until no export is under way and the drops they deferred have run: for a call
-    /// that promises a drop has run when it returns (`cancel_sync`, `shutdown`). On the
-    /// thread that runs those drops (a drop function may call them), it runs the ones left
-    /// itself, those deferred since included, rather than wait for itself.
-    pub(crate) fn wait_settled(&self, runtime: usize, panics: &AtomicU64) {
-        if self.active.load(Relaxed) == 0 {
+    /// that promises every drop has run when it returns (`shutdown`). At once on the thread
+    /// that runs those drops (a drop function may call it), which runs them next.
+    pub(crate) fn wait_settled(&self, runtime: usize) {
+        if self.active.load(Relaxed) == 0 || DRAINING.with(|d| d.get()) == runtime {
             return;
-        }
-        if DRAINING.with(|d| d.get()) == runtime {
-            return self.run_deferred(runtime, panics);
         }
         let mut deferred = self.lock();
         while self.active.load(Relaxed) != 0 {
@@ -117,6 +113,27 @@ impl<T> Exports<T> {
                 .settled
                 .wait(deferred)
                 .unwrap_or_else(|poison| poison.into_inner());
+        }
+    }
+
+    /// Returns once the drop of the timer `timer` has run, if an export deferred it: for
+    /// `cancel_sync`. On the thread that runs the deferred drops (a drop function among
+    /// them may call it), it runs that drop now, if it is still listed, rather than wait
+    /// for itself; elsewhere it waits until the runtime is settled.
+    pub(crate) fn wait_for_drop_of(&self, runtime: usize, timer: u64, panics: &AtomicU64) {
+        if self.active.load(Relaxed) == 0 {
+            return;
+        }
+        if DRAINING.with(|d| d.get()) != runtime {
+            return self.wait_settled(runtime);
+        }
+        let listed = {
+            let mut deferred = self.lock();
+            let at = deferred.iter().position(|&(listed, _)| listed == timer);
+            at.and_then(|at| deferred.remove(at))
+        };
+        if let Some((timer, task)) = listed {
+            drop_task_of(task, runtime, timer, panics);
         }
     }
 
@@ -137,8 +154,8 @@ impl<T> Exports<T> {
 
     /// Runs the deferred drops on this thread, in order, until none is left (drops deferred
     /// while they run join them), each for the timer it was deferred from. Each is taken
-    /// off the list only as it runs: one of them that waits for a drop still listed (in
-    /// `cancel_sync`, [`wait_settled`](Self::wait_settled)) runs it then.
+    /// off the list only as it runs: one of them that waits for a drop still listed
+    /// ([`wait_for_drop_of`](Self::wait_for_drop_of)) runs it then.
     fn run_deferred(&self, runtime: usize, panics: &AtomicU64) {
         loop {
             let Some((timer, task)) = self.lock().pop_front() else {

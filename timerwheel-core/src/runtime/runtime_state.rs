@@ -293,7 +293,15 @@ impl<T: Task> RuntimeState<T> {
     /// Waits until the drops deferred by exports have run (none in a fork() child).
     fn wait_for_deferred_drops(&self) {
         if !self.forked() {
-            self.exports.wait_settled(self.id(), &self.panics);
+            self.exports.wait_settled(self.id());
+        }
+    }
+
+    /// Returns once the drop of timer `id` has run, if an export deferred it (none in a
+    /// fork() child).
+    fn wait_for_deferred_drop(&self, id: TimerId) {
+        if !self.forked() {
+            (self.exports).wait_for_drop_of(self.id(), id.as_u64(), &self.panics);
         }
     }
 
@@ -648,7 +656,7 @@ impl<T: Task> RuntimeState<T> {
         }
         let ended = result.map(|removed| self.end_cancelled(id, shard, key, removed, record));
         // A drop deferred by an export (this one's, or that of the run waited for) has run.
-        self.wait_for_deferred_drops();
+        self.wait_for_deferred_drop(id);
         ended.map_err(|error| self.not_found_or_shutdown(error))
     }
 
