@@ -1024,7 +1024,8 @@ enum tw_status tw_destroy(struct tw_wheel *w);
  * moment after this returns, or be inside it; that timer's drop runs when the callback
  * returns. So free what callbacks use in their drop functions, not after this call
  * (after tw_destroy, which waits, nothing runs any more). The wheel's own
- * threads may still use `w` until their callbacks return (every call then returns
+ * threads may still use `w` until their callbacks return, and so may the drop function
+ * that called this until it returns, whatever thread runs it (every call then returns
  * TW_ERR_SHUTDOWN); it is freed when the last of them has returned. For every other
  * thread `w` is invalid at once, as after tw_destroy.
  *
