@@ -9,7 +9,6 @@
 #![warn(clippy::undocumented_unsafe_blocks, missing_docs)]
 
 mod boundary;
-mod drop_fn;
 pub mod durable;
 #[cfg(feature = "fleet")]
 pub mod fleet;
