@@ -7,6 +7,7 @@ use std::time::Duration;
 use timerwheel_core::{Missed, PeriodMode, Runtime};
 
 use crate::boundary::guard;
+use crate::drop_fn;
 use crate::handle::tw_wheel;
 use crate::ptr::{runtime, Out};
 use crate::task::CTask;
@@ -31,7 +32,7 @@ impl Drop for GroupData {
         if let Some(drop) = self.drop {
             // SAFETY: the runtime drops a group's data exactly once, and a refused one has
             // its `drop` taken away first, so `drop` runs once per created group.
-            unsafe { drop(self.user_data) }
+            unsafe { drop_fn::call(drop, self.user_data) }
         }
     }
 }

@@ -9,6 +9,7 @@
 #![warn(clippy::undocumented_unsafe_blocks, missing_docs)]
 
 mod boundary;
+mod drop_fn;
 pub mod durable;
 #[cfg(feature = "fleet")]
 pub mod fleet;

@@ -5,6 +5,7 @@ use std::mem;
 
 use timerwheel_core::{prefetch, Rejected, Task, TimerId};
 
+use crate::drop_fn;
 use crate::types::{tw_callback, tw_drop_fn, tw_status, tw_timer_id};
 
 /// A C callback and its argument: two words, so that a wheel node holding it is 48 bytes.
@@ -140,7 +141,7 @@ impl Drop for CTask {
             // SAFETY: the runtime drops a task exactly once, after its last run returned,
             // and a refused task is handed back instead (`hand_back`), so `drop` runs
             // exactly once per accepted timer, as the caller was promised.
-            unsafe { (task.drop)(task.user_data) }
+            unsafe { drop_fn::call(task.drop, task.user_data) }
         }
     }
 }

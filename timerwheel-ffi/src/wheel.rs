@@ -7,6 +7,7 @@ use std::ptr;
 use timerwheel_core::{Config, Runtime};
 
 use crate::boundary::{guard, guard_or};
+use crate::drop_fn;
 use crate::handle::{default_handle, default_runtime, tw_wheel};
 use crate::ptr::{config, runtime, Out};
 use crate::time::ceil_ms;
@@ -171,6 +172,9 @@ pub unsafe extern "C" fn tw_destroy_nowait(w: *mut tw_wheel) -> tw_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a live wheel.
         let runtime = unsafe { runtime(w) }?;
+        // Called from a drop function, the wheel stays until it returned (`drop_fn.rs`).
+        let hold = runtime.hold();
+        drop_fn::after_drops(move || drop(hold));
         let handle = OwnedWheel(w);
         runtime.shutdown_nowait_then(move || handle.free())?;
         Ok(())

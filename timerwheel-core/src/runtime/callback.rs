@@ -16,33 +16,6 @@ thread_local! {
     /// The callbacks this thread runs further out, innermost last: a callback that polls a
     /// manual runtime runs that runtime's callbacks inside its own.
     static OUTER: RefCell<Vec<Current>> = const { RefCell::new(Vec::new()) };
-    /// What waits for the drop functions running on this thread to return
-    /// ([`after_drops`]).
-    static AFTER_DROPS: RefCell<Vec<Box<dyn FnOnce()>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Whether a drop function runs on this thread, at any depth.
-pub(crate) fn dropping_here() -> bool {
-    running(|c| c.dropping)
-}
-
-/// Runs `then` once no drop function runs on this thread any more (the outermost has
-/// returned); at once when none runs.
-pub(crate) fn after_drops(then: Box<dyn FnOnce()>) {
-    match dropping_here() {
-        true => AFTER_DROPS.with(|after| after.borrow_mut().push(then)),
-        false => then(),
-    }
-}
-
-/// A drop function's scope ended: if it was the outermost on this thread, runs what waits
-/// for that ([`after_drops`]).
-fn a_drop_returned() {
-    if AFTER_DROPS.with(|after| after.borrow().is_empty()) || dropping_here() {
-        return;
-    }
-    let after = AFTER_DROPS.with(|after| std::mem::take(&mut *after.borrow_mut()));
-    after.into_iter().for_each(|then| then());
 }
 
 /// Whether this thread runs, at any depth, a callback for which `matches` holds.
@@ -130,11 +103,7 @@ impl CallbackScope {
         if self.previous.runtime != 0 {
             OUTER.with(|outer| outer.borrow_mut().pop());
         }
-        let ended = CURRENT.with(|c| c.replace(self.previous));
-        if ended.dropping {
-            a_drop_returned();
-        }
-        ended
+        CURRENT.with(|c| c.replace(self.previous))
     }
 }
 
@@ -189,40 +158,5 @@ pub(crate) fn drop_task_of<T>(task: T, runtime: usize, timer: u64, panics: &Atom
     let _dropping = CallbackScope::drop_of(runtime, timer);
     if catch_unwind(AssertUnwindSafe(move || drop(task))).is_err() {
         panics.fetch_add(1, Relaxed);
-    }
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use std::rc::Rc;
-
-    use super::*;
-
-    #[test]
-    fn what_waits_for_the_drops_runs_once_the_outermost_returned() {
-        let ran = Rc::new(Cell::new(0));
-        let count = |ran: &Rc<Cell<i32>>| -> Box<dyn FnOnce()> {
-            let ran = Rc::clone(ran);
-            Box::new(move || ran.set(ran.get() + 1))
-        };
-        let outer = CallbackScope::drop_of(1, 7);
-        let inner = CallbackScope::drop_of(2, 8);
-        after_drops(count(&ran));
-        drop(inner);
-        assert_eq!(ran.get(), 0, "ran while the outer drop runs");
-        drop(outer);
-        assert_eq!(ran.get(), 1);
-        after_drops(count(&ran));
-        assert_eq!(ran.get(), 2, "outside a drop: at once");
-    }
-
-    #[test]
-    fn a_callback_scope_is_no_drop() {
-        let ran = Rc::new(Cell::new(false));
-        let scope = CallbackScope::enter(1, TimerId::from_u64(3).unwrap(), std::ptr::null());
-        let flag = Rc::clone(&ran);
-        after_drops(Box::new(move || flag.set(true)));
-        assert!(ran.get(), "a callback is no drop function: at once");
-        drop(scope);
     }
 }

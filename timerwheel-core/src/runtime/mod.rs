@@ -341,7 +341,9 @@ impl<T: Task> Runtime<T> {
 
     /// A hold for a run of calls on this thread (a batch): see [`Hold`].
     pub fn hold(&self) -> Hold<T> {
-        Hold::of(Arc::clone(&self.inner))
+        let inner = Arc::clone(&self.inner);
+        inner.executor.begin_hold();
+        Hold { inner }
     }
 
     /// Whether this process is a fork() child of the one that started the runtime (its
@@ -515,12 +517,6 @@ pub struct Hold<T: Task> {
 }
 
 impl<T: Task> Hold<T> {
-    /// A hold on the runtime `inner` (see [`Runtime::hold`]).
-    pub(crate) fn of(inner: Arc<RuntimeState<T>>) -> Self {
-        inner.executor.begin_hold();
-        Hold { inner }
-    }
-
     /// [`Runtime::cancel`].
     pub fn cancel(&self, id: TimerId) -> Result<(), Error> {
         self.inner.cancel(id)

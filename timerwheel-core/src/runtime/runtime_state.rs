@@ -178,7 +178,7 @@ impl<T: Task> RuntimeState<T> {
     /// caller's thread and goes on afterwards. The drop may shut the runtime down without
     /// waiting and let its owner free the handle the call came through (a C wheel is
     /// freed once none of its threads is left: at once on a manual wheel).
-    pub(crate) fn keep_alive(&self) -> Option<Arc<Self>> {
+    fn keep_alive(&self) -> Option<Arc<Self>> {
         self.me.upgrade()
     }
 

@@ -5,14 +5,13 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use super::callback::{after_drops, dropping_here};
 use super::fork;
 use super::runtime_state::RuntimeState;
 use super::sync;
 use super::sync::thread_local;
 use super::ticker::ticker_main;
 use super::worker::spawn_worker;
-use super::{Config, Error, Hold, Task};
+use super::{Config, Error, Task};
 
 /// A started runtime: its tick thread and `min_workers` workers unless manual.
 pub(crate) fn start<T: Task>(config: Config, shared: bool) -> Result<Arc<RuntimeState<T>>, Error> {
@@ -78,7 +77,6 @@ pub(crate) fn shutdown_nowait<T: Task>(
     }
     inner.ticker.stop();
     inner.executor.stop();
-    hold_until_the_drop_returns(inner);
     let discarded = discard_all(inner);
     if inner.forked() {
         release(); // the threads it counts are the parent's: none will let go here
@@ -86,19 +84,6 @@ pub(crate) fn shutdown_nowait<T: Task>(
         inner.executor.when_unused(Box::new(release));
     }
     Ok(discarded)
-}
-
-/// Called from a drop function, which may go on calling the runtime (each call then
-/// `Shutdown`) until it returns: the release waits for that, also when the drop function
-/// runs on a thread no count of the executor's covers (the caller's, in a cancel).
-fn hold_until_the_drop_returns<T: Task>(inner: &RuntimeState<T>) {
-    if !dropping_here() {
-        return;
-    }
-    if let Some(inner) = inner.keep_alive() {
-        let hold = Hold::of(inner);
-        after_drops(Box::new(move || drop(hold)));
-    }
 }
 
 thread_local! {
