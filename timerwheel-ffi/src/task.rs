@@ -137,6 +137,18 @@ impl Task for CTask {
 
 impl Drop for CTask {
     fn drop(&mut self) {
+        if self.has_drop() {
+            self.drop_user_data();
+        }
+    }
+}
+
+impl CTask {
+    /// Calls the task's drop function and frees its box. Out of line: inlined, it would
+    /// crowd the registers of every call that may drop a task (`tw_add` among them).
+    #[cold]
+    #[inline(never)]
+    fn drop_user_data(&mut self) {
         if let Some(task) = self.take_box() {
             // SAFETY: the runtime drops a task exactly once, after its last run returned,
             // and a refused task is handed back instead (`hand_back`), so `drop` runs
