@@ -33,7 +33,10 @@ pub(crate) unsafe fn call(drop: unsafe extern "C" fn(*mut c_void), user_data: *m
     if depth == 0 {
         // Empty, not there, while the thread exits: nothing waits then.
         let after = AFTER_DROPS.try_with(|after| std::mem::take(&mut *after.borrow_mut()));
-        after.unwrap_or_default().into_iter().for_each(|then| then());
+        after
+            .unwrap_or_default()
+            .into_iter()
+            .for_each(|then| then());
     }
 }
 
