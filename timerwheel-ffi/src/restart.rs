@@ -56,7 +56,8 @@ pub type tw_export_fn = Option<unsafe extern "C" fn(ctx: *mut c_void, info: *con
 /// pending again when its callback returns, and a later export includes it.
 ///
 /// `user_data` stays valid while `fn` runs: until `fn` has returned for the last timer, no
-/// `drop` function of this wheel runs. A timer that ends meanwhile (deleted, fired,
+/// `drop` function of this wheel starts (one already under way is of a timer that ended
+/// before the export, which `fn` is not given). A timer that ends meanwhile (deleted, fired,
 /// discarded) has its `drop` called on this thread after that, before tw_export returns;
 /// tw_delete_sync of such a timer waits for it. Called from `fn`, every function of this
 /// wheel that changes it or waits (tw_add*, tw_reset, tw_delete*, tw_poll, tw_advance*,
