@@ -121,9 +121,6 @@ impl<T> Exports<T> {
     /// them may call it), it runs that drop now, if it is still listed, rather than wait
     /// for itself; elsewhere it waits until the runtime is settled.
     pub(crate) fn wait_for_drop_of(&self, runtime: usize, timer: u64, panics: &AtomicU64) {
-        if self.active.load(Relaxed) == 0 {
-            return;
-        }
         if DRAINING.with(|d| d.get()) != runtime {
             return self.wait_settled(runtime);
         }

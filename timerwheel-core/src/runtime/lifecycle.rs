@@ -22,7 +22,7 @@
 //! | `Due`                        | a worker starts it at its exact time | `Running`            | `fired` (+ `fired_one_shot`, place freed, for a one-shot) |
 //! | `Running { rearms: true }`   | the run returns                  | `Pending`                |                                            |
 //! | `Running { rearms: false }`  | the run returns, task dropped    | gone                     |                                            |
-//! | `Pending`, `Due`             | cancel                           | gone, task dropped by the canceller; a task whose drop runs code: gone, its drop recorded as under way (`drops.rs`) until it returned, or, in a group or with the shard's records all in use, `Running { rearms: false }` until then | `cancelled`; place freed |
+//! | `Pending`, `Due`             | cancel                           | gone, task dropped by the canceller; a task whose drop runs code: gone, its drop recorded as under way (`drops.rs`) until it returned, or, with the shard's records all in use, `Running { rearms: false }` until then | `cancelled`; place freed |
 //! | `Pending` (a plain one-shot) | cancel without the lock (`shard_lock.rs`) | marked cancelled, gone at the lock's next holder | `cancelled` then; place freed at once |
 //! | `Running { rearms: true }`   | cancel                           | `Cancelling`             | `cancelled`; place freed                   |
 //! | `Cancelling`                 | the run returns, task dropped    | gone                     |                                            |
