@@ -1067,6 +1067,47 @@ fn callbacks_waiting_for_a_lock_count_as_blocked_and_grow_the_pool() {
     wait_until("all ran", || done.load(SeqCst) == 4 * max_workers);
 }
 
+/// Takes `lock` when dropped, then counts itself in `done`: a drop that blocks.
+struct LocksOnDrop {
+    lock: Arc<Mutex<()>>,
+    done: Arc<AtomicUsize>,
+}
+
+impl Drop for LocksOnDrop {
+    fn drop(&mut self) {
+        drop(self.lock.lock().unwrap());
+        self.done.fetch_add(1, SeqCst);
+    }
+}
+
+#[test]
+fn drops_blocked_after_their_runs_grow_the_pool_as_blocked_callbacks_do() {
+    let _alone = pool_test();
+    let cpus = thread::available_parallelism().map_or(1, |n| n.get());
+    let max_workers = cpus + 4;
+    let rt = Runtime::builder()
+        .min_workers(1)
+        .max_workers(max_workers)
+        .build()
+        .unwrap();
+    let lock = Arc::new(Mutex::new(()));
+    let held = lock.lock().unwrap();
+    let done = Arc::new(AtomicUsize::new(0));
+    for _ in 0..4 * max_workers {
+        let (lock, done) = (lock.clone(), done.clone());
+        let on_drop = LocksOnDrop { lock, done };
+        rt.after(ms(1), move |_| {
+            std::hint::black_box(&on_drop);
+        })
+        .unwrap();
+    }
+    wait_until("the pool grew to max_workers", || {
+        rt.stats().workers as usize == max_workers
+    });
+    drop(held);
+    wait_until("all dropped", || done.load(SeqCst) == 4 * max_workers);
+}
+
 #[test]
 fn a_wall_clock_timer_fires_at_its_time() {
     let rt = runtime(1);

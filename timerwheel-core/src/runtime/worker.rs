@@ -8,6 +8,9 @@
 //! (its drop function runs) before this thread takes the next run, so a drop function sees
 //! the next due timer still pending and can stop it. The ended timer's node goes with the
 //! next lock of its shard, usually the one that starts the next run.
+//!
+//! On a worker, the monitor sees a callback and a drop that runs code alike: either may
+//! block, and a worker blocked in one is replaced (`executor.rs`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -156,7 +159,7 @@ impl<'a, T: Task> Runner<'a, T> {
         } else {
             run.task
         };
-        self.inner.end_for(id, Ending::Task(task));
+        self.drop_ended(id, Ending::Task(task));
         match group {
             None => self.ended = Some(Ended { shard, key }),
             Some(group) => self.leave_group(shard, key, id, group),
@@ -174,7 +177,25 @@ impl<'a, T: Task> Runner<'a, T> {
         shard.notify_finished(&state);
         drop(state);
         if let Some(data) = ended {
-            self.inner.end_for(id, Ending::Group(data));
+            self.drop_ended(id, Ending::Group(data));
+        }
+    }
+
+    /// Drops what ended, on this thread; on a worker, stamped as a callback is when the
+    /// drop runs code: a drop function that blocks holds its worker as a blocked callback
+    /// does, and the monitor replaces it alike.
+    fn drop_ended(&self, id: TimerId, ending: Ending<T>) {
+        let runs_code = match &ending {
+            Ending::Task(task) => !task.drop_is_trivial(),
+            Ending::Group(_) => true,
+        };
+        let stamped = self.worker.filter(|_| runs_code);
+        if let Some(worker) = stamped {
+            worker.enter_run(self.inner.clock.elapsed_ns());
+        }
+        self.inner.end_for(id, ending);
+        if let Some(worker) = stamped {
+            worker.leave_runs();
         }
     }
 
