@@ -150,6 +150,37 @@ static void the_same_program_runs_its_callbacks_in_the_same_order(void) {
     free(other);
 }
 
+/* Equal deadlines run in the order added: timers added at one instant with one delay (a
+ * slot's chains handed them out in turn, each newest first), timers added later whose
+ * deadline comes out equal, and one added into the memory of a deleted one. */
+static void equal_deadlines_run_in_the_order_added(void) {
+    tw_wheel *w = virtual_wheel();
+    run_log *log = log_new(w);
+    if (w == NULL || log == NULL) {
+        return;
+    }
+    tw_timer_id deleted = 0;
+    for (long label = 0; label < 40; label++) {
+        tw_timer_id id = 0;
+        CHECK_OK(tw_add(w, 300000, on_run, entry_new(log, label), drop_entry, &id));
+        if (label == 5) deleted = id;
+    }
+    size_t ran = 0;
+    CHECK_OK(tw_advance(w, 100000, &ran));
+    CHECK(ran == 0);
+    CHECK_OK(tw_delete(w, deleted));
+    for (long label = 40; label < 61; label++) add_logged(log, 200000, label);
+    CHECK_OK(tw_advance(w, 200000, &ran));
+    CHECK(ran == 60 && log->count == 60);
+    long expected = 0;
+    for (size_t i = 0; i < log->count && i < 60; i++, expected++) {
+        if (expected == 5) expected++;
+        CHECK(log->label[i] == expected && log->at[i] == 300000);
+    }
+    CHECK_OK(tw_destroy(w));
+    free(log);
+}
+
 static void on_first(tw_timer_id id, void *user_data) {
     (void)id;
     run_log *log = user_data;
@@ -599,6 +630,7 @@ static void past_deadlines_run_in_deadline_order(void) {
 int main(void) {
     RUN(a_fixed_rate_schedule_over_a_year_runs_at_its_exact_points);
     RUN(the_same_program_runs_its_callbacks_in_the_same_order);
+    RUN(equal_deadlines_run_in_the_order_added);
     RUN(timers_added_by_callbacks_run_in_the_same_advance_when_due);
     RUN(delete_and_drop_hold_in_virtual_time);
     RUN(add_at_follows_the_virtual_wall_clock);

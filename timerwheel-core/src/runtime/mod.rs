@@ -40,6 +40,7 @@
 //! the child a new runtime of its own on first use. A callback that calls fork() must not
 //! return in the child (exec or exit there): its thread belongs to the parent's runtime.
 
+mod add_order;
 mod callback;
 mod clock;
 mod config;

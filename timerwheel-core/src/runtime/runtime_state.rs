@@ -203,9 +203,14 @@ impl<T: Task> RuntimeState<T> {
         };
         // `max_timers` counts pending timers (`Capacity`); a shard also holds the nodes of
         // timers that run or drop, so it is bounded only by what an id can name.
-        let shards = (0..shard_count)
+        let shards: Box<[Shard<T>]> = (0..shard_count)
             .map(|_| Shard::new(shard_limit, 0))
             .collect();
+        if config.manual {
+            shards
+                .iter()
+                .for_each(|shard| shard.lock().keep_add_order());
+        }
         RuntimeState {
             executor: Executor::new(
                 config.min_workers,

@@ -11,6 +11,7 @@ use std::num::NonZeroU32;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 
+use super::add_order::AddOrder;
 use super::clock::{Clock, Deadline};
 use super::drops::{DropRecord, DropsUnderWay};
 use super::extras::{Extra, ExtraId, Extras, Schedule, Slot};
@@ -233,6 +234,8 @@ pub(crate) struct ShardState<T> {
     /// added: they leave the wheel at once and go out with the next expiry in that order,
     /// behind what the wheel expires then (a stable sort by deadline keeps it for ties).
     due_on_add: Vec<Key>,
+    /// On a manual or virtual wheel, which breaks ties of deadline.
+    add_order: AddOrder,
     closed: bool,
     groups: Groups,
 }
@@ -405,9 +408,16 @@ impl<T> ShardState<T> {
             sync_waiters: 0,
             expired: Vec::new(),
             due_on_add: Vec::new(),
+            add_order: AddOrder::default(),
             closed: false,
             groups: Groups::default(),
         }
+    }
+
+    /// Keeps the order timers are added in, for [`expire_due`](Self::expire_due) to hand
+    /// out: on a manual or virtual wheel (`add_order.rs`).
+    pub(crate) fn keep_add_order(&mut self) {
+        self.add_order = AddOrder::kept();
     }
 
     /// Adds a timer. A plain one (a one-shot whose task's drop does nothing, of a type that
@@ -451,6 +461,7 @@ impl<T> ShardState<T> {
             .wheel
             .insert(deadline.tick, entry)
             .map_err(|Full(entry)| (Error::Full, entry.task.expect("just put in")))?;
+        self.add_order.record(key.index());
         let extra = match schedule {
             Schedule::Once => None,
             Schedule::Every { period, mode } => Some(Extra::Periodic(Periodic::new(period, mode))),
@@ -675,7 +686,8 @@ impl<T> ShardState<T> {
         self.state(key).is_some_and(State::is_running)
     }
 
-    /// Expires what is due by `now`, handing each key to `due` with its deadline. Call
+    /// Expires what is due by `now`, handing each key to `due` with its deadline; on a
+    /// wheel that keeps the order of adds, in that order. Call
     /// [`move_ahead`](Self::move_ahead) after.
     pub(crate) fn expire_due(&mut self, now: u64, mut due: impl FnMut(Key, Deadline))
     where
@@ -691,6 +703,9 @@ impl<T> ShardState<T> {
                 .filter(|&key| self.state(key) == Some(State::Due)),
         );
         self.due_on_add = due_on_add;
+        if self.add_order.is_kept() {
+            keys.sort_unstable_by_key(|key| self.add_order.of(key.index()));
+        }
         for key in keys.drain(..) {
             let entry = self.wheel.get(key).expect("expired keys are live");
             if let Some(task) = &entry.task {
