@@ -28,17 +28,25 @@ impl AddOrder {
         self.numbers.is_some()
     }
 
-    /// The timer of node `index` was added now.
+    /// The timer of node `index` was added now. Out of line the numbering, which a wheel
+    /// with threads, on its add's hot path, never does.
     #[inline]
     pub(crate) fn record(&mut self, index: u32) {
-        if let Some(numbers) = &mut self.numbers {
-            let index = index as usize;
-            if numbers.len() <= index {
-                numbers.resize(index + 1, 0);
-            }
-            numbers[index] = self.next;
-            self.next += 1;
+        if self.is_kept() {
+            self.number(index);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn number(&mut self, index: u32) {
+        let numbers = self.numbers.as_mut().expect("kept");
+        let index = index as usize;
+        if numbers.len() <= index {
+            numbers.resize(index + 1, 0);
+        }
+        numbers[index] = self.next;
+        self.next += 1;
     }
 
     /// Where the timer of node `index` came among the adds; 0 on a wheel that keeps no

@@ -461,7 +461,6 @@ impl<T> ShardState<T> {
             .wheel
             .insert(deadline.tick, entry)
             .map_err(|Full(entry)| (Error::Full, entry.task.expect("just put in")))?;
-        self.add_order.record(key.index());
         let extra = match schedule {
             Schedule::Once => None,
             Schedule::Every { period, mode } => Some(Extra::Periodic(Periodic::new(period, mode))),
@@ -479,6 +478,7 @@ impl<T> ShardState<T> {
             self.due_on_add.push(key);
         }
         self.counters.added += 1;
+        self.add_order.record(key.index());
         Ok(key)
     }
 
