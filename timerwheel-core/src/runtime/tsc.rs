@@ -80,25 +80,40 @@ mod imp {
     /// [`read_counter_and_clock`]); otherwise the narrowest of [`READ_TRIES`].
     const NARROW_READ_NS: u64 = 500;
     const READ_TRIES: usize = 4;
-    /// Fraction bits of [`SCALE`].
+    /// Fraction bits of [`Shared::scale`].
     const SCALE_BITS: u32 = 32;
     /// How long the first anchor must lie back before the scale is measured from it.
     const FIRST_MEASURE_NS: u64 = 10_000_000;
 
-    /// Nanoseconds per count in 32.32 fixed point; 0 until measured.
-    static SCALE: AtomicU64 = AtomicU64::new(0);
-    /// Counts an anchor serves for at the scale: [`ANCHOR_AGE_NS`], and never so many that
-    /// counts times scale overflows (0 while the scale is unknown).
-    static ANCHOR_COUNTS: AtomicU64 = AtomicU64::new(0);
-    /// The anchor, a seqlock: odd while being written.
-    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
-    static ANCHOR_COUNT: AtomicU64 = AtomicU64::new(0);
-    static ANCHOR_NS: AtomicU64 = AtomicU64::new(0);
+    /// What every reading reads, in one static: its fields lie in one cache line, reached
+    /// from one address (separate statics of a shared library each cost a load of their
+    /// address first).
+    #[repr(align(64))]
+    struct Shared {
+        /// Nanoseconds per count in 32.32 fixed point; 0 until measured.
+        scale: AtomicU64,
+        /// Counts an anchor serves for at the scale: [`ANCHOR_AGE_NS`], and never so many
+        /// that counts times scale overflows (0 while the scale is unknown).
+        anchor_counts: AtomicU64,
+        /// The anchor, a seqlock: odd while being written.
+        sequence: AtomicU64,
+        anchor_count: AtomicU64,
+        anchor_ns: AtomicU64,
+        /// No reading is below it: the highest reading a replaced anchor gave.
+        floor: AtomicU64,
+    }
+
+    static SHARED: Shared = Shared {
+        scale: AtomicU64::new(0),
+        anchor_counts: AtomicU64::new(0),
+        sequence: AtomicU64::new(0),
+        anchor_count: AtomicU64::new(0),
+        anchor_ns: AtomicU64::new(0),
+        floor: AtomicU64::new(0),
+    };
     /// The first anchor, which every scale is measured from (0: none yet).
     static FIRST_COUNT: AtomicU64 = AtomicU64::new(0);
     static FIRST_NS: AtomicU64 = AtomicU64::new(0);
-    /// No reading is below it: the highest reading a replaced anchor gave.
-    static FLOOR: AtomicU64 = AtomicU64::new(0);
     /// Set once a check found a reading that would have been behind.
     static DISTRUSTED: AtomicBool = AtomicBool::new(false);
 
@@ -190,8 +205,9 @@ mod imp {
             false => old.lags_at(count, ns_before),
         };
         // The counter is past the old anchor's reach (or went back): it gave its highest.
-        FLOOR.fetch_max(old.highest(), AcqRel);
-        if SEQUENCE
+        SHARED.floor.fetch_max(old.highest(), AcqRel);
+        if SHARED
+            .sequence
             .compare_exchange(sequence, sequence + 1, AcqRel, Relaxed)
             .is_err()
         {
@@ -201,10 +217,10 @@ mod imp {
         if not_again {
             distrust();
         }
-        ANCHOR_COUNT.store(count, Relaxed);
-        ANCHOR_NS.store(ns, Relaxed);
+        SHARED.anchor_count.store(count, Relaxed);
+        SHARED.anchor_ns.store(ns, Relaxed);
         measure_scale(count, ns_before, ns);
-        SEQUENCE.store(sequence + 2, Release);
+        SHARED.sequence.store(sequence + 2, Release);
         at_least_floor(ns)
     }
 
@@ -216,7 +232,7 @@ mod imp {
     /// `reading`, raised to the floor if below it: every reading passes here.
     #[inline]
     fn not_below_floor(reading: u64) -> u64 {
-        reading.max(FLOOR.load(Acquire))
+        reading.max(SHARED.floor.load(Acquire))
     }
 
     /// The counter between two readings of the monotonic clock, `(before, count, after)`,
@@ -242,7 +258,7 @@ mod imp {
 
     /// Whether the first anchor is too recent to measure the scale from yet.
     fn measuring(now_ns: u64) -> bool {
-        SCALE.load(Relaxed) == 0
+        SHARED.scale.load(Relaxed) == 0
             && FIRST_COUNT.load(Relaxed) != 0
             && now_ns.saturating_sub(FIRST_NS.load(Relaxed)) < FIRST_MEASURE_NS
     }
@@ -250,15 +266,15 @@ mod imp {
     /// The anchor with its sequence, unless it is being written.
     #[inline]
     fn anchor() -> Option<(u64, Anchor)> {
-        let before = SEQUENCE.load(Acquire);
+        let before = SHARED.sequence.load(Acquire);
         let anchor = Anchor {
-            count: ANCHOR_COUNT.load(Relaxed),
-            ns: ANCHOR_NS.load(Relaxed),
-            scale: SCALE.load(Relaxed),
-            reach: ANCHOR_COUNTS.load(Relaxed),
+            count: SHARED.anchor_count.load(Relaxed),
+            ns: SHARED.anchor_ns.load(Relaxed),
+            scale: SHARED.scale.load(Relaxed),
+            reach: SHARED.anchor_counts.load(Relaxed),
         };
         fence(Acquire);
-        (before % 2 == 0 && SEQUENCE.load(Relaxed) == before).then_some((before, anchor))
+        (before % 2 == 0 && SHARED.sequence.load(Relaxed) == before).then_some((before, anchor))
     }
 
     /// Stops reading the counter in this process: the anchor being written serves no
@@ -266,8 +282,8 @@ mod imp {
     /// sees the distrust then sees too).
     fn distrust() {
         DISTRUSTED.store(true, Release);
-        SCALE.store(0, Relaxed);
-        ANCHOR_COUNTS.store(0, Relaxed);
+        SHARED.scale.store(0, Relaxed);
+        SHARED.anchor_counts.store(0, Relaxed);
     }
 
     /// Measures the scale from the first anchor to this one, once the first lies far
@@ -290,8 +306,10 @@ mod imp {
         let scale = ((u128::from(elapsed) << SCALE_BITS) / u128::from(counts) + 1) as u64;
         let most_counts = u64::MAX / scale.max(1);
         let counts_per_age = (u128::from(ANCHOR_AGE_NS) << SCALE_BITS) / u128::from(scale);
-        ANCHOR_COUNTS.store((counts_per_age as u64).min(most_counts), Relaxed);
-        SCALE.store(scale, Relaxed);
+        SHARED
+            .anchor_counts
+            .store((counts_per_age as u64).min(most_counts), Relaxed);
+        SHARED.scale.store(scale, Relaxed);
     }
 
     /// Whether the counter may stand in for the monotonic clock in this process: the
@@ -345,10 +363,10 @@ mod imp {
     /// See [`super::after_fork_in_child`]. The half-written anchor serves no counts: the
     /// next reading renews it.
     pub(super) fn after_fork_in_child() {
-        let sequence = SEQUENCE.load(Relaxed);
+        let sequence = SHARED.sequence.load(Relaxed);
         if sequence % 2 == 1 {
-            ANCHOR_COUNTS.store(0, Relaxed);
-            SEQUENCE.store(sequence + 1, Release);
+            SHARED.anchor_counts.store(0, Relaxed);
+            SHARED.sequence.store(sequence + 1, Release);
         }
     }
 
@@ -392,23 +410,24 @@ mod imp {
 
         /// Whether the scale has been measured.
         pub(in super::super) fn scale_measured() -> bool {
-            super::SCALE.load(SeqCst) != 0
+            super::SHARED.scale.load(SeqCst) != 0
         }
 
         /// Leaves the anchor as a writer does while it writes (as if forked then).
         pub(in super::super) fn start_writing_the_anchor() {
-            super::SEQUENCE.fetch_add(1, SeqCst);
+            super::SHARED.sequence.fetch_add(1, SeqCst);
         }
 
         /// Whether an anchor serves readings: none is being written, and it has a reach.
         pub(in super::super) fn anchor_serves() -> bool {
-            super::SEQUENCE.load(SeqCst) % 2 == 0 && super::ANCHOR_COUNTS.load(SeqCst) != 0
+            super::SHARED.sequence.load(SeqCst) % 2 == 0
+                && super::SHARED.anchor_counts.load(SeqCst) != 0
         }
 
         /// From now on the counter runs at `rate`/1024 of its speed, after jumping back by
         /// `back_ns` (at the measured scale).
         pub(in super::super) fn start(rate: u64, back_ns: u64) {
-            let scale = super::SCALE.load(SeqCst);
+            let scale = super::SHARED.scale.load(SeqCst);
             RATE.store(rate, SeqCst);
             BACK.store(
                 ((u128::from(back_ns) << super::SCALE_BITS) / u128::from(scale)) as u64,
