@@ -1038,10 +1038,13 @@ fn run_queue_delay_ns() -> u64 {
         .unwrap_or(0)
 }
 
-#[test]
-fn callbacks_waiting_for_a_lock_count_as_blocked_and_grow_the_pool() {
+/// Timers due at once that block on a lock the test holds, each made by `blocking` from
+/// the lock and a count it adds to when done: the pool grows to its most workers, and all
+/// are done once the lock is let go.
+fn timers_blocked_on_a_lock_grow_the_pool(
+    blocking: impl Fn(Arc<Mutex<()>>, Arc<AtomicUsize>) -> BoxTask,
+) {
     let _alone = pool_test();
-    // As callbacks waiting for Python's GIL do: asleep in the kernel on a futex.
     let cpus = thread::available_parallelism().map_or(1, |n| n.get());
     let max_workers = cpus + 4;
     let rt = Runtime::builder()
@@ -1053,18 +1056,24 @@ fn callbacks_waiting_for_a_lock_count_as_blocked_and_grow_the_pool() {
     let held = lock.lock().unwrap();
     let done = Arc::new(AtomicUsize::new(0));
     for _ in 0..4 * max_workers {
-        let (lock, d) = (lock.clone(), done.clone());
-        rt.after(ms(1), move |_| {
-            drop(lock.lock().unwrap());
-            d.fetch_add(1, SeqCst);
-        })
-        .unwrap();
+        rt.add(ms(1), blocking(lock.clone(), done.clone())).unwrap();
     }
     wait_until("the pool grew to max_workers", || {
         rt.stats().workers as usize == max_workers
     });
     drop(held);
-    wait_until("all ran", || done.load(SeqCst) == 4 * max_workers);
+    wait_until("all done", || done.load(SeqCst) == 4 * max_workers);
+}
+
+#[test]
+fn callbacks_waiting_for_a_lock_count_as_blocked_and_grow_the_pool() {
+    // As callbacks waiting for Python's GIL do: asleep in the kernel on a futex.
+    timers_blocked_on_a_lock_grow_the_pool(|lock, done| {
+        Box::new(move |_| {
+            drop(lock.lock().unwrap());
+            done.fetch_add(1, SeqCst);
+        })
+    });
 }
 
 /// Takes `lock` when dropped, then counts itself in `done`: a drop that blocks.
@@ -1082,30 +1091,12 @@ impl Drop for LocksOnDrop {
 
 #[test]
 fn drops_blocked_after_their_runs_grow_the_pool_as_blocked_callbacks_do() {
-    let _alone = pool_test();
-    let cpus = thread::available_parallelism().map_or(1, |n| n.get());
-    let max_workers = cpus + 4;
-    let rt = Runtime::builder()
-        .min_workers(1)
-        .max_workers(max_workers)
-        .build()
-        .unwrap();
-    let lock = Arc::new(Mutex::new(()));
-    let held = lock.lock().unwrap();
-    let done = Arc::new(AtomicUsize::new(0));
-    for _ in 0..4 * max_workers {
-        let (lock, done) = (lock.clone(), done.clone());
+    timers_blocked_on_a_lock_grow_the_pool(|lock, done| {
         let on_drop = LocksOnDrop { lock, done };
-        rt.after(ms(1), move |_| {
+        Box::new(move |_| {
             std::hint::black_box(&on_drop);
         })
-        .unwrap();
-    }
-    wait_until("the pool grew to max_workers", || {
-        rt.stats().workers as usize == max_workers
     });
-    drop(held);
-    wait_until("all dropped", || done.load(SeqCst) == 4 * max_workers);
 }
 
 #[test]
