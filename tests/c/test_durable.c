@@ -154,6 +154,15 @@ static void bad_calls_are_refused_and_change_nothing(void) {
     cfg.durability = 7;
     CHECK(strstr(tw_config_check(&cfg), "durability 7") != NULL);
     unlink(path);
+
+    tw_config off; /* no store: its fields are checked all the same */
+    tw_config_init(&off);
+    off.missed_points = 7;
+    CHECK_STATUS(tw_create(&off, &w), TW_ERR_INVALID);
+    CHECK(strstr(tw_config_check(&off), "missed_points 7") != NULL);
+    off.missed_points = TW_MISSED_EACH;
+    off.store_batch = 0;
+    CHECK_STATUS(tw_create(&off, &w), TW_ERR_INVALID);
 }
 
 static void a_missing_handler_a_second_opener_and_a_bad_file_are_refused(void) {

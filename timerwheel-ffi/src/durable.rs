@@ -42,12 +42,17 @@ pub struct Settings {
 
 /// The store settings of `cfg`: `None` for durability off; for an unknown mode or policy, a
 /// batch of 0 events, or a mode without a path, a message naming the field, its value and
-/// what it may be (tw_config_check's; TW_ERR_INVALID).
+/// what it may be (tw_config_check's; TW_ERR_INVALID). A field out of its range is refused
+/// with durability off too, as every field of tw_config is.
 ///
 /// # Safety
 /// `cfg.store_path` is NULL or a NUL-terminated string.
 pub unsafe fn settings(cfg: &tw_config) -> Result<Option<Settings>, String> {
     let batch = usize::try_from(cfg.store_batch).unwrap_or(usize::MAX);
+    if batch == 0 {
+        return Err("store_batch 0 is not valid: at least 1 event per commit".to_owned());
+    }
+    let missed = missed_points(u64::from(cfg.missed_points))?;
     let mode = match cfg.durability {
         d if d == tw_durability::TW_DURABLE_OFF as u32 => return Ok(None),
         d if d == tw_durability::TW_DURABLE_ASYNC as u32 => Mode::Async {
@@ -61,10 +66,6 @@ pub unsafe fn settings(cfg: &tw_config) -> Result<Option<Settings>, String> {
             ))
         }
     };
-    if batch == 0 {
-        return Err("store_batch 0 is not valid: at least 1 event per commit".to_owned());
-    }
-    let missed = missed_points(u64::from(cfg.missed_points))?;
     if cfg.store_path.is_null() {
         return Err("store_path NULL is not valid: a durable wheel names its store".to_owned());
     }
