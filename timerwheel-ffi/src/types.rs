@@ -239,11 +239,13 @@ pub struct tw_config {
     /// A `tw_durability`: TW_DURABLE_OFF (0, the default), TW_DURABLE_ASYNC or
     /// TW_DURABLE_SYNC; ASYNC and SYNC need store_path.
     pub durability: u32,
-    /// Most events per commit of the store, at least 1: default 1000.
+    /// Most events per commit of the store, at least 1: default 1000 (checked with or
+    /// without a store).
     pub store_batch: u32,
     /// Async mode: the longest an event waits for its commit, in us: default 10000.
     pub store_delay_us: u64,
-    /// A `tw_missed_points`: TW_MISSED_EACH (0, the default) or TW_MISSED_COALESCE.
+    /// A `tw_missed_points`: TW_MISSED_EACH (0, the default) or TW_MISSED_COALESCE;
+    /// tw_create refuses anything else, with or without a store.
     pub missed_points: u32,
 }
 
