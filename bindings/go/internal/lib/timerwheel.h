@@ -470,7 +470,8 @@ typedef struct tw_config {
    */
   uint32_t durability;
   /**
-   * Most events per commit of the store, at least 1: default 1000.
+   * Most events per commit of the store, at least 1: default 1000 (checked with or
+   * without a store).
    */
   uint32_t store_batch;
   /**
@@ -478,7 +479,8 @@ typedef struct tw_config {
    */
   uint64_t store_delay_us;
   /**
-   * A `tw_missed_points`: TW_MISSED_EACH (0, the default) or TW_MISSED_COALESCE.
+   * A `tw_missed_points`: TW_MISSED_EACH (0, the default) or TW_MISSED_COALESCE;
+   * tw_create refuses anything else, with or without a store.
    */
   uint32_t missed_points;
 } tw_config;
