@@ -118,6 +118,28 @@ func TestVirtualTimersAddedByCallbacksRunInTheSameAdvance(t *testing.T) {
 	}
 }
 
+func TestVirtualEqualDeadlinesRunInTheOrderAdded(t *testing.T) {
+	w := newVirtualWheel(t)
+	var ran []int
+	add := func(delay time.Duration, from, to int) {
+		for i := from; i < to; i++ {
+			label := i
+			if _, err := w.AfterFunc(delay, func() { ran = append(ran, label) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	add(300*time.Second, 0, 40)
+	mustAdvance(t, w, 100*time.Second, 0)
+	add(200*time.Second, 40, 60)
+	mustAdvance(t, w, 200*time.Second, 60)
+	for i, label := range ran {
+		if label != i {
+			t.Fatalf("ran %v, want 0 to 59 in order", ran)
+		}
+	}
+}
+
 func TestVirtualStopAndResetSemantics(t *testing.T) {
 	w := newVirtualWheel(t)
 	runs := map[string]int{}

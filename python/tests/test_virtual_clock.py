@@ -147,6 +147,17 @@ def test_timers_added_by_callbacks_run_in_the_same_advance_when_due(vwheel):
     assert vwheel.advance_to_next() == 0
 
 
+def test_equal_deadlines_run_in_the_order_added(vwheel):
+    ran = []
+    for label in range(40):
+        vwheel.call_later(300, ran.append, label)
+    assert vwheel.advance(100) == 0
+    for label in range(40, 60):
+        vwheel.call_later(200, ran.append, label)
+    assert vwheel.advance(200) == 60
+    assert ran == list(range(60))
+
+
 def test_call_at_follows_the_virtual_clock(vwheel):
     ran = []
     vwheel.call_at(START + DAY, ran.append, "tomorrow")
