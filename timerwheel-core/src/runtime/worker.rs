@@ -129,14 +129,19 @@ impl<'a, T: Task> Runner<'a, T> {
         true
     }
 
-    /// Runs the callback; on a worker, stamped as a run the monitor may find blocked (the
-    /// runtime's own lock waits before and after are not).
+    /// Runs the callback, stamped (the runtime's own lock waits before and after are not).
     fn run_callback(&self, id: TimerId, run: &mut Run<T>) {
-        let Some(worker) = self.worker else {
-            return self.run_task(id, run);
+        self.stamped(true, || self.run_task(id, run));
+    }
+
+    /// Runs `user_code`; on a worker and when `stamp` is set, stamped as a run the monitor
+    /// may find blocked.
+    fn stamped(&self, stamp: bool, user_code: impl FnOnce()) {
+        let Some(worker) = self.worker.filter(|_| stamp) else {
+            return user_code();
         };
         worker.enter_run(self.inner.clock.elapsed_ns());
-        self.run_task(id, run);
+        user_code();
         worker.leave_runs();
     }
 
@@ -189,14 +194,7 @@ impl<'a, T: Task> Runner<'a, T> {
             Ending::Task(task) => !task.drop_is_trivial(),
             Ending::Group(_) => true,
         };
-        let stamped = self.worker.filter(|_| runs_code);
-        if let Some(worker) = stamped {
-            worker.enter_run(self.inner.clock.elapsed_ns());
-        }
-        self.inner.end_for(id, ending);
-        if let Some(worker) = stamped {
-            worker.leave_runs();
-        }
+        self.stamped(runs_code, || self.inner.end_for(id, ending));
     }
 
     /// Runs a started timer's task, recording its lateness (from the exact time it was
