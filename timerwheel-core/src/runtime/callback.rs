@@ -63,12 +63,6 @@ impl CallbackScope {
         })
     }
 
-    /// The drop function of the timer `id` of the runtime `runtime` runs on this thread
-    /// (after its run, or its timer was cancelled here): as [`drop_of`](Self::drop_of).
-    pub(crate) fn dropping_timer(runtime: usize, id: TimerId) -> Self {
-        Self::drop_of(runtime, id.as_u64())
-    }
-
     /// A drop function of the runtime `runtime` runs on this thread, standing for the
     /// timer `timer` (0: none, as for a group's data): it may call as a callback of that
     /// runtime may (`tw_destroy` is `Busy` there, whatever thread it is; `cancel_sync` of
@@ -146,14 +140,10 @@ pub(crate) fn current_timer(runtime: usize) -> u64 {
     }
 }
 
-/// Drops a task of the runtime `runtime` outside every lock, in a drop function's scope; a
-/// panicking drop is counted, not propagated.
-pub(crate) fn drop_task<T>(task: T, runtime: usize, panics: &AtomicU64) {
-    drop_task_of(task, runtime, current_timer(runtime), panics);
-}
-
-/// [`drop_task`] standing for the timer `timer` (0: none; see [`CallbackScope::drop_of`]):
-/// a drop deferred by an export runs later for the timer it was deferred from.
+/// Drops a task of the runtime `runtime` outside every lock, in the scope of a drop
+/// function standing for the timer `timer` (0: none; see [`CallbackScope::drop_of`]); a
+/// panicking drop is counted, not propagated. A drop deferred by an export runs later for
+/// the timer it was deferred from.
 pub(crate) fn drop_task_of<T>(task: T, runtime: usize, timer: u64, panics: &AtomicU64) {
     let _dropping = CallbackScope::drop_of(runtime, timer);
     if catch_unwind(AssertUnwindSafe(move || drop(task))).is_err() {

@@ -12,7 +12,7 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 
-use super::callback::{current_timer, drop_task, drop_task_of};
+use super::callback::drop_task_of;
 use super::group::GroupData;
 use super::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use super::sync::thread_local;
@@ -88,16 +88,17 @@ impl<T> Exports<T> {
         self.active.load(Relaxed) != 0
     }
 
-    /// Drops `task` now, or, while an export is under way, when the last one ends.
-    pub(crate) fn drop_or_defer(&self, task: T, runtime: usize, panics: &AtomicU64) {
+    /// Drops `task`, standing for the timer `timer` (see [`drop_task_of`]), now, or, while
+    /// an export is under way, when the last one ends.
+    pub(crate) fn drop_or_defer(&self, task: T, runtime: usize, timer: u64, panics: &AtomicU64) {
         if self.active.load(Relaxed) != 0 {
             let mut deferred = self.lock();
             if self.active.load(Relaxed) != 0 {
-                deferred.push_back((current_timer(runtime), task));
+                deferred.push_back((timer, task));
                 return;
             }
         }
-        drop_task(task, runtime, panics);
+        drop_task_of(task, runtime, timer, panics);
     }
 
     /// Waits until no export is under way and the drops they deferred have run: for a call

@@ -7,7 +7,7 @@ use std::cell::Cell;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
-use super::callback::{drop_task, running, CallbackScope};
+use super::callback::{current_timer, drop_task_of, running};
 use super::clock::{Clock, Deadline};
 use super::drops::DropRecord;
 use super::executor::Executor;
@@ -282,16 +282,23 @@ impl<T: Task> RuntimeState<T> {
     /// Out of line: the paths of plain timers never come here.
     #[inline(never)]
     pub(crate) fn end_for(&self, id: TimerId, ended: Ending<T>) {
-        let _dropping = CallbackScope::dropping_timer(self.id(), id);
-        self.end(ended);
+        self.end_standing_for(id.as_u64(), ended);
     }
 
     /// Drops what ended now or, while an export is under way, once it is over (in the
-    /// order things ended, so a group's data after its timers' tasks).
+    /// order things ended, so a group's data after its timers' tasks), standing for the
+    /// timer whose callback or drop runs on this thread, if any.
     pub(crate) fn end(&self, ended: Ending<T>) {
+        self.end_standing_for(current_timer(self.id()), ended);
+    }
+
+    /// [`end`](Self::end), the drop standing for the timer `timer` (0: none; see
+    /// [`drop_task_of`]).
+    fn end_standing_for(&self, timer: u64, ended: Ending<T>) {
+        let (runtime, panics) = (self.id(), &self.panics);
         match self.forked() {
-            true => drop_task(ended, self.id(), &self.panics),
-            false => self.exports.drop_or_defer(ended, self.id(), &self.panics),
+            true => drop_task_of(ended, runtime, timer, panics),
+            false => self.exports.drop_or_defer(ended, runtime, timer, panics),
         }
     }
 

@@ -298,7 +298,8 @@ impl<'a, T> Locked<'a, T> {
             return None;
         }
         let record = self.shard.drops.record(id)?;
-        self.remove_ended(key);
+        // The node the cancel just emptied under this lock (task and record taken out).
+        self.remove(key);
         removed.lingers = false;
         Some(record)
     }
