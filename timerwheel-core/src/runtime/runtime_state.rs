@@ -765,7 +765,7 @@ impl<T: Task> RuntimeState<T> {
                 ordered.push((deadline, self.ids.encode(index, key)))
             });
         }
-        ordered.sort_by_key(|&(deadline, _)| deadline);
+        ordered.sort_by_key(|&(deadline, _)| deadline.order_key());
         ordered
     }
 

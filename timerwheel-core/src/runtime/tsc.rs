@@ -59,6 +59,7 @@ pub(crate) fn start() {
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds, read from the kernel.
+#[inline]
 pub(crate) fn monotonic_ns() -> u64 {
     imp::monotonic_ns()
 }
@@ -341,6 +342,7 @@ mod imp {
         count
     }
 
+    #[inline]
     pub(super) fn monotonic_ns() -> u64 {
         #[repr(C)]
         struct Timespec {

@@ -129,18 +129,20 @@ impl<'a, T: Task> Runner<'a, T> {
         true
     }
 
-    /// Runs the callback, stamped (the runtime's own lock waits before and after are not).
+    /// Runs the callback, stamped from its start (the runtime's own lock waits before and
+    /// after are not).
     fn run_callback(&self, id: TimerId, run: &mut Run<T>) {
-        self.stamped(true, || self.run_task(id, run));
+        let start_ns = self.inner.clock.elapsed_ns();
+        self.stamped(Some(start_ns), || self.run_task(id, run, start_ns));
     }
 
-    /// Runs `user_code`; on a worker and when `stamp` is set, stamped as a run the monitor
-    /// may find blocked.
-    fn stamped(&self, stamp: bool, user_code: impl FnOnce()) {
-        let Some(worker) = self.worker.filter(|_| stamp) else {
+    /// Runs `user_code`, on a worker stamped as a run the monitor may find blocked, from
+    /// `start_ns`, or from now when `None`.
+    fn stamped(&self, start_ns: Option<u64>, user_code: impl FnOnce()) {
+        let Some(worker) = self.worker else {
             return user_code();
         };
-        worker.enter_run(self.inner.clock.elapsed_ns());
+        worker.enter_run(start_ns.unwrap_or_else(|| self.inner.clock.elapsed_ns()));
         user_code();
         worker.leave_runs();
     }
@@ -194,13 +196,17 @@ impl<'a, T: Task> Runner<'a, T> {
             Ending::Task(task) => !task.drop_is_trivial(),
             Ending::Group(_) => true,
         };
-        self.stamped(runs_code, || self.inner.end_for(id, ending));
+        let drop = || self.inner.end_for(id, ending);
+        match runs_code {
+            true => self.stamped(None, drop),
+            false => drop(),
+        }
     }
 
-    /// Runs a started timer's task, recording its lateness (from the exact time it was
-    /// due, not its tick), catching a panic and counting it when slow.
-    fn run_task(&self, id: TimerId, run: &mut Run<T>) {
-        let start_ns = self.inner.clock.elapsed_ns();
+    /// Runs a started timer's task, which starts at `start_ns`, recording its lateness
+    /// (from the exact time it was due, not its tick), catching a panic and counting it
+    /// when slow.
+    fn run_task(&self, id: TimerId, run: &mut Run<T>, start_ns: u64) {
         let late_ns = start_ns.saturating_sub(self.inner.clock.exact_ns(run.deadline));
         self.inner.lateness.record(late_ns / 1000);
         let scope = CallbackScope::enter(self.inner.id(), id, &self.inner.panics);
