@@ -186,7 +186,7 @@ impl Clock {
     /// count from, so that a timer comes at most a couple of microseconds late for it and
     /// never early (see `tsc.rs`). Cheaper than [`elapsed_ns`](Self::elapsed_ns).
     #[inline]
-    fn elapsed_ns_at_least(&self) -> u64 {
+    pub(crate) fn elapsed_ns_at_least(&self) -> u64 {
         if cfg!(loom) || self.virtual_start.is_some() {
             return self.elapsed_ns();
         }

@@ -137,12 +137,13 @@ impl<'a, T: Task> Runner<'a, T> {
     }
 
     /// Runs `user_code`, on a worker stamped as a run the monitor may find blocked, from
-    /// `start_ns`, or from now when `None`.
+    /// `start_ns`, or when `None` from the counter clock's reading of now (cheaper, and
+    /// at most microseconds ahead: the monitor judges runs by milliseconds).
     fn stamped(&self, start_ns: Option<u64>, user_code: impl FnOnce()) {
         let Some(worker) = self.worker else {
             return user_code();
         };
-        worker.enter_run(start_ns.unwrap_or_else(|| self.inner.clock.elapsed_ns()));
+        worker.enter_run(start_ns.unwrap_or_else(|| self.inner.clock.elapsed_ns_at_least()));
         user_code();
         worker.leave_runs();
     }
