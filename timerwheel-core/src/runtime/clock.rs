@@ -43,10 +43,24 @@ impl Deadline {
         }
     }
 
-    /// A number in the order of deadlines (as [`Ord`]), compared in one step: for sorting.
+    /// A number in the order of deadlines (as [`Ord`]), then of `position` (saturated to
+    /// 32 bits), compared in one step: a sort by it, unstable and quick, orders deadlines
+    /// as a stable sort does when `position` is each one's place in the list.
     #[inline]
-    pub(crate) fn order_key(self) -> u128 {
-        (u128::from(self.tick) << 32) | u128::from(u32::MAX - self.rounded_up_ns)
+    pub(crate) fn sort_key(self, position: usize) -> u128 {
+        let position = u32::try_from(position).unwrap_or(u32::MAX);
+        (u128::from(self.tick) << 64)
+            | (u128::from(u32::MAX - self.rounded_up_ns) << 32)
+            | u128::from(position)
+    }
+
+    /// The deadline a [`sort_key`](Self::sort_key) was made of.
+    #[inline]
+    pub(crate) fn of_sort_key(key: u128) -> Deadline {
+        Deadline {
+            tick: (key >> 64) as u64,
+            rounded_up_ns: u32::MAX - (key >> 32) as u32,
+        }
     }
 }
 
@@ -297,10 +311,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn deadlines_sort_by_their_order_key_as_they_compare() {
+    fn sort_keys_order_deadlines_then_positions_and_give_the_deadline_back() {
         let ticks = [0, 1, 2, u64::MAX - 1, u64::MAX];
         let rounded = [0, 1, 999_999, u32::MAX - 1, u32::MAX];
-        let all: Vec<Deadline> = ticks
+        let positions = [0, 1, u32::MAX as usize - 1, u32::MAX as usize];
+        let all: Vec<(Deadline, usize)> = ticks
             .iter()
             .flat_map(|&tick| {
                 rounded.map(|rounded_up_ns| Deadline {
@@ -308,12 +323,21 @@ mod tests {
                     rounded_up_ns,
                 })
             })
+            .flat_map(|deadline| positions.map(|position| (deadline, position)))
             .collect();
-        for a in &all {
-            for b in &all {
-                assert_eq!(a.order_key().cmp(&b.order_key()), a.cmp(b), "{a:?} {b:?}");
+        for &(a, at) in &all {
+            assert_eq!(Deadline::of_sort_key(a.sort_key(at)), a);
+            for &(b, bt) in &all {
+                let by_key = a.sort_key(at).cmp(&b.sort_key(bt));
+                assert_eq!(by_key, a.cmp(&b).then(at.cmp(&bt)), "{a:?} {at} {b:?} {bt}");
             }
         }
+        let beyond = Deadline::at_tick(3).sort_key(u32::MAX as usize + 5);
+        assert_eq!(
+            beyond,
+            Deadline::at_tick(3).sort_key(u32::MAX as usize),
+            "saturated"
+        );
     }
 
     #[test]

@@ -759,14 +759,19 @@ impl<T: Task> RuntimeState<T> {
     /// (see [`Deadline`]: within a tick, the one that waited longest goes first), timers
     /// added already due in the order they were added among equal deadlines.
     pub(crate) fn collect_due(&self, tick: u64) -> Vec<(Deadline, TimerId)> {
-        let mut ordered = Vec::new();
+        let mut keyed = Vec::new();
         for (index, shard) in self.shards.iter().enumerate() {
             shard.lock().expire_due(tick, |key, deadline| {
-                ordered.push((deadline, self.ids.encode(index, key)))
+                keyed.push((deadline.sort_key(keyed.len()), self.ids.encode(index, key)))
             });
         }
-        ordered.sort_by_key(|&(deadline, _)| deadline.order_key());
-        ordered
+        // Equal deadlines stay in the order expired: the keys hold it.
+        keyed.sort_unstable_by_key(|&(key, _)| key);
+        let deadline = Deadline::of_sort_key;
+        keyed
+            .into_iter()
+            .map(|(key, id)| (deadline(key), id))
+            .collect()
     }
 
     /// The wheels' work ahead of time, after the due ids went out. Returns the next tick
@@ -968,6 +973,30 @@ mod tests {
             assert_eq!(second, (first + 1) % 4); // no other test's thread came between
         }
         assert_eq!(own_shard(1), 0);
+    }
+
+    #[test]
+    fn due_timers_come_in_deadline_order_and_equal_ones_in_the_order_added() {
+        let config = Config {
+            manual: true,
+            ..Config::default()
+        };
+        let rt = RuntimeState::<crate::BoxTask>::new(config, false);
+        let deadlines = [(5, 0), (7, 0), (5, 0), (7, 300), (5, 0)];
+        let added: Vec<(Deadline, TimerId)> = (0..3000)
+            .map(|n| {
+                let (tick, rounded_up_ns) = deadlines[n % deadlines.len()];
+                let deadline = Deadline {
+                    tick,
+                    rounded_up_ns,
+                };
+                let added = rt.add(deadline, Schedule::Once, Box::new(|_| {}));
+                (deadline, added.ok().unwrap())
+            })
+            .collect();
+        let mut expected = added.clone();
+        expected.sort_by_key(|&(deadline, _)| deadline); // stable: equal ones as added
+        assert!(rt.collect_due(10) == expected);
     }
 
     #[test]
