@@ -189,18 +189,14 @@ impl<'a, T: Task> Runner<'a, T> {
         }
     }
 
-    /// Drops what ended, on this thread; on a worker, stamped as a callback is when the
-    /// drop runs code: a drop function that blocks holds its worker as a blocked callback
+    /// Drops what ended, on this thread. A task whose drop is trivial at once, as anywhere
+    /// (see [`Task::drop_is_trivial`]); else as the timer's drop, on a worker stamped as a
+    /// callback is: a drop function that blocks holds its worker as a blocked callback
     /// does, and the monitor replaces it alike.
     fn drop_ended(&self, id: TimerId, ending: Ending<T>) {
-        let runs_code = match &ending {
-            Ending::Task(task) => !task.drop_is_trivial(),
-            Ending::Group(_) => true,
-        };
-        let drop = || self.inner.end_for(id, ending);
-        match runs_code {
-            true => self.stamped(None, drop),
-            false => drop(),
+        match ending {
+            Ending::Task(task) if task.drop_is_trivial() => drop(task),
+            ending => self.stamped(None, || self.inner.end_for(id, ending)),
         }
     }
 
