@@ -428,7 +428,8 @@ static void test_destroy_nowait_while_callbacks_run(void) {
 
 /* A drop that tw_delete, tw_delete_sync or tw_group_delete runs on the caller's thread
  * destroys the wheel without waiting, then calls it again: as in a callback, that call is
- * TW_ERR_SHUTDOWN, and the delete that ran the drop returns TW_OK; neither reads anything
+ * TW_ERR_SHUTDOWN (tw_destroy too, which would wait for the drop: the wheel is being
+ * destroyed already), and the delete that ran the drop returns TW_OK; neither reads anything
  * freed (the wheel is freed once the drop returned, at once when no thread of the wheel is
  * left, as on a manual wheel). */
 typedef struct {
@@ -436,6 +437,7 @@ typedef struct {
     long inside; /* set once the callback runs */
     long status; /* what tw_destroy_nowait said */
     long later;  /* what a call after it said */
+    long again;  /* what a tw_destroy after it said */
 } destroyer;
 
 static void destroy_nowait_in_drop(void *data) {
@@ -444,12 +446,13 @@ static void destroy_nowait_in_drop(void *data) {
     sleep_ms(30); /* the wheel's threads exit meanwhile */
     tw_timer_id more;
     atomic_set(&d->later, tw_add(d->w, 1, never_runs, NULL, NULL, &more));
+    atomic_set(&d->again, tw_destroy(d->w));
 }
 
 static void test_a_drop_run_by_a_delete_destroys_the_wheel(void) {
     for (int manual = 0; manual <= 1; manual++) {
         for (int via = 0; via < 3; via++) { /* tw_delete, tw_delete_sync, tw_group_delete */
-            destroyer d = {manual ? wheel(0, 0, 1) : wheel(1, 2, 0), 0, -1, -1};
+            destroyer d = {manual ? wheel(0, 0, 1) : wheel(1, 2, 0), 0, -1, -1, -1};
             tw_group_id g = 0;
             tw_timer_id id;
             if (via == 2) {
@@ -462,6 +465,7 @@ static void test_a_drop_run_by_a_delete_destroys_the_wheel(void) {
             CHECK_OK(via == 0 ? tw_delete(d.w, id) : via == 1 ? tw_delete_sync(d.w, id) : tw_group_delete(d.w, g));
             CHECK_OK((tw_status)atomic_get(&d.status));
             CHECK_STATUS((tw_status)atomic_get(&d.later), TW_ERR_SHUTDOWN);
+            CHECK_STATUS((tw_status)atomic_get(&d.again), TW_ERR_SHUTDOWN);
             sleep_ms(20); /* the wheel's threads exit and free it: LeakSanitizer checks at exit */
         }
     }
@@ -480,7 +484,7 @@ static void destroy_nowait_after_a_while(tw_timer_id id, void *data) {
 
 static void test_delete_sync_waits_for_a_callback_that_destroys_the_wheel(void) {
     for (int periodic = 0; periodic <= 1; periodic++) {
-        destroyer d = {wheel(1, 1, 0), 0, -1, -1};
+        destroyer d = {wheel(1, 1, 0), 0, -1, -1, -1};
         tw_timer_id id;
         if (periodic)
             CHECK_OK(tw_add_periodic(d.w, 1, 1000, TW_FIXED_RATE, destroy_nowait_after_a_while,

@@ -440,7 +440,8 @@ impl<T: Task> Runtime<T> {
     /// Stops the tick thread, waits for running callbacks, drops every pending timer
     /// without running it and returns how many were dropped. `Busy` from inside one of
     /// this runtime's callbacks or on a shared runtime (nothing changes); `Shutdown` if
-    /// already shut down (also from a drop of a pending timer that the shutdown runs).
+    /// already shut down, also from inside its callbacks and drops (a drop the shutdown
+    /// runs, one that shut it down without waiting).
     /// In a fork() child, for a runtime started before the fork: drops
     /// the pending timers without waiting for the parent's threads (see the module docs).
     pub fn shutdown(&self) -> Result<usize, Error> {

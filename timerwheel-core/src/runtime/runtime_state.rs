@@ -255,7 +255,7 @@ impl<T: Task> RuntimeState<T> {
         if self.forked() {
             return Err(Error::Forked);
         }
-        if self.shutting_down.load(Relaxed) {
+        if self.is_shut_down() {
             return Err(Error::Shutdown);
         }
         match self.exports.under_way() && exporting_here(self.id()) {
@@ -611,7 +611,7 @@ impl<T: Task> RuntimeState<T> {
     #[cold]
     fn not_found_or_shutdown(&self, error: Error) -> Error {
         match error {
-            Error::NotFound if self.shutting_down.load(Relaxed) => Error::Shutdown,
+            Error::NotFound if self.is_shut_down() => Error::Shutdown,
             error => error,
         }
     }
@@ -902,6 +902,11 @@ impl<T: Task> RuntimeState<T> {
     /// back in).
     pub(crate) fn exporting_here(&self) -> bool {
         exporting_here(self.id())
+    }
+
+    /// Whether a shutdown began.
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.shutting_down.load(Relaxed)
     }
 
     /// Marks the runtime as shutting down; false if it already was.

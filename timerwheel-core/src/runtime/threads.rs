@@ -2,13 +2,11 @@
 //! first workers; at shutdown, the tick thread stops, the executor closes (waiting for
 //! running callbacks) or stops (not waiting), then every pending timer is dropped.
 
-use std::cell::Cell;
 use std::sync::Arc;
 
 use super::fork;
 use super::runtime_state::RuntimeState;
 use super::sync;
-use super::sync::thread_local;
 use super::ticker::ticker_main;
 use super::worker::spawn_worker;
 use super::{Config, Error, Task};
@@ -43,8 +41,10 @@ pub(crate) fn start<T: Task>(config: Config, shared: bool) -> Result<Arc<Runtime
 /// [`Runtime::shutdown_at_exit`](super::Runtime::shutdown_at_exit): waits for running
 /// callbacks, then drops every pending timer; how many.
 pub(crate) fn shutdown<T: Task>(inner: &RuntimeState<T>) -> Result<usize, Error> {
-    // Before `Busy`: a drop that this thread's shutdown of the runtime runs is inside it.
-    if DISCARDING.with(Cell::get) == inner.id() {
+    // Before `Busy`: a runtime shut down already has nothing to wait for, also from its
+    // own drops (one that the shutdown's discards run, one that shut it down without
+    // waiting) and callbacks.
+    if inner.is_shut_down() {
         return Err(Error::Shutdown);
     }
     if inner.would_wait_for_itself() {
@@ -59,7 +59,7 @@ pub(crate) fn shutdown<T: Task>(inner: &RuntimeState<T>) -> Result<usize, Error>
     } else {
         inner.executor.close();
     }
-    Ok(discard_all(inner))
+    Ok(inner.discard_all())
 }
 
 /// [`Runtime::shutdown_nowait_then`](super::Runtime::shutdown_nowait_then): drops every
@@ -77,25 +77,11 @@ pub(crate) fn shutdown_nowait<T: Task>(
     }
     inner.ticker.stop();
     inner.executor.stop();
-    let discarded = discard_all(inner);
+    let discarded = inner.discard_all();
     if inner.forked() {
         release(); // the threads it counts are the parent's: none will let go here
     } else {
         inner.executor.when_unused(Box::new(release));
     }
     Ok(discarded)
-}
-
-thread_local! {
-    /// The runtime whose shutdown drops its pending timers on this thread now (0: none).
-    static DISCARDING: Cell<usize> = const { Cell::new(0) };
-}
-
-/// The runtime's pending timers dropped, on this thread, as the shutdown's discards: a drop
-/// function among them that shuts the runtime down again is `Shutdown` there, not `Busy`.
-fn discard_all<T: Task>(inner: &RuntimeState<T>) -> usize {
-    let outer = DISCARDING.with(|d| d.replace(inner.id()));
-    let discarded = inner.discard_all();
-    DISCARDING.with(|d| d.set(outer));
-    discarded
 }
