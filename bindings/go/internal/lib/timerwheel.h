@@ -1005,8 +1005,10 @@ struct tw_wheel *tw_default(void);
  * - TW_ERR_BUSY: called from inside one of this wheel's callbacks or drop functions, at
  *   any depth (also from a callback of a manual wheel polled inside one): it would wait
  *   for itself (use tw_destroy_nowait there); or `w` is tw_default().
- * - TW_ERR_SHUTDOWN: `w` is being destroyed already: by another thread at the same time
- *   (that call frees it), or by the tw_destroy whose discards run the calling drop function.
+ * - TW_ERR_SHUTDOWN: `w` is being destroyed already, wherever this is called from (before
+ *   TW_ERR_BUSY): by another thread at the same time (that call frees it), by the
+ *   tw_destroy whose discards run the calling drop function, or by a tw_destroy_nowait
+ *   (from the calling callback or drop function too).
  *
  * # Safety
  * `w` is NULL or a wheel from tw_create / tw_default that is not yet destroyed. Not to be
