@@ -847,7 +847,7 @@ static void call_during_shutdown(probe *p, tw_timer_id id) {
                TW_ERR_SHUTDOWN;
     refused += tw_add_at(p->wheel, 0, probe_cb, p, probe_drop, &other) == TW_ERR_SHUTDOWN;
     CHECK(other == 0);
-    CHECK_STATUS(tw_destroy(p->wheel), TW_ERR_BUSY);
+    CHECK_STATUS(tw_destroy(p->wheel), TW_ERR_SHUTDOWN); /* the destroy began: as every call */
     CHECK_STATUS(tw_delete_sync(p->wheel, id), TW_ERR_SHUTDOWN);
     atomic_set(&p->status, refused);
 }
