@@ -1147,7 +1147,8 @@ int64_t tw_now_ms(const struct tw_wheel *w);
  * (normally within an eighth of a tick, 50 us to 1 ms, after; a manual or virtual wheel rounds the deadline
  * up to the tick), on a worker thread (the tick thread when max_workers is 0, inside
  * tw_poll for a manual wheel). Then `drop(user_data)` is called, if `drop` is not NULL.
- * `*out_id` receives the timer's id.
+ * `*out_id` receives the timer's id before the timer can run: `cb` finds it there, however
+ * late the calling thread gets on after the add (docs/contract.md).
  *
  * Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called (the
  * caller still owns `user_data`) and `*out_id` is left untouched:

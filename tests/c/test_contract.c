@@ -7,7 +7,10 @@
 #include "check.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define WAIT_MS 5000
 
@@ -634,6 +637,87 @@ static void test_calls_from_a_nested_poll_see_the_outer_callback(void) {
     CHECK_OK(tw_destroy(n.inner));
 }
 
+
+/* ---- the id is in *out_id before the timer can run ----------------------------------- */
+
+/* A callback that reads its timer's id from where the add stored it (the usual check of a
+ * stale timer: `if (s->timer != id) return;`) finds it there, however late the adding
+ * thread gets to run after its add took effect. Here the store itself is held up: *out_id
+ * lies on a read-only page, and the fault's handler waits 300 ms before it lets the store
+ * through. The timer is due at once, so a store made after the timer became visible comes
+ * long after its run. Not under valgrind: it resumes a faulting store with registers that
+ * may be stale (unless run with --vex-iropt-register-updates=allregs-at-mem-access); the
+ * plain and ASan runs check it. */
+#define OUT_ID_HOLD_MS 300
+
+static char *out_id_page;
+static long out_id_page_size;
+
+static void allow_out_id_after_a_while(int sig, siginfo_t *info, void *context) {
+    (void)sig;
+    (void)context;
+    char *at = info->si_addr;
+    if (at < out_id_page || at >= out_id_page + out_id_page_size) abort();
+    struct timespec hold = {0, OUT_ID_HOLD_MS * 1000L * 1000L};
+    nanosleep(&hold, NULL);
+    mprotect(out_id_page, (size_t)out_id_page_size, PROT_READ | PROT_WRITE);
+}
+
+typedef struct {
+    const volatile tw_timer_id *stored; /* where the add writes the id */
+    tw_timer_id stored_at_run;          /* what the callback found there */
+    tw_timer_id own;                    /* the id the callback was given */
+    long ran;
+} stored_id;
+
+static void read_stored_id(tw_timer_id id, void *data) {
+    stored_id *s = data;
+    s->stored_at_run = *s->stored;
+    s->own = id;
+    atomic_add(&s->ran, 1);
+}
+
+static int under_valgrind(void) {
+    const char *preload = getenv("LD_PRELOAD");
+    return preload != NULL && strstr(preload, "vgpreload") != NULL;
+}
+
+static void add_with_a_held_out_id(int in_group) {
+    if (under_valgrind()) return;
+    tw_wheel *w = wheel(1, 1, 0);
+    tw_group_id group = 0;
+    if (in_group) CHECK_OK(tw_group_create(w, NULL, NULL, &group));
+    out_id_page_size = sysconf(_SC_PAGESIZE);
+    void *page = NULL;
+    CHECK(posix_memalign(&page, (size_t)out_id_page_size, (size_t)out_id_page_size) == 0);
+    out_id_page = page;
+    memset(out_id_page, 0, (size_t)out_id_page_size);
+    tw_timer_id *out_id = (tw_timer_id *)out_id_page;
+    stored_id s = {out_id, 0, 0, 0};
+    struct sigaction hold, before;
+    memset(&hold, 0, sizeof hold);
+    hold.sa_sigaction = allow_out_id_after_a_while;
+    hold.sa_flags = SA_SIGINFO;
+    sigemptyset(&hold.sa_mask);
+    CHECK(sigaction(SIGSEGV, &hold, &before) == 0);
+    CHECK(mprotect(out_id_page, (size_t)out_id_page_size, PROT_READ) == 0);
+    if (in_group) {
+        CHECK_OK(tw_group_add(w, group, 0, read_stored_id, &s, NULL, out_id));
+    } else {
+        CHECK_OK(tw_add(w, 0, read_stored_id, &s, NULL, out_id));
+    }
+    CHECK(wait_for(&s.ran, 1, WAIT_MS));
+    CHECK(sigaction(SIGSEGV, &before, NULL) == 0);
+    CHECK(s.own != 0 && s.own == *out_id);
+    CHECK(s.stored_at_run == s.own);
+    CHECK_OK(tw_destroy(w));
+    mprotect(out_id_page, (size_t)out_id_page_size, PROT_READ | PROT_WRITE);
+    free(out_id_page);
+}
+
+static void test_a_run_finds_the_id_stored_by_its_add(void) { add_with_a_held_out_id(0); }
+static void test_a_group_run_finds_the_id_stored_by_its_add(void) { add_with_a_held_out_id(1); }
+
 int main(void) {
     RUN(test_delete_sync_then_free);
     RUN(test_delete_sync_waits_for_a_drop_run_by_another_delete);
@@ -660,5 +744,7 @@ int main(void) {
     RUN(test_max_timers_counts_only_pending_timers);
     RUN(test_stats_never_count_more_pending_than_max_timers);
     RUN(test_calls_from_a_nested_poll_see_the_outer_callback);
+    RUN(test_a_run_finds_the_id_stored_by_its_add);
+    RUN(test_a_group_run_finds_the_id_stored_by_its_add);
     return check_summary("test_contract");
 }

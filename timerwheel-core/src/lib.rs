@@ -29,5 +29,5 @@ pub use runtime::{
     default_runtime, prefetch, record_callback_failure, BoxTask, Builder, Config, ConfigError,
     Error, Export, ExportedTimer, Group, GroupData, GroupHandle, GroupId, Hold, Lateness, Metrics,
     Missed, PerProcess, PeriodMode, Rejected, Runtime, SharedRuntime, Stats, Task, Timer, TimerId,
-    TimerKind, LATENESS_BOUNDS_US, MAX_WINDOW, MIN_WINDOW, PROMETHEUS_CONTENT_TYPE,
+    TimerKind, When, LATENESS_BOUNDS_US, MAX_WINDOW, MIN_WINDOW, PROMETHEUS_CONTENT_TYPE,
 };

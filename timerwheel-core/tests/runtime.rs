@@ -6,7 +6,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
-use timerwheel_core::{BoxTask, Config, Error, PeriodMode, Runtime, Task, TimerId};
+use timerwheel_core::{BoxTask, Config, Error, GroupId, PeriodMode, Runtime, Task, TimerId, When};
 
 const PATIENCE: Duration = Duration::from_secs(10);
 
@@ -1355,4 +1355,50 @@ fn a_hold_begun_after_a_shutdown_nowait_keeps_the_release_waiting() {
     assert_eq!(second.check_open(), Err(Error::Shutdown));
     drop(second);
     assert!(released.load(SeqCst));
+}
+
+/// `add_publishing` hands the id over before the timer can run: a run that reads it from
+/// where `publish` stored it finds it, even when `publish` is slow and the timer due at
+/// once (in a group too). A timer refused is not published.
+#[test]
+fn a_published_id_is_stored_before_the_timer_runs() {
+    let rt: Runtime<BoxTask> = runtime(1);
+    let group = rt.group_create(Box::new(())).unwrap();
+    for group in [None, Some(group)] {
+        let stored = Arc::new(AtomicU64::new(0));
+        let (tx, rx) = mpsc::channel();
+        let seen = stored.clone();
+        let task: BoxTask = Box::new(move |id: TimerId| {
+            tx.send((id, seen.load(SeqCst))).unwrap();
+        });
+        let publish = |id: TimerId| {
+            thread::sleep(ms(200));
+            stored.store(id.as_u64(), SeqCst);
+        };
+        let when = When::After(Duration::ZERO);
+        let id = rt.add_publishing(when, group, task, publish).unwrap();
+        let (ran, found) = rx.recv_timeout(PATIENCE).unwrap();
+        assert_eq!(ran, id);
+        assert_eq!(found, id.as_u64(), "the run came before the id was stored");
+    }
+    let refused = [
+        (
+            When::After(ms(10)),
+            Some(GroupId::from_u64(u64::MAX).unwrap()),
+        ),
+        (
+            When::Every {
+                delay: ms(10),
+                period: Duration::ZERO,
+                mode: PeriodMode::FixedRate,
+            },
+            None,
+        ),
+    ];
+    for (when, group) in refused {
+        let task: BoxTask = Box::new(|_| {});
+        let published = rt.add_publishing(when, group, task, |_| panic!("published"));
+        assert!(published.is_err());
+    }
+    assert_conserved(&rt);
 }

@@ -4,15 +4,14 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use timerwheel_core::{Missed, PeriodMode, Runtime};
+use timerwheel_core::{PeriodMode, Runtime, When};
 
 use crate::boundary::guard;
 use crate::drop_fn;
 use crate::handle::tw_wheel;
 use crate::ptr::{runtime, Out};
-use crate::task::CTask;
 use crate::time::unix_time;
-use crate::timers::{add_timer, on_id};
+use crate::timers::{add_timer, every_from, on_id};
 use crate::types::{group_id, tw_callback, tw_drop_fn, tw_group_id, tw_status, tw_timer_id};
 use crate::types::{RawMissed, RawPeriodMode};
 
@@ -99,12 +98,12 @@ pub unsafe extern "C" fn tw_group_add(
     out_id: *mut tw_timer_id,
 ) -> tw_status {
     let callback = (cb, user_data, drop);
-    let group = || group_id(group);
-    let add = |runtime: &Runtime<CTask>, group, task| {
-        runtime.group_add(group, Duration::from_millis(delay_ms), task)
+    let when = || {
+        let group = group_id(group)?;
+        Ok((When::After(Duration::from_millis(delay_ms)), Some(group)))
     };
     // SAFETY: the caller keeps tw_add's contract, which is add_timer's.
-    unsafe { add_timer(w, out_id, callback, group, add) }
+    unsafe { add_timer(w, out_id, callback, when) }
 }
 
 /// tw_add_periodic, into the group `group`. Returns what tw_add_periodic returns, and
@@ -126,16 +125,24 @@ pub unsafe extern "C" fn tw_group_add_periodic(
     out_id: *mut tw_timer_id,
 ) -> tw_status {
     let callback = (cb, user_data, drop);
-    let schedule = || Ok((group_id(group)?, PeriodMode::try_from(mode)?));
     let (delay, period) = (
         Duration::from_millis(delay_ms),
         Duration::from_millis(period_ms),
     );
-    let add = |runtime: &Runtime<CTask>, (group, mode), task| {
-        runtime.group_add_periodic(group, delay, period, mode, task)
+    let when = || {
+        let group = group_id(group)?;
+        let mode = PeriodMode::try_from(mode)?;
+        Ok((
+            When::Every {
+                delay,
+                period,
+                mode,
+            },
+            Some(group),
+        ))
     };
     // SAFETY: the caller keeps tw_add's contract, which is add_timer's.
-    unsafe { add_timer(w, out_id, callback, schedule, add) }
+    unsafe { add_timer(w, out_id, callback, when) }
 }
 
 /// tw_add_at, into the group `group`. Returns what tw_add_at returns, and what
@@ -154,11 +161,12 @@ pub unsafe extern "C" fn tw_group_add_at(
     out_id: *mut tw_timer_id,
 ) -> tw_status {
     let callback = (cb, user_data, drop);
-    let schedule = || Ok((group_id(group)?, unix_time(unix_ms)?));
-    let add =
-        |runtime: &Runtime<CTask>, (group, when), task| runtime.group_add_at(group, when, task);
+    let when = || {
+        let group = group_id(group)?;
+        Ok((When::At(unix_time(unix_ms)?), Some(group)))
+    };
     // SAFETY: the caller keeps tw_add's contract, which is add_timer's.
-    unsafe { add_timer(w, out_id, callback, schedule, add) }
+    unsafe { add_timer(w, out_id, callback, when) }
 }
 
 /// tw_add_periodic_at, into the group `group` (a session re-created after a restart, in
@@ -183,19 +191,15 @@ pub unsafe extern "C" fn tw_group_add_periodic_at(
 ) -> tw_status {
     let callback = (cb, user_data, drop);
     let period = Duration::from_millis(period_ms);
-    let schedule = || {
+    let when = || {
+        let group = group_id(group)?;
         Ok((
-            group_id(group)?,
-            unix_time(first_unix_ms)?,
-            PeriodMode::try_from(mode)?,
-            Missed::try_from(missed)?,
+            every_from(first_unix_ms, period, mode, missed)?,
+            Some(group),
         ))
     };
-    let add = |runtime: &Runtime<CTask>, (group, first, mode, missed), task| {
-        runtime.group_add_periodic_at(group, first, period, mode, missed, task)
-    };
     // SAFETY: the caller keeps tw_add's contract, which is add_timer's.
-    unsafe { add_timer(w, out_id, callback, schedule, add) }
+    unsafe { add_timer(w, out_id, callback, when) }
 }
 
 /// Closes a group (its owner lets go of it): it takes no more timers, its timers run on,

@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use timerwheel_core::{Error, Missed, PeriodMode, Rejected, Runtime, TimerId};
+use timerwheel_core::{Error, GroupId, Missed, PeriodMode, Runtime, TimerId, When};
 
 use crate::boundary::guard;
 use crate::handle::tw_wheel;
@@ -17,7 +17,8 @@ use crate::types::{RawMissed, RawPeriodMode};
 /// (normally within an eighth of a tick, 50 us to 1 ms, after; a manual or virtual wheel rounds the deadline
 /// up to the tick), on a worker thread (the tick thread when max_workers is 0, inside
 /// tw_poll for a manual wheel). Then `drop(user_data)` is called, if `drop` is not NULL.
-/// `*out_id` receives the timer's id.
+/// `*out_id` receives the timer's id before the timer can run: `cb` finds it there, however
+/// late the calling thread gets on after the add (docs/contract.md).
 ///
 /// Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called (the
 /// caller still owns `user_data`) and `*out_id` is left untouched:
@@ -43,9 +44,9 @@ pub unsafe extern "C" fn tw_add(
     out_id: *mut tw_timer_id,
 ) -> tw_status {
     let callback = (cb, user_data, drop);
-    let delay = || Ok(Duration::from_millis(delay_ms));
+    let when = || Ok((When::After(Duration::from_millis(delay_ms)), None));
     // SAFETY: the caller keeps tw_add's contract, which is add_timer's.
-    unsafe { add_timer(w, out_id, callback, delay, Runtime::add) }
+    unsafe { add_timer(w, out_id, callback, when) }
 }
 
 /// Adds a periodic timer: first run after `delay_ms`, then every `period_ms`, in `mode`.
@@ -135,11 +136,19 @@ unsafe fn add_periodic(
     out_id: *mut tw_timer_id,
 ) -> tw_status {
     let callback = (cb, user_data, drop);
-    let mode = || PeriodMode::try_from(mode);
-    let add =
-        |runtime: &Runtime<CTask>, mode, task| runtime.add_periodic(delay, period, mode, task);
+    let when = || {
+        let mode = PeriodMode::try_from(mode)?;
+        Ok((
+            When::Every {
+                delay,
+                period,
+                mode,
+            },
+            None,
+        ))
+    };
     // SAFETY: the caller keeps tw_add's contract, which is add_timer's.
-    unsafe { add_timer(w, out_id, callback, mode, add) }
+    unsafe { add_timer(w, out_id, callback, when) }
 }
 
 /// Adds a one-shot timer for a wall-clock time, `unix_ms` milliseconds since the Unix
@@ -167,9 +176,9 @@ pub unsafe extern "C" fn tw_add_at(
     out_id: *mut tw_timer_id,
 ) -> tw_status {
     let callback = (cb, user_data, drop);
-    let when = || unix_time(unix_ms);
+    let when = || Ok((When::At(unix_time(unix_ms)?), None));
     // SAFETY: the caller keeps tw_add_at's contract, which is add_timer's.
-    unsafe { add_timer(w, out_id, callback, when, Runtime::add_at) }
+    unsafe { add_timer(w, out_id, callback, when) }
 }
 
 /// Adds a periodic timer on the schedule first, first + period, first + 2 period, ... given
@@ -210,44 +219,50 @@ pub unsafe extern "C" fn tw_add_periodic_at(
 ) -> tw_status {
     let callback = (cb, user_data, drop);
     let period = Duration::from_millis(period_ms);
-    let schedule = || {
-        let first = unix_time(first_unix_ms)?;
-        Ok((
-            first,
-            PeriodMode::try_from(mode)?,
-            Missed::try_from(missed)?,
-        ))
-    };
-    let add = |runtime: &Runtime<CTask>, (first, mode, missed), task| {
-        runtime.add_periodic_at(first, period, mode, missed, task)
-    };
+    let when = || Ok((every_from(first_unix_ms, period, mode, missed)?, None));
     // SAFETY: the caller keeps tw_add_periodic_at's contract, which is add_timer's.
-    unsafe { add_timer(w, out_id, callback, schedule, add) }
+    unsafe { add_timer(w, out_id, callback, when) }
 }
 
-/// The guarded path of every add: checks `out_id` and `w`, reads the schedule, makes the
-/// task of `cb`, `user_data` and `drop` (a NULL `cb` is refused), adds it with `add` and
-/// writes the new id. Nothing is called of a task that is refused at any step: the caller
-/// still owns `user_data`.
+/// The guarded path of every add: checks `out_id` and `w`, reads when the timer runs and
+/// its group (`when`), makes the task of `cb`, `user_data` and `drop` (a NULL `cb` is
+/// refused) and adds it. The new id is written to `*out_id` before the timer can run, so
+/// that a callback reading it from there finds it. Nothing is called of a task that is
+/// refused at any step: the caller still owns `user_data`.
 ///
 /// # Safety
 /// As for tw_add.
-pub(crate) unsafe fn add_timer<S>(
+pub(crate) unsafe fn add_timer(
     w: *mut tw_wheel,
     out_id: *mut tw_timer_id,
     (cb, user_data, drop): (tw_callback, *mut c_void, tw_drop_fn),
-    schedule: impl FnOnce() -> Result<S, tw_status>,
-    add: impl FnOnce(&Runtime<CTask>, S, CTask) -> Result<TimerId, Rejected<CTask>>,
+    when: impl FnOnce() -> Result<(When, Option<GroupId>), tw_status>,
 ) -> tw_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a writable tw_timer_id.
         let out_id = unsafe { Out::new(out_id) }?;
         // SAFETY: the caller passes NULL or a live wheel.
         let runtime = unsafe { runtime(w) }?;
-        let schedule = schedule()?;
+        let (when, group) = when()?;
         let task = CTask::new(cb, user_data, drop)?;
-        out_id.put(accepted(add(runtime, schedule, task))?);
+        let publish = |id: TimerId| out_id.put(id.as_u64());
+        accepted(runtime.add_publishing(when, group, task, publish))?;
         Ok(())
+    })
+}
+
+/// The schedule of tw_add_periodic_at and tw_group_add_periodic_at.
+pub(crate) fn every_from(
+    first_unix_ms: i64,
+    period: Duration,
+    mode: RawPeriodMode,
+    missed: RawMissed,
+) -> Result<When, tw_status> {
+    Ok(When::EveryFrom {
+        first: unix_time(first_unix_ms)?,
+        period,
+        mode: PeriodMode::try_from(mode)?,
+        missed: Missed::try_from(missed)?,
     })
 }
 

@@ -74,6 +74,7 @@ mod timer;
 mod tsc;
 mod virtual_clock;
 mod wake;
+mod when;
 mod worker;
 
 use std::sync::Arc;
@@ -92,7 +93,9 @@ pub use shared::{default_runtime, SharedRuntime};
 pub use stats::{Lateness, Stats, LATENESS_BOUNDS_US};
 pub use task::{BoxTask, PeriodMode, Task, TimerId};
 pub use timer::Timer;
+pub use when::When;
 
+use clock::Deadline;
 use extras::Schedule;
 use runtime_state::RuntimeState;
 use worker::run_queued;
@@ -176,8 +179,7 @@ impl<T: Task> Runtime<T> {
     /// Adds a one-shot timer that runs `task` once, not before `delay` has passed.
     #[inline]
     pub fn add(&self, delay: Duration, task: T) -> Result<TimerId, Rejected<T>> {
-        let deadline = self.inner.clock.deadline_after(delay);
-        self.inner.add(deadline, Schedule::Once, task)
+        self.add_publishing(When::After(delay), None, task, |_| {})
     }
 
     /// Adds a periodic timer: first run after `delay`, then every `period` (not zero),
@@ -190,12 +192,12 @@ impl<T: Task> Runtime<T> {
         mode: PeriodMode,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
-        let Some(schedule) = periodic_schedule(period, mode) else {
-            let error = Error::Invalid;
-            return Err(Rejected { error, task });
+        let when = When::Every {
+            delay,
+            period,
+            mode,
         };
-        let deadline = self.inner.clock.deadline_after(delay);
-        self.inner.add(deadline, schedule, task)
+        self.add_publishing(when, None, task, |_| {})
     }
 
     /// Adds a one-shot timer for the wall-clock time `when`; a time in the past runs at
@@ -203,8 +205,68 @@ impl<T: Task> Runtime<T> {
     /// wakes (at least once a second while such timers are pending); when it was stepped,
     /// these timers are re-placed so that they still fire at `when` on the new clock.
     pub fn add_at(&self, when: SystemTime, task: T) -> Result<TimerId, Rejected<T>> {
-        let deadline = self.inner.deadline_at(when);
-        self.inner.add(deadline, Schedule::At(when), task)
+        self.add_publishing(When::At(when), None, task, |_| {})
+    }
+
+    /// Adds the timer `when` says, as [`add`](Self::add) and its kin do, into the open
+    /// group `group` if one is given (as [`group_add`](Self::group_add) does), and hands
+    /// its id to `publish` before the timer can run or be seen by any other call: for a
+    /// caller that stores the id where the timer's run reads it (the C ABI's `out_id`).
+    /// `publish` runs under a lock of the runtime: it must be short, and must not call into
+    /// the runtime. It is not called for a timer refused.
+    #[inline(always)]
+    pub fn add_publishing(
+        &self,
+        when: When,
+        group: Option<GroupId>,
+        task: T,
+        publish: impl FnOnce(TimerId),
+    ) -> Result<TimerId, Rejected<T>> {
+        let Some((deadline, schedule)) = self.first_deadline(when) else {
+            let error = Error::Invalid;
+            return Err(Rejected { error, task });
+        };
+        match group {
+            None => self.inner.add(deadline, schedule, task, publish),
+            Some(group) => self.add_in_group(group, deadline, schedule, task, publish),
+        }
+    }
+
+    /// The first deadline and the schedule of a timer added now to run `when`; `None` for
+    /// a zero period.
+    #[inline(always)]
+    fn first_deadline(&self, when: When) -> Option<(Deadline, Schedule)> {
+        let after = |delay| self.inner.clock.deadline_after(delay);
+        match when {
+            When::After(delay) => Some((after(delay), Schedule::Once)),
+            When::Every {
+                delay,
+                period,
+                mode,
+            } => Some((after(delay), periodic_schedule(period, mode)?)),
+            When::At(when) => Some((self.inner.deadline_at(when), Schedule::At(when))),
+            When::EveryFrom {
+                first,
+                period,
+                mode,
+                missed,
+            } => self.resumed_schedule(first, period, mode, missed),
+        }
+    }
+
+    /// The insert of [`add_publishing`](Self::add_publishing) into a group: out of the
+    /// way of the adds outside groups.
+    #[inline(never)]
+    fn add_in_group(
+        &self,
+        group: GroupId,
+        deadline: Deadline,
+        schedule: Schedule,
+        task: T,
+        publish: impl FnOnce(TimerId),
+    ) -> Result<TimerId, Rejected<T>> {
+        self.inner
+            .add_in_group(group, deadline, schedule, task, publish)
     }
 
     /// [`add_at`](Self::add_at) of many timers at once (the restore of durable timers):
@@ -233,9 +295,7 @@ impl<T: Task> Runtime<T> {
         delay: Duration,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
-        let deadline = self.inner.clock.deadline_after(delay);
-        self.inner
-            .add_in_group(group, deadline, Schedule::Once, task)
+        self.add_publishing(When::After(delay), Some(group), task, |_| {})
     }
 
     /// [`add_periodic`](Self::add_periodic), into the open group `group`.
@@ -247,16 +307,12 @@ impl<T: Task> Runtime<T> {
         mode: PeriodMode,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
-        match periodic_schedule(period, mode) {
-            Some(schedule) => {
-                let deadline = self.inner.clock.deadline_after(delay);
-                self.inner.add_in_group(group, deadline, schedule, task)
-            }
-            None => Err(Rejected {
-                error: Error::Invalid,
-                task,
-            }),
-        }
+        let when = When::Every {
+            delay,
+            period,
+            mode,
+        };
+        self.add_publishing(when, Some(group), task, |_| {})
     }
 
     /// [`add_at`](Self::add_at), into the open group `group`.
@@ -266,9 +322,7 @@ impl<T: Task> Runtime<T> {
         when: SystemTime,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
-        let deadline = self.inner.deadline_at(when);
-        self.inner
-            .add_in_group(group, deadline, Schedule::At(when), task)
+        self.add_publishing(When::At(when), Some(group), task, |_| {})
     }
 
     /// Closes a group to new timers (its owner lets go of it): its timers run on, and its

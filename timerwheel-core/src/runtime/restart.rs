@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use super::clock::{Clock, Deadline};
 use super::extras::Schedule;
 use super::periodic::resume;
-use super::{period_ns, Error, GroupId, PeriodMode, Rejected, Runtime, Task, TimerId};
+use super::{period_ns, Error, GroupId, PeriodMode, Rejected, Runtime, Task, TimerId, When};
 
 /// What a periodic timer re-created at an absolute start
 /// ([`Runtime::add_periodic_at`]) does with the points of its schedule that passed before
@@ -89,8 +89,13 @@ impl<T: Task> Runtime<T> {
         missed: Missed,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
-        let add = |deadline, schedule, task| self.inner.add(deadline, schedule, task);
-        self.add_resumed(first, period, mode, missed, task, add)
+        let when = When::EveryFrom {
+            first,
+            period,
+            mode,
+            missed,
+        };
+        self.add_publishing(when, None, task, |_| {})
     }
 
     /// [`add_periodic_at`](Self::add_periodic_at), into the open group `group` (see
@@ -104,26 +109,25 @@ impl<T: Task> Runtime<T> {
         missed: Missed,
         task: T,
     ) -> Result<TimerId, Rejected<T>> {
-        let add =
-            |deadline, schedule, task| self.inner.add_in_group(group, deadline, schedule, task);
-        self.add_resumed(first, period, mode, missed, task, add)
+        let when = When::EveryFrom {
+            first,
+            period,
+            mode,
+            missed,
+        };
+        self.add_publishing(when, Some(group), task, |_| {})
     }
 
-    /// Adds, with `add`, the timer of [`add_periodic_at`](Self::add_periodic_at): its first
-    /// deadline and its schedule. `Invalid` for a zero period.
-    fn add_resumed(
+    /// The first deadline and the schedule of the timer of
+    /// [`add_periodic_at`](Self::add_periodic_at); `None` for a zero period.
+    pub(super) fn resumed_schedule(
         &self,
         first: SystemTime,
         period: Duration,
         mode: PeriodMode,
         missed: Missed,
-        task: T,
-        add: impl FnOnce(Deadline, Schedule, T) -> Result<TimerId, Rejected<T>>,
-    ) -> Result<TimerId, Rejected<T>> {
-        let Some(period_ns) = period_ns(period) else {
-            let error = Error::Invalid;
-            return Err(Rejected { error, task });
-        };
+    ) -> Option<(Deadline, Schedule)> {
+        let period_ns = period_ns(period)?;
         let clock = &self.inner.clock;
         let (now, wall) = (clock.elapsed_ns(), clock.wall_now());
         let at = |delay: u128| clock.deadline_of_wide(u128::from(now) + delay);
@@ -141,7 +145,7 @@ impl<T: Task> Runtime<T> {
                 then: at(then),
             },
         };
-        add(at(delay), schedule, task)
+        Some((at(delay), schedule))
     }
 
     /// Hands every pending timer to `visit`, as of one instant, in deadline order, with

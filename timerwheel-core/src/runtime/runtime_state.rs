@@ -83,6 +83,15 @@ enum ChunkStop<T> {
     Refused(Error, T),
 }
 
+/// Why a shard refused one timer: with the task, and for a full shard the `publish` of
+/// the id too, for the next shard.
+enum Refused<T, P> {
+    /// The shard holds all it can.
+    Full(T, P),
+    /// The add is refused.
+    Other(Error, T),
+}
+
 /// Timers a bulk add inserts under one taking of the shard's lock: the tick thread waits
 /// for at most one chunk.
 const BULK_CHUNK: usize = 4096;
@@ -349,62 +358,82 @@ impl<T: Task> RuntimeState<T> {
         }
     }
 
+    /// Adds a timer in the calling thread's shard (see
+    /// [`Runtime::add_publishing`](super::Runtime::add_publishing) for `publish`).
     #[inline]
-    pub(crate) fn add(
+    pub(crate) fn add<P: FnOnce(TimerId)>(
         &self,
         deadline: Deadline,
         schedule: Schedule,
         task: T,
+        publish: P,
     ) -> Result<TimerId, Rejected<T>> {
         if let Err(error) = self.admit() {
             return Err(Rejected { error, task });
         }
         let own = own_shard(self.shards.len());
-        let (index, inserted) = match self.insert_into(own, deadline, schedule, task) {
-            Err((Error::Full, task)) => self.insert_past(own, deadline, schedule, task),
-            inserted => (own, inserted),
-        };
-        self.added(index, deadline, inserted)
+        match self.insert_into(own, deadline, schedule, task, publish) {
+            Ok(id) => self.added(deadline, Ok::<_, Refused<T, P>>(id)),
+            Err(refused) => self.add_past(own, deadline, schedule, refused),
+        }
     }
 
     /// A shard holds at most MAX_PER_SHARD timers: past that, one thread's timers go on in
-    /// the shards after its own, `full`. The shard the timer went to, and how.
+    /// the shards after its own, `full`, which refused the timer.
     #[cold]
     #[inline(never)]
-    fn insert_past(
+    fn add_past<P: FnOnce(TimerId)>(
         &self,
         full: usize,
         deadline: Deadline,
         schedule: Schedule,
-        task: T,
-    ) -> (usize, Result<Key, (Error, T)>) {
+        refused: Refused<T, P>,
+    ) -> Result<TimerId, Rejected<T>> {
+        let (mut task, mut publish) = match refused {
+            Refused::Full(task, publish) => (task, publish),
+            refused => return self.added(deadline, Err(refused)),
+        };
         let mut index = self.next_shard(full);
-        let mut task = task;
         while index != full {
-            match self.insert_into(index, deadline, schedule, task) {
-                Err((Error::Full, refused)) => task = refused,
-                inserted => return (index, inserted),
+            match self.insert_into(index, deadline, schedule, task, publish) {
+                Err(Refused::Full(refused, unused)) => (task, publish) = (refused, unused),
+                added => return self.added(deadline, added),
             }
             index = self.next_shard(index);
         }
-        (full, Err((Error::Full, task)))
+        self.added(deadline, Err(Refused::Full(task, publish)))
     }
 
-    /// Inserts one timer into the shard `index`, under its lock. Always inlined: out of
-    /// line, the task and the result move through memory.
+    /// Inserts one timer into the shard `index`, under its lock, and hands its id to
+    /// `publish` before the lock is let go: before the timer can run, or be seen by any
+    /// call. Always inlined: out of line, the task and the result move through memory.
     #[inline(always)]
-    fn insert_into(
+    fn insert_into<P: FnOnce(TimerId)>(
         &self,
         index: usize,
         deadline: Deadline,
         schedule: Schedule,
         task: T,
-    ) -> Result<Key, (Error, T)> {
+        publish: P,
+    ) -> Result<TimerId, Refused<T, P>> {
         let shard = &self.shards[index];
         let mut state = shard.lock();
-        let inserted = state.insert(deadline, schedule, task);
+        let added = match state.insert(deadline, schedule, task) {
+            Ok(key) => Ok(self.published(index, key, publish)),
+            Err((Error::Full, task)) => Err(Refused::Full(task, publish)),
+            Err((error, task)) => Err(Refused::Other(error, task)),
+        };
         shard.unlock_after_insert(state);
-        inserted
+        added
+    }
+
+    /// The id of the timer just inserted as `key` into the shard `index`, handed to
+    /// `publish` (under the shard's lock).
+    #[inline(always)]
+    fn published(&self, index: usize, key: Key, publish: impl FnOnce(TimerId)) -> TimerId {
+        let id = self.ids.encode(index, key);
+        publish(id);
+        id
     }
 
     /// [`add`](Self::add) of many wall-clock one-shots (a restore), in the calling thread's
@@ -479,22 +508,25 @@ impl<T: Task> RuntimeState<T> {
         (index + 1) & (self.shards.len() - 1)
     }
 
-    /// After an insert into the shard `index`: the new timer's id, or the refusal (its
-    /// place under `max_timers` given back).
+    /// After an insert: the new timer's id, or the refusal (its place under `max_timers`
+    /// given back).
     #[inline]
-    fn added(
+    fn added<P>(
         &self,
-        index: usize,
         deadline: Deadline,
-        inserted: Result<Key, (Error, T)>,
+        added: Result<TimerId, Refused<T, P>>,
     ) -> Result<TimerId, Rejected<T>> {
-        match inserted {
-            Ok(key) => {
+        match added {
+            Ok(id) => {
                 self.ticker.notify_if_earlier(deadline.tick);
-                Ok(self.ids.encode(index, key))
+                Ok(id)
             }
-            Err((error, task)) => {
+            Err(refused) => {
                 self.capacity.give_back(1);
+                let (error, task) = match refused {
+                    Refused::Full(task, _) => (Error::Full, task),
+                    Refused::Other(error, task) => (error, task),
+                };
                 Err(Rejected { error, task })
             }
         }
@@ -522,23 +554,26 @@ impl<T: Task> RuntimeState<T> {
     }
 
     /// [`add`](Self::add) into the open group `group`, in the group's shard.
-    pub(crate) fn add_in_group(
+    pub(crate) fn add_in_group<P: FnOnce(TimerId)>(
         &self,
         group: GroupId,
         deadline: Deadline,
         schedule: Schedule,
         task: T,
+        publish: P,
     ) -> Result<TimerId, Rejected<T>> {
         let found = self.check_open().and_then(|()| self.group_of(group));
         let (index, group) = match found.and_then(|found| self.admit().map(|()| found)) {
             Ok(found) => found,
             Err(error) => return Err(Rejected { error, task }),
         };
-        let shard = &self.shards[index];
-        let inserted = shard
-            .lock()
-            .insert_in_group(group, deadline, schedule, task);
-        self.added(index, deadline, inserted)
+        let mut state = self.shards[index].lock();
+        let added = match state.insert_in_group(group, deadline, schedule, task) {
+            Ok(key) => Ok(self.published(index, key, publish)),
+            Err((error, task)) => Err(Refused::Other::<T, P>(error, task)),
+        };
+        drop(state);
+        self.added(deadline, added)
     }
 
     /// Closes a group to new timers; its drop runs now if it has no timer left, else after
@@ -995,7 +1030,7 @@ mod tests {
                     tick,
                     rounded_up_ns,
                 };
-                let added = rt.add(deadline, Schedule::Once, Box::new(|_| {}));
+                let added = rt.add(deadline, Schedule::Once, Box::new(|_| {}), |_| {});
                 (deadline, added.ok().unwrap())
             })
             .collect();
@@ -1010,7 +1045,7 @@ mod tests {
         let shards = rt.shards.len();
         let own = own_shard(shards);
         let deadline = rt.deadline_at(SystemTime::now() + std::time::Duration::from_secs(60));
-        let add = || rt.add(deadline, Schedule::Once, Box::new(|_| {}));
+        let add = || rt.add(deadline, Schedule::Once, Box::new(|_| {}), |_| {});
         let shard_of = |id| rt.ids.decode(id).0;
         let added: Vec<usize> = (0..2 * shards)
             .map(|_| shard_of(add().ok().unwrap()))
@@ -1038,7 +1073,7 @@ mod tests {
         let rt = RuntimeState::<crate::BoxTask>::new(Config::default(), false);
         let deadline = rt.deadline_at(SystemTime::now() + std::time::Duration::from_secs(60));
         let add = || {
-            rt.add(deadline, Schedule::Once, Box::new(|_| {}))
+            rt.add(deadline, Schedule::Once, Box::new(|_| {}), |_| {})
                 .ok()
                 .unwrap()
         };

@@ -114,7 +114,7 @@ impl GroupHandle {
         task: BoxTask,
     ) -> Result<Timer, Error> {
         self.with(|rt| {
-            rt.add_in_group(self.id, deadline(rt), schedule, task)
+            rt.add_in_group(self.id, deadline(rt), schedule, task, |_| {})
                 .map(|id| Timer::new(id, self.runtime.clone()))
                 .map_err(|rejected| rejected.error)
         })

@@ -423,8 +423,9 @@ impl<T> ShardState<T> {
 
     /// Adds a timer. A plain one (a one-shot whose task's drop does nothing, of a type that
     /// allows it: [`Task::CANCEL_WITHOUT_LOCK`]) still pending is opened to cancels without
-    /// the lock (`shard_lock.rs`).
-    #[inline]
+    /// the lock (`shard_lock.rs`). Always inlined: out of line, the task and the result
+    /// move through memory.
+    #[inline(always)]
     pub(crate) fn insert(
         &mut self,
         deadline: Deadline,
@@ -443,7 +444,7 @@ impl<T> ShardState<T> {
         Ok(key)
     }
 
-    #[inline]
+    #[inline(always)]
     fn insert_closed_to_shared_cancels(
         &mut self,
         deadline: Deadline,

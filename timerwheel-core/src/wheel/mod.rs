@@ -266,7 +266,7 @@ impl<T> Wheel<T> {
 
     /// Adds `value`, due at tick `deadline` (any u64; one already past is due at the next
     /// advance).
-    #[inline]
+    #[inline(always)]
     pub fn insert(&mut self, deadline: u64, value: T) -> Result<Key, Full<T>> {
         if !self.retired.is_empty() && !self.pool.has_free() {
             self.unlink_retired(); // reuse before growing

@@ -119,7 +119,7 @@ impl<T> Pool<T> {
     }
 
     /// Takes a node for `value`, detached; hands the value back when the pool is full.
-    #[inline]
+    #[inline(always)]
     pub(super) fn alloc(&mut self, deadline: u64, value: T) -> Result<u32, T> {
         if self.live >= self.limit {
             return Err(value);
