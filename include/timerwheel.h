@@ -1446,7 +1446,8 @@ enum tw_status tw_group_delete(struct tw_wheel *w, tw_group_id group);
  * tw_delete_sync of such a timer waits for it. Called from `fn`, every function of this
  * wheel that changes it or waits (tw_add*, tw_reset, tw_delete*, tw_poll, tw_advance*,
  * tw_export, tw_destroy*, tw_group_*) returns TW_ERR_BUSY at once and changes nothing
- * (tw_poll and tw_advance* on a wheel they do not serve still give their TW_ERR_INVALID
+ * (TW_ERR_SHUTDOWN once another thread began to destroy the wheel, as from anywhere;
+ * tw_poll and tw_advance* on a wheel they do not serve still give their TW_ERR_INVALID
  * first); tw_get_stats, tw_now_ms and tw_next_timeout_ms work.
  *
  * Returns TW_OK, or (and `fn` is not called):

@@ -188,6 +188,55 @@ static void test_batches_from_an_export_are_busy(void) {
     CHECK_OK(tw_destroy(r.w));
 }
 
+/* An export's function calls the wheel while another thread destroys it: once the destroy
+ * began, every call answers TW_ERR_SHUTDOWN there, tw_destroy_nowait too, as anywhere else
+ * (TW_ERR_BUSY is an export's function's answer on a wheel that goes on). */
+typedef struct {
+    tw_wheel *w;
+    long in_export; /* the export's function started */
+    long calls;
+    long add_status;
+    long destroy_nowait_status;
+    long destroy_status;
+} destroyed_under_export;
+
+static void *destroy_once_exporting(void *data) {
+    destroyed_under_export *d = data;
+    wait_for(&d->in_export, 1, WAIT_MS);
+    atomic_set(&d->destroy_status, tw_destroy(d->w));
+    return NULL;
+}
+
+static void call_until_destroyed(void *ctx, const tw_timer_info *info) {
+    (void)info;
+    destroyed_under_export *d = ctx;
+    if (atomic_add(&d->calls, 1) != 1) return;
+    atomic_set(&d->in_export, 1);
+    tw_timer_id id;
+    tw_status added = TW_ERR_BUSY;
+    int64_t give_up = now_ns() + (int64_t)WAIT_MS * 1000000;
+    while (added == TW_ERR_BUSY && now_ns() < give_up) {
+        sleep_ms(1);
+        added = tw_add(d->w, 100000, never_runs, NULL, NULL, &id);
+    }
+    atomic_set(&d->add_status, added);
+    atomic_set(&d->destroy_nowait_status, tw_destroy_nowait(d->w));
+}
+
+static void test_destroy_nowait_from_an_export_during_a_destroy_is_shutdown(void) {
+    destroyed_under_export d = {wheel(1, 1, 0), 0, 0, -1, -1, -1};
+    tw_timer_id id;
+    CHECK_OK(tw_add(d.w, 100000, never_runs, NULL, NULL, &id));
+    pthread_t destroyer;
+    CHECK(pthread_create(&destroyer, NULL, destroy_once_exporting, &d) == 0);
+    CHECK_OK(tw_export(d.w, call_until_destroyed, &d, NULL));
+    pthread_join(destroyer, NULL);
+    CHECK(d.calls == 1);
+    CHECK_STATUS((tw_status)d.add_status, TW_ERR_SHUTDOWN);
+    CHECK_STATUS((tw_status)d.destroy_nowait_status, TW_ERR_SHUTDOWN);
+    CHECK_OK((tw_status)d.destroy_status);
+}
+
 /* ---- a drop function may call what a callback may, before the next run starts -------- */
 
 typedef struct {
@@ -723,6 +772,7 @@ int main(void) {
     RUN(test_delete_sync_waits_for_a_drop_run_by_another_delete);
     RUN(test_calls_during_destroy_are_shutdown_for_every_id);
     RUN(test_batches_from_an_export_are_busy);
+    RUN(test_destroy_nowait_from_an_export_during_a_destroy_is_shutdown);
     RUN(test_drop_deletes_a_due_one_shot);
     RUN(test_drop_delete_syncs_a_due_one_shot);
     RUN(test_drop_deletes_a_due_periodic);

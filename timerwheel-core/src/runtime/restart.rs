@@ -165,7 +165,8 @@ impl<T: Task> Runtime<T> {
     /// `export` returns, so what a copy points into stays valid while `visit` runs;
     /// `cancel_sync` of such a timer waits for that drop. Called back from `copy` or
     /// `visit`, every method of this runtime that changes it or waits returns `Busy` and
-    /// changes nothing; from `visit`, `stats`, `now` and `is_pending` work. `Shutdown` or
+    /// changes nothing (`Shutdown` once another thread began its shutdown, as from
+    /// anywhere); from `visit`, `stats`, `now` and `is_pending` work. `Shutdown` or
     /// `Forked` as `add` gives them; `Busy` from inside another export of this runtime.
     pub fn export<S>(
         &self,

@@ -69,6 +69,10 @@ pub(crate) fn shutdown_nowait<T: Task>(
     inner: &RuntimeState<T>,
     release: impl FnOnce() + Send + 'static,
 ) -> Result<usize, Error> {
+    // Before `Busy`, as in `shutdown`: also from an export's function.
+    if inner.is_shut_down() {
+        return Err(Error::Shutdown);
+    }
     if inner.shared || inner.exporting_here() {
         return Err(Error::Busy);
     }
