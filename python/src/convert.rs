@@ -34,18 +34,28 @@ pub fn delay(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Duration> {
 }
 
 /// Float seconds (`name` is the argument's name, for the message) as a `Duration`, rounded
-/// to the nearest nanosecond; the runtime then rounds it up to its tick, never down.
+/// to the nearest nanosecond (a half up); the runtime then rounds it up to its tick, never
+/// down.
+#[inline]
 pub fn seconds(name: &str, value: f64) -> PyResult<Duration> {
-    if value.is_nan() || value < 0.0 {
-        return Err(invalid(format!(
+    // Adding a half then truncating rounds a value >= 0 to the nearest (without a call
+    // to `round`); NaN fails the first test.
+    let nanos = value * 1e9 + 0.5;
+    if value >= 0.0 && nanos < u64::MAX as f64 {
+        return Ok(Duration::from_nanos(nanos as u64));
+    }
+    Err(out_of_range(name, value))
+}
+
+/// The error of [`seconds`] for `value`.
+#[cold]
+fn out_of_range(name: &str, value: f64) -> PyErr {
+    match value.is_nan() || value < 0.0 {
+        true => invalid(format!(
             "{name} must be a number of seconds >= 0, got {value}"
-        )));
+        )),
+        false => invalid(format!("{name} is too large: {value} seconds")),
     }
-    let nanos = (value * 1e9).round();
-    if nanos >= u64::MAX as f64 {
-        return Err(invalid(format!("{name} is too large: {value} seconds")));
-    }
-    Ok(Duration::from_nanos(nanos as u64))
 }
 
 /// A period: like [`delay`], and more than zero.

@@ -210,7 +210,10 @@ impl Drop for PyTask {
     fn drop(&mut self) {
         let held = std::mem::replace(&mut self.held, Held::Released);
         if let Held::Func(_) | Held::Call(_) = held {
-            if let Err(held) = release(held) {
+            if ATTACHED_DROPS.try_with(Cell::get).unwrap_or(false) {
+                // Attached, in a call of `attached_drops`: the references go at once.
+                drop(held);
+            } else if let Err(held) = release(held) {
                 // The interpreter is gone: the references cannot be released any more.
                 std::mem::forget(held);
             }

@@ -59,21 +59,22 @@ pub(crate) fn task(
     Ok(PyTask::new(callback, args, kwargs))
 }
 
-/// The two first positional arguments of a call, and the callback's arguments after them.
-type Split<'py> = (
-    Bound<'py, PyAny>,
-    Bound<'py, PyAny>,
+/// The two first positional arguments of a call (borrowed from its tuple), and the
+/// callback's arguments after them.
+type Split<'a, 'py> = (
+    Borrowed<'a, 'py, PyAny>,
+    Borrowed<'a, 'py, PyAny>,
     Option<Bound<'py, PyTuple>>,
 );
 
 /// The two positional-only parameters `names` of the method `what` of `_Wheel` and the
 /// callback's positional arguments after them (None when there are none), from the tuple of
 /// every positional argument; the TypeError of a call without them as Python words it.
-fn two_first<'py>(
-    args: &Bound<'py, PyTuple>,
+fn two_first<'a, 'py>(
+    args: &'a Bound<'py, PyTuple>,
     what: &str,
     names: [&str; 2],
-) -> PyResult<Split<'py>> {
+) -> PyResult<Split<'a, 'py>> {
     let given = args.len();
     if given < 2 {
         let missing = match given {
@@ -88,7 +89,7 @@ fn two_first<'py>(
         )));
     }
     let rest = (given > 2).then(|| args.get_slice(2, given));
-    Ok((args.get_item(0)?, args.get_item(1)?, rest))
+    Ok((args.get_borrowed_item(0)?, args.get_borrowed_item(1)?, rest))
 }
 
 /// The period and the first delay of `call_every(period, ..., first=...)`: one period when
@@ -349,7 +350,7 @@ impl Wheel {
     ) -> PyResult<Timer> {
         let (delay, callback, args) = two_first(args, "call_later", ["delay", "callback"])?;
         let delay = self::delay("delay", &delay)?;
-        let task = task(callback, args, kwargs)?;
+        let task = task(callback.to_owned(), args, kwargs)?;
         self.added(self.rt.add(delay, task), "call_later")
     }
 

@@ -16,7 +16,7 @@ from timerwheel import (
 
 from conftest import wait_until
 
-BAD_DELAYS = [-1, -0.001, math.nan, math.inf, 1e30]
+BAD_DELAYS = [-1, -0.001, -1e-30, math.nan, math.inf, 1e30]
 
 
 @pytest.mark.parametrize("delay", BAD_DELAYS)
