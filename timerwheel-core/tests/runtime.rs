@@ -1401,4 +1401,18 @@ fn a_published_id_is_stored_before_the_timer_runs() {
         assert!(published.is_err());
     }
     assert_conserved(&rt);
+    // Full (`max_timers`), in a group or not.
+    let full: Runtime<BoxTask> = Runtime::new(Config {
+        max_timers: 1,
+        ..Config::default()
+    })
+    .unwrap();
+    let group = full.group_create(Box::new(())).unwrap();
+    full.add(ms(60_000), Box::new(|_| {})).unwrap();
+    for group in [None, Some(group)] {
+        let when = When::After(ms(10));
+        let task: BoxTask = Box::new(|_| {});
+        let published = full.add_publishing(when, group, task, |_| panic!("published"));
+        assert_eq!(published.err().map(|r| r.error), Some(Error::Full));
+    }
 }
