@@ -4,14 +4,14 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use timerwheel_core::{PeriodMode, Runtime, When};
+use timerwheel_core::{Runtime, When};
 
 use crate::boundary::guard;
 use crate::drop_fn;
 use crate::handle::tw_wheel;
 use crate::ptr::{runtime, Out};
 use crate::time::unix_time;
-use crate::timers::{add_timer, every_from, on_id};
+use crate::timers::{add_timer, every, every_from, on_id};
 use crate::types::{group_id, tw_callback, tw_drop_fn, tw_group_id, tw_status, tw_timer_id};
 use crate::types::{RawMissed, RawPeriodMode};
 
@@ -131,15 +131,7 @@ pub unsafe extern "C" fn tw_group_add_periodic(
     );
     let when = || {
         let group = group_id(group)?;
-        let mode = PeriodMode::try_from(mode)?;
-        Ok((
-            When::Every {
-                delay,
-                period,
-                mode,
-            },
-            Some(group),
-        ))
+        Ok((every(delay, period, mode)?, Some(group)))
     };
     // SAFETY: the caller keeps tw_add's contract, which is add_timer's.
     unsafe { add_timer(w, out_id, callback, when) }

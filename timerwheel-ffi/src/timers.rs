@@ -136,17 +136,7 @@ unsafe fn add_periodic(
     out_id: *mut tw_timer_id,
 ) -> tw_status {
     let callback = (cb, user_data, drop);
-    let when = || {
-        let mode = PeriodMode::try_from(mode)?;
-        Ok((
-            When::Every {
-                delay,
-                period,
-                mode,
-            },
-            None,
-        ))
-    };
+    let when = || Ok((every(delay, period, mode)?, None));
     // SAFETY: the caller keeps tw_add's contract, which is add_timer's.
     unsafe { add_timer(w, out_id, callback, when) }
 }
@@ -248,6 +238,20 @@ pub(crate) unsafe fn add_timer(
         let publish = |id: TimerId| out_id.put(id.as_u64());
         accepted(runtime.add_publishing(when, group, task, publish))?;
         Ok(())
+    })
+}
+
+/// The schedule of tw_add_periodic and tw_group_add_periodic.
+pub(crate) fn every(
+    delay: Duration,
+    period: Duration,
+    mode: RawPeriodMode,
+) -> Result<When, tw_status> {
+    let mode = PeriodMode::try_from(mode)?;
+    Ok(When::Every {
+        delay,
+        period,
+        mode,
     })
 }
 
