@@ -657,15 +657,33 @@ impl<T: Task> RuntimeState<T> {
         let (shard, key) = self.shard_of(id)?;
         // Known when compiled: other types never try (it costs the lock word two atomics).
         if T::CANCEL_WITHOUT_LOCK {
-            match shard.cancel_shared(key) {
+            return match shard.cancel_shared(key) {
                 SharedCancel::Cancelled => {
                     self.capacity.give_back(1);
-                    return Ok(());
+                    Ok(())
                 }
-                SharedCancel::NotFound => return Err(self.not_found_or_shutdown(Error::NotFound)),
-                SharedCancel::Refused => {}
-            }
+                SharedCancel::NotFound => Err(self.not_found_or_shutdown(Error::NotFound)),
+                SharedCancel::Refused => self.cancel_locked_out_of_line(id, shard, key),
+            };
         }
+        self.cancel_locked(id, shard, key)
+    }
+
+    /// [`cancel_locked`](Self::cancel_locked) out of the way of a cancel without the lock:
+    /// the path without it then saves no registers for the path with it.
+    #[inline(never)]
+    fn cancel_locked_out_of_line(
+        &self,
+        id: TimerId,
+        shard: &Shard<T>,
+        key: Key,
+    ) -> Result<(), Error> {
+        self.cancel_locked(id, shard, key)
+    }
+
+    /// [`cancel_open`](Self::cancel_open) under the shard's lock.
+    #[inline]
+    fn cancel_locked(&self, id: TimerId, shard: &Shard<T>, key: Key) -> Result<(), Error> {
         let mut state = shard.lock();
         let cancelled = state.cancel(key);
         let mut removed = cancelled.map_err(|error| self.not_found_or_shutdown(error))?;

@@ -137,9 +137,7 @@ impl<T> Found<'_, T> {
             node.deadline = deadline;
             return;
         }
-        wheel.unlink(index);
-        wheel.pool.node_mut(index).deadline = deadline;
-        wheel.link(index);
+        wheel.relink(index, deadline);
     }
 }
 
@@ -590,6 +588,15 @@ impl<T> Wheel<T> {
         } else {
             self.occupied[list / 64] |= 1 << (list % 64);
         }
+    }
+
+    /// Moves node `index` to the list of `deadline`. Out of line: the reset that only
+    /// writes the deadline then saves no registers for it.
+    #[inline(never)]
+    fn relink(&mut self, index: u32, deadline: u64) {
+        self.unlink(index);
+        self.pool.node_mut(index).deadline = deadline;
+        self.link(index);
     }
 
     /// Takes a node out of its list; a detached node stays as it is.
