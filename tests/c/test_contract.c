@@ -467,6 +467,42 @@ static void runner_drop(void *data) {
     atomic_add(&r->drops, 1);
 }
 
+/* A callback of a virtual wheel destroys it without waiting, then calls it again: every
+ * call answers TW_ERR_SHUTDOWN there (the header: "every call then returns
+ * TW_ERR_SHUTDOWN"), the advances too, which answer TW_ERR_BUSY from a callback of a
+ * wheel that goes on. */
+typedef struct {
+    tw_wheel *w;
+    long statuses[5]; /* destroy_nowait, advance, advance_to_next, poll, add */
+} virtual_self_destroy;
+
+static void destroy_then_call(tw_timer_id id, void *data) {
+    (void)id;
+    virtual_self_destroy *v = data;
+    size_t ran = 0;
+    tw_timer_id added = 0;
+    v->statuses[0] = tw_destroy_nowait(v->w);
+    v->statuses[1] = tw_advance(v->w, 1, &ran);
+    v->statuses[2] = tw_advance_to_next(v->w, &ran);
+    v->statuses[3] = tw_poll(v->w, &ran);
+    v->statuses[4] = tw_add(v->w, 0, never_runs, NULL, NULL, &added);
+}
+
+static void test_calls_after_destroy_nowait_from_a_virtual_callback_are_shutdown(void) {
+    tw_config cfg;
+    tw_config_init(&cfg);
+    cfg.clock = TW_CLOCK_VIRTUAL;
+    virtual_self_destroy v = {NULL, {-1, -1, -1, -1, -1}};
+    CHECK_OK(tw_create(&cfg, &v.w));
+    tw_timer_id id;
+    CHECK_OK(tw_add(v.w, 0, destroy_then_call, &v, NULL, &id));
+    size_t ran = 0;
+    CHECK_OK(tw_advance(v.w, 1, &ran));
+    CHECK(ran == 1);
+    CHECK_OK((tw_status)v.statuses[0]);
+    for (int i = 1; i < 5; i++) CHECK_STATUS((tw_status)v.statuses[i], TW_ERR_SHUTDOWN);
+}
+
 static void test_destroy_nowait_while_callbacks_run(void) {
     runner r = {wheel(2, 2, 0), 0, -1, 0};
     tw_timer_id id;
@@ -788,6 +824,7 @@ int main(void) {
     RUN(test_destroy_from_a_manual_callback);
     RUN(test_destroy_from_a_manual_drop);
     RUN(test_destroy_nowait_while_callbacks_run);
+    RUN(test_calls_after_destroy_nowait_from_a_virtual_callback_are_shutdown);
     RUN(test_destroy_nowait_refuses_the_default_wheel);
     RUN(test_a_drop_run_by_a_delete_destroys_the_wheel);
     RUN(test_delete_sync_waits_for_a_callback_that_destroys_the_wheel);

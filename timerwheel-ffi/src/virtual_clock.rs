@@ -25,7 +25,8 @@ use crate::types::tw_status;
 /// - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is on the real clock, or the advance
 ///   would take the clock past its range (nothing runs).
 /// - TW_ERR_BUSY: called from inside a callback or drop of this wheel.
-/// - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+/// - TW_ERR_SHUTDOWN: the wheel is being destroyed (from inside its callbacks too, after
+///   tw_destroy_nowait there).
 /// - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
 ///
 /// # Safety

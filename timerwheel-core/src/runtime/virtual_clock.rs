@@ -29,7 +29,8 @@ impl<T: Task> Runtime<T> {
     /// tick; returns how many ran. `Invalid` on the real clock, and for an advance past the
     /// clock's range (2^64 ns from its start, about 584 years), which changes nothing;
     /// `Busy` from inside a callback of this runtime (the run under way would no longer be
-    /// in order). Another thread's advance under way finishes first.
+    /// in order; `Shutdown` there too once the runtime was shut down). Another thread's
+    /// advance under way finishes first.
     pub fn advance(&self, by: Duration) -> Result<usize, Error> {
         self.drive_virtual(|inner| {
             let target = u128::from(inner.clock.elapsed_ns()) + by.as_nanos();
@@ -69,6 +70,9 @@ impl<T: Task> Runtime<T> {
         if !self.inner.clock.is_virtual() {
             return Err(Error::Invalid);
         }
+        // Before `Busy`: a runtime shut down (from this very callback, without waiting)
+        // answers `Shutdown`, as every call does there.
+        self.inner.check_open()?;
         if self.inner.in_callback() {
             return Err(Error::Busy);
         }
