@@ -250,7 +250,8 @@ pub unsafe extern "C" fn tw_next_timeout_ms(w: *mut tw_wheel) -> i64 {
 /// For a manual wheel: runs every callback that is due, on the calling thread, and stores
 /// how many ran in `*ran`. On a virtual clock (with `manual` or not) it is tw_advance(w, 0,
 /// ran): what is due at the clock's reading runs, the clock stays, and it returns what
-/// tw_advance returns (TW_ERR_BUSY from the wheel's callbacks and drops).
+/// tw_advance returns (TW_ERR_BUSY from the wheel's callbacks and drops, TW_ERR_SHUTDOWN there
+/// once the wheel is being destroyed).
 ///
 /// Returns TW_OK, or (and nothing runs):
 /// - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel has threads (also during destroy).
