@@ -1081,7 +1081,8 @@ int64_t tw_next_timeout_ms(struct tw_wheel *w);
  * For a manual wheel: runs every callback that is due, on the calling thread, and stores
  * how many ran in `*ran`. On a virtual clock (with `manual` or not) it is tw_advance(w, 0,
  * ran): what is due at the clock's reading runs, the clock stays, and it returns what
- * tw_advance returns (TW_ERR_BUSY from the wheel's callbacks and drops).
+ * tw_advance returns (TW_ERR_BUSY from the wheel's callbacks and drops, TW_ERR_SHUTDOWN there
+ * once the wheel is being destroyed).
  *
  * Returns TW_OK, or (and nothing runs):
  * - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel has threads (also during destroy).
@@ -1110,7 +1111,8 @@ enum tw_status tw_poll(struct tw_wheel *w, size_t *ran);
  * - TW_ERR_INVALID: `w` or `ran` NULL, or the wheel is on the real clock, or the advance
  *   would take the clock past its range (nothing runs).
  * - TW_ERR_BUSY: called from inside a callback or drop of this wheel.
- * - TW_ERR_SHUTDOWN: the wheel is being destroyed.
+ * - TW_ERR_SHUTDOWN: the wheel is being destroyed (from inside its callbacks too, after
+ *   tw_destroy_nowait there).
  * - TW_ERR_FORKED: in a fork() child, `w` was created before the fork.
  *
  * # Safety
@@ -1147,7 +1149,8 @@ int64_t tw_now_ms(const struct tw_wheel *w);
  * (normally within an eighth of a tick, 50 us to 1 ms, after; a manual or virtual wheel rounds the deadline
  * up to the tick), on a worker thread (the tick thread when max_workers is 0, inside
  * tw_poll for a manual wheel). Then `drop(user_data)` is called, if `drop` is not NULL.
- * `*out_id` receives the timer's id.
+ * `*out_id` receives the timer's id before the timer can run: `cb` finds it there, however
+ * late the calling thread gets on after the add (docs/contract.md).
  *
  * Returns TW_OK, or one of these, and then neither `cb` nor `drop` is ever called (the
  * caller still owns `user_data`) and `*out_id` is left untouched:
@@ -1445,7 +1448,8 @@ enum tw_status tw_group_delete(struct tw_wheel *w, tw_group_id group);
  * tw_delete_sync of such a timer waits for it. Called from `fn`, every function of this
  * wheel that changes it or waits (tw_add*, tw_reset, tw_delete*, tw_poll, tw_advance*,
  * tw_export, tw_destroy*, tw_group_*) returns TW_ERR_BUSY at once and changes nothing
- * (tw_poll and tw_advance* on a wheel they do not serve still give their TW_ERR_INVALID
+ * (TW_ERR_SHUTDOWN once another thread began to destroy the wheel, as from anywhere;
+ * tw_poll and tw_advance* on a wheel they do not serve still give their TW_ERR_INVALID
  * first); tw_get_stats, tw_now_ms and tw_next_timeout_ms work.
  *
  * Returns TW_OK, or (and `fn` is not called):
