@@ -730,19 +730,23 @@ static void test_calls_from_a_nested_poll_see_the_outer_callback(void) {
  * thread gets to run after its add took effect. Here the store itself is held up: *out_id
  * lies on a read-only page, and the fault's handler waits 300 ms before it lets the store
  * through. The timer is due at once, so a store made after the timer became visible comes
- * long after its run. Not under valgrind: it resumes a faulting store with registers that
- * may be stale (unless run with --vex-iropt-register-updates=allregs-at-mem-access); the
- * plain and ASan runs check it. */
+ * long after its run. Nor does an export made during the hold see a timer due later
+ * without its id stored. Not under valgrind: it resumes a faulting store with registers
+ * that may be stale (unless run with --vex-iropt-register-updates=allregs-at-mem-access);
+ * the plain and ASan runs check it. */
 #define OUT_ID_HOLD_MS 300
 
 static char *out_id_page;
 static long out_id_page_size;
+
+static long out_id_held; /* set while the handler holds the store */
 
 static void allow_out_id_after_a_while(int sig, siginfo_t *info, void *context) {
     (void)sig;
     (void)context;
     char *at = info->si_addr;
     if (at < out_id_page || at >= out_id_page + out_id_page_size) abort();
+    atomic_set(&out_id_held, 1);
     struct timespec hold = {0, OUT_ID_HOLD_MS * 1000L * 1000L};
     nanosleep(&hold, NULL);
     mprotect(out_id_page, (size_t)out_id_page_size, PROT_READ | PROT_WRITE);
@@ -750,10 +754,27 @@ static void allow_out_id_after_a_while(int sig, siginfo_t *info, void *context) 
 
 typedef struct {
     const volatile tw_timer_id *stored; /* where the add writes the id */
-    tw_timer_id stored_at_run;          /* what the callback found there */
-    tw_timer_id own;                    /* the id the callback was given */
-    long ran;
+    tw_timer_id stored_at_run;          /* what the callback (or the export) found there */
+    tw_timer_id own;                    /* the id the callback (or the export) was given */
+    long ran;                           /* runs, or timers exported */
+    tw_wheel *w;                        /* for the export */
 } stored_id;
+
+/* The export's function: as the callback, for the one timer of the wheel. */
+static void export_stored_id(void *ctx, const tw_timer_info *info) {
+    stored_id *s = ctx;
+    s->stored_at_run = *s->stored;
+    s->own = info->id;
+    atomic_add(&s->ran, 1);
+}
+
+/* Exports the wheel once the store is held: the timer is pending (due in 10 s). */
+static void *export_while_held(void *data) {
+    stored_id *s = data;
+    wait_for(&out_id_held, 1, WAIT_MS);
+    CHECK_OK(tw_export(s->w, export_stored_id, s, NULL));
+    return NULL;
+}
 
 static void read_stored_id(tw_timer_id id, void *data) {
     stored_id *s = data;
@@ -767,9 +788,12 @@ static int under_valgrind(void) {
     return preload != NULL && strstr(preload, "vgpreload") != NULL;
 }
 
-static void add_with_a_held_out_id(int in_group) {
+/* in_group: the add is tw_group_add; exported: the timer is due in 10 s, and another
+ * thread exports it while the store is held. */
+static void add_with_a_held_out_id(int in_group, int exported) {
     if (under_valgrind()) return;
     tw_wheel *w = wheel(1, 1, 0);
+    atomic_set(&out_id_held, 0);
     tw_group_id group = 0;
     if (in_group) CHECK_OK(tw_group_create(w, NULL, NULL, &group));
     out_id_page_size = sysconf(_SC_PAGESIZE);
@@ -778,7 +802,10 @@ static void add_with_a_held_out_id(int in_group) {
     out_id_page = page;
     memset(out_id_page, 0, (size_t)out_id_page_size);
     tw_timer_id *out_id = (tw_timer_id *)out_id_page;
-    stored_id s = {out_id, 0, 0, 0};
+    stored_id s = {out_id, 0, 0, 0, w};
+    uint64_t delay_ms = exported ? 10000 : 0;
+    pthread_t exporter;
+    if (exported) CHECK(pthread_create(&exporter, NULL, export_while_held, &s) == 0);
     struct sigaction hold, before;
     memset(&hold, 0, sizeof hold);
     hold.sa_sigaction = allow_out_id_after_a_while;
@@ -787,10 +814,11 @@ static void add_with_a_held_out_id(int in_group) {
     CHECK(sigaction(SIGSEGV, &hold, &before) == 0);
     CHECK(mprotect(out_id_page, (size_t)out_id_page_size, PROT_READ) == 0);
     if (in_group) {
-        CHECK_OK(tw_group_add(w, group, 0, read_stored_id, &s, NULL, out_id));
+        CHECK_OK(tw_group_add(w, group, delay_ms, read_stored_id, &s, NULL, out_id));
     } else {
-        CHECK_OK(tw_add(w, 0, read_stored_id, &s, NULL, out_id));
+        CHECK_OK(tw_add(w, delay_ms, read_stored_id, &s, NULL, out_id));
     }
+    if (exported) pthread_join(exporter, NULL);
     CHECK(wait_for(&s.ran, 1, WAIT_MS));
     CHECK(sigaction(SIGSEGV, &before, NULL) == 0);
     CHECK(s.own != 0 && s.own == *out_id);
@@ -800,8 +828,9 @@ static void add_with_a_held_out_id(int in_group) {
     free(out_id_page);
 }
 
-static void test_a_run_finds_the_id_stored_by_its_add(void) { add_with_a_held_out_id(0); }
-static void test_a_group_run_finds_the_id_stored_by_its_add(void) { add_with_a_held_out_id(1); }
+static void test_a_run_finds_the_id_stored_by_its_add(void) { add_with_a_held_out_id(0, 0); }
+static void test_a_group_run_finds_the_id_stored_by_its_add(void) { add_with_a_held_out_id(1, 0); }
+static void test_an_export_finds_the_id_stored_by_its_add(void) { add_with_a_held_out_id(0, 1); }
 
 int main(void) {
     RUN(test_delete_sync_then_free);
@@ -833,5 +862,6 @@ int main(void) {
     RUN(test_calls_from_a_nested_poll_see_the_outer_callback);
     RUN(test_a_run_finds_the_id_stored_by_its_add);
     RUN(test_a_group_run_finds_the_id_stored_by_its_add);
+    RUN(test_an_export_finds_the_id_stored_by_its_add);
     return check_summary("test_contract");
 }
