@@ -214,6 +214,23 @@ impl<T: Task> Runtime<T> {
     /// caller that stores the id where the timer's run reads it (the C ABI's `out_id`).
     /// `publish` runs under a lock of the runtime: it must be short, and must not call into
     /// the runtime. It is not called for a timer refused.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+    /// use std::sync::{mpsc, Arc};
+    /// use std::time::Duration;
+    /// use timerwheel_core::{BoxTask, Runtime, When};
+    ///
+    /// let rt: Runtime<BoxTask> = Runtime::builder().max_workers(1).build().unwrap();
+    /// // The session's current timer: a run of any other timer is stale.
+    /// let current = Arc::new(AtomicU64::new(0));
+    /// let (tx, rx) = mpsc::channel();
+    /// let seen = current.clone();
+    /// let task: BoxTask = Box::new(move |id| tx.send(seen.load(SeqCst) == id.as_u64()).unwrap());
+    /// let publish = |id: timerwheel_core::TimerId| current.store(id.as_u64(), SeqCst);
+    /// rt.add_publishing(When::After(Duration::ZERO), None, task, publish).unwrap();
+    /// assert!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), "the run found its id");
+    /// ```
     #[inline(always)]
     pub fn add_publishing(
         &self,
