@@ -820,10 +820,9 @@ impl<T: Task> RuntimeState<T> {
         }
         // Equal deadlines stay in the order expired: the keys hold it.
         keyed.sort_unstable_by_key(|&(key, _)| key);
-        let deadline = Deadline::of_sort_key;
         keyed
             .into_iter()
-            .map(|(key, id)| (deadline(key), id))
+            .map(|(key, id)| (Deadline::of_sort_key(key), id))
             .collect()
     }
 
