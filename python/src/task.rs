@@ -6,6 +6,8 @@
 
 use std::cell::Cell;
 use std::panic;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -49,10 +51,55 @@ struct Call {
     kwargs: Option<Py<PyDict>>,
 }
 
+/// A callable alone, which the cancel that takes its timer without the shard's lock can
+/// let go of through a shared reference ([`Task::release_shared`]): a reference of its
+/// own, or null once released. Dropped only attached (see `Drop for PyTask`).
+struct Func(AtomicPtr<pyo3::ffi::PyObject>);
+
+impl Func {
+    fn new(func: Py<PyAny>) -> Self {
+        Func(AtomicPtr::new(func.into_ptr()))
+    }
+
+    /// The callable; `None` once released. Relaxed: only the thread that owns the task,
+    /// or the one cancel that took it, reads or releases it.
+    fn get(&self) -> Option<*mut pyo3::ffi::PyObject> {
+        let func = self.0.load(Relaxed);
+        (!func.is_null()).then_some(func)
+    }
+
+    fn bind<'a, 'py>(&'a self, py: Python<'py>) -> Option<Borrowed<'a, 'py, PyAny>> {
+        // SAFETY: a reference of this task's own, alive until released.
+        self.get()
+            .map(|func| unsafe { Borrowed::from_ptr(py, func) })
+    }
+
+    /// Lets go of the callable, for the one cancel that took its timer: attached, after
+    /// `drop_is_trivial` found its count above one (so nothing runs, nothing is freed).
+    fn release_shared(&self) {
+        if let Some(func) = self.get() {
+            // No swap: no other thread reads or releases it meanwhile.
+            self.0.store(ptr::null_mut(), Relaxed);
+            // SAFETY: the reference was this task's own; the caller is attached.
+            unsafe { pyo3::ffi::Py_DECREF(func) };
+        }
+    }
+}
+
+impl Drop for Func {
+    fn drop(&mut self) {
+        let func = *self.0.get_mut();
+        if !func.is_null() {
+            // SAFETY: the reference is this task's own; a `Func` is dropped attached.
+            unsafe { pyo3::ffi::Py_DECREF(func) };
+        }
+    }
+}
+
 /// What a task holds: two words, so that a timer's node in the wheel stays small.
 enum Held {
     /// `func()`: the callable alone, the common case (no box, no tuple).
-    Func(Py<PyAny>),
+    Func(Func),
     /// `func(*args, **kwargs)` with arguments.
     Call(Box<Call>),
     /// A task of the library's own.
@@ -60,6 +107,18 @@ enum Held {
     /// Nothing: only inside `drop`, which takes the references out to release them while
     /// attached.
     Released,
+}
+
+impl Held {
+    /// Whether it holds references to Python objects, which only an attached thread may
+    /// let go of.
+    fn holds_references(&self) -> bool {
+        match self {
+            Held::Func(func) => func.get().is_some(),
+            Held::Call(_) => true,
+            Held::Native(_) | Held::Released => false,
+        }
+    }
 }
 
 /// A timer's task: `func(*args, **kwargs)`, or a task of the library's own (a durable
@@ -87,7 +146,7 @@ impl PyTask {
         let args = args.filter(|a| !a.is_empty()).map(Bound::unbind);
         let kwargs = kwargs.filter(|k| !k.is_empty()).map(Bound::unbind);
         let held = match (args, kwargs) {
-            (None, None) => Held::Func(func.unbind()),
+            (None, None) => Held::Func(Func::new(func.unbind())),
             (args, kwargs) => Held::Call(Box::new(Call {
                 func: func.unbind(),
                 args,
@@ -100,7 +159,7 @@ impl PyTask {
     /// New references to its callable, positional and keyword arguments (if any).
     pub fn call_parts(&self, py: Python<'_>) -> Option<CallParts> {
         match &self.held {
-            Held::Func(func) => Some((func.clone_ref(py), None, None)),
+            Held::Func(func) => Some((func.bind(py)?.to_owned().unbind(), None, None)),
             Held::Call(call) => {
                 let args = call.args.as_ref().map(|args| args.clone_ref(py));
                 let kwargs = call.kwargs.as_ref().map(|kwargs| kwargs.clone_ref(py));
@@ -121,10 +180,12 @@ fn raised(py: Python<'_>, err: PyErr, func: &Bound<'_, PyAny>) -> ! {
     panic::resume_unwind(Box::new(CallbackRaised));
 }
 
-fn invoke_func(py: Python<'_>, func: &Py<PyAny>) {
-    let func = func.bind(py);
+fn invoke_func(py: Python<'_>, func: &Func) {
+    let Some(func) = func.bind(py) else {
+        return; // released: its timer was cancelled
+    };
     if let Err(err) = func.call0() {
-        raised(py, err, func);
+        raised(py, err, &func);
     }
 }
 
@@ -164,7 +225,11 @@ impl Task for PyTask {
     /// The callable and its arguments are read first when the run starts.
     fn warm(&self) {
         match &self.held {
-            Held::Func(func) => prefetch(func.as_ptr()),
+            Held::Func(func) => {
+                if let Some(func) = func.get() {
+                    prefetch(func);
+                }
+            }
             Held::Call(call) => {
                 prefetch(call.func.as_ptr());
                 if let Some(args) = &call.args {
@@ -180,15 +245,26 @@ impl Task for PyTask {
     /// zero (no code runs, nothing is freed). The count is read and then dropped under the
     /// same hold of the GIL: no other thread changes it in between.
     /// That holds for this thread, now: so `Task::CANCEL_WITHOUT_LOCK` stays false (a task
-    /// cancelled without the lock is dropped later, by any thread).
+    /// cancelled without the lock is dropped later, by any thread), and a cancel without
+    /// the lock releases the callable itself (`RELEASE_WITHOUT_LOCK`).
     fn drop_is_trivial(&self) -> bool {
         match &self.held {
-            Held::Func(func) => {
+            Held::Func(func) => func.get().is_none_or(|func| {
                 ATTACHED_DROPS.try_with(Cell::get).unwrap_or(false)
                     // SAFETY: this thread is attached (the flag), so the count is its to read.
-                    && unsafe { pyo3::ffi::Py_REFCNT(func.as_ptr()) } > 1
-            }
+                    && unsafe { pyo3::ffi::Py_REFCNT(func) } > 1
+            }),
             Held::Call(_) | Held::Native(_) | Held::Released => false,
+        }
+    }
+
+    /// `drop_is_trivial` said yes on this thread, attached: the GIL, held since, kept the
+    /// count above one, and the callable emptied out drops nothing on any thread.
+    const RELEASE_WITHOUT_LOCK: bool = true;
+
+    fn release_shared(&self) {
+        if let Held::Func(func) = &self.held {
+            func.release_shared();
         }
     }
 
@@ -208,15 +284,16 @@ impl Task for PyTask {
 
 impl Drop for PyTask {
     fn drop(&mut self) {
+        if !self.held.holds_references() {
+            return; // what is left (a box of the library's own, or nothing) drops anywhere
+        }
         let held = std::mem::replace(&mut self.held, Held::Released);
-        if let Held::Func(_) | Held::Call(_) = held {
-            if ATTACHED_DROPS.try_with(Cell::get).unwrap_or(false) {
-                // Attached, in a call of `attached_drops`: the references go at once.
-                drop(held);
-            } else if let Err(held) = release(held) {
-                // The interpreter is gone: the references cannot be released any more.
-                std::mem::forget(held);
-            }
+        if ATTACHED_DROPS.try_with(Cell::get).unwrap_or(false) {
+            // Attached, in a call of `attached_drops`: the references go at once.
+            drop(held);
+        } else if let Err(held) = release(held) {
+            // The interpreter is gone: the references cannot be released any more.
+            std::mem::forget(held);
         }
     }
 }

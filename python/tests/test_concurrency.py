@@ -2,6 +2,7 @@
 while callbacks run, many threads adding at once, and the GIL never held while waiting."""
 
 import random
+import sys
 import threading
 import time
 
@@ -210,3 +211,43 @@ def test_cancel_sync_does_not_hold_the_gil_while_it_waits(wheel):
     assert count >= 1  # it returned only after the run under way had finished
     time.sleep(0.05)
     assert len(finished) == count
+
+
+class Hit:
+    """A timer's callable, kept alive by the test too (so a cancel need not free it)."""
+
+    def __init__(self, index, ran):
+        self.index = index
+        self.ran = ran
+
+    def __call__(self):
+        self.ran.append(self.index)
+
+
+def test_cancels_racing_fires_from_many_threads_take_each_timer_once():
+    # Timers coming due while four threads cancel all of them, each in its own order:
+    # every timer either ran or had exactly one cancel return True, never both, and every
+    # callable is back to the references it had before (none kept, none released twice).
+    n = 4000
+    with Wheel(min_workers=2, max_workers=2) as w:
+        ran = []
+        hits = [Hit(i, ran) for i in range(n)]
+        base = [sys.getrefcount(h) for h in hits]
+        timers = [w.call_later(i % 40 / 1000, hits[i]) for i in range(n)]
+        cancelled = [[] for _ in range(4)]
+
+        def cancel_all(seed, out):
+            order = list(range(n))
+            random.Random(seed).shuffle(order)
+            out.extend(i for i in order if timers[i].cancel())
+
+        threads = [threading.Thread(target=cancel_all, args=(s, cancelled[s])) for s in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wait_until(lambda: len(ran) + sum(map(len, cancelled)) >= n)
+        time.sleep(0.1)  # a run or a second True would show up here
+    taken = sorted(ran + [i for out in cancelled for i in out])
+    assert taken == list(range(n)), "a timer ran and was cancelled, or neither, or twice"
+    assert [sys.getrefcount(h) for h in hits] == base

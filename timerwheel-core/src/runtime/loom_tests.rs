@@ -437,6 +437,92 @@ fn loom_two_cancels_without_the_lock_one_wins() {
     });
 }
 
+/// A task that lets go of what it holds when a cancel without the shard's lock takes its
+/// timer ([`Task::RELEASE_WITHOUT_LOCK`]), as a Python callable held elsewhere too does:
+/// that release counts as its drop, and the emptied task drops nothing.
+struct Releasing {
+    tally: Arc<Tally>,
+    holds: AtomicBool,
+}
+
+impl Task for Releasing {
+    const RELEASE_WITHOUT_LOCK: bool = true;
+
+    fn run(&mut self, _: TimerId) {
+        let tally = &self.tally;
+        tally.check(self.holds.load(SeqCst), "a run after the release");
+        tally.runs.fetch_add(1, SeqCst);
+    }
+
+    fn drop_is_trivial(&self) -> bool {
+        true
+    }
+
+    fn release_shared(&self) {
+        self.tally
+            .check(self.holds.swap(false, SeqCst), "released twice");
+        self.tally.drops.fetch_add(1, SeqCst);
+    }
+}
+
+impl Drop for Releasing {
+    fn drop(&mut self) {
+        if self.holds.load(SeqCst) {
+            self.tally.drops.fetch_add(1, SeqCst);
+        }
+    }
+}
+
+/// A one-shot due in a tick of a type that releases without the lock: one thread polls
+/// when it is due while two others cancel it. Exactly one of the run and the cancels takes
+/// it; a cancel that takes it returns after the release; what it held goes exactly once.
+#[test]
+fn loom_cancels_that_release_without_the_lock_race_a_run() {
+    model("cancels that release without the lock race a run", || {
+        let runtime = Arc::new(Builder::new().manual(true).build().unwrap());
+        let tally = Arc::new(Tally::default());
+        let task = Releasing {
+            tally: Arc::clone(&tally),
+            holds: AtomicBool::new(true),
+        };
+        let Ok(id) = runtime.add(TICK, task) else {
+            panic!("an open runtime takes the timer");
+        };
+        let poller = thread::spawn({
+            let runtime = Arc::clone(&runtime);
+            move || {
+                advance(TICK);
+                runtime.poll().unwrap();
+            }
+        });
+        let canceller = thread::spawn({
+            let (runtime, tally) = (Arc::clone(&runtime), Arc::clone(&tally));
+            move || {
+                let cancelled = runtime.cancel(id).is_ok();
+                assert!(
+                    !cancelled || tally.drops.load(SeqCst) == 1,
+                    "not released yet"
+                );
+                cancelled
+            }
+        });
+        let cancelled = runtime.cancel(id).is_ok();
+        assert!(
+            !cancelled || tally.drops.load(SeqCst) == 1,
+            "not released yet"
+        );
+        poller.join().unwrap();
+        let cancels = usize::from(cancelled) + usize::from(canceller.join().unwrap());
+        runtime.poll().unwrap(); // a run the poll above found due but left queued
+        let runs = tally.runs.load(SeqCst);
+        assert_eq!(runs + cancels, 1, "ran {runs}, cancelled {cancels}");
+        let stats = runtime.stats();
+        assert!(!tally.broken.load(SeqCst), "a check failed (see above)");
+        assert_eq!(tally.drops.load(SeqCst), 1, "not let go of exactly once");
+        assert_eq!(stats.pending, 0, "the counters lost a timer: {stats:?}");
+    });
+}
+
 /// Two one-shots due in the same tick, each of whose drops cancels the other with
 /// `cancel_sync`; one worker runs them. The first to run is dropped before the worker
 /// takes the next run, so its drop stops the other: exactly one runs, and no thread waits

@@ -656,7 +656,7 @@ impl<T: Task> RuntimeState<T> {
     fn cancel_open(&self, id: TimerId) -> Result<(), Error> {
         let (shard, key) = self.shard_of(id)?;
         // Known when compiled: other types never try (it costs the lock word two atomics).
-        if T::CANCEL_WITHOUT_LOCK {
+        if T::CANCEL_WITHOUT_LOCK || T::RELEASE_WITHOUT_LOCK {
             return match shard.cancel_shared(key) {
                 SharedCancel::Cancelled => {
                     self.capacity.give_back(1);

@@ -137,6 +137,27 @@ pub(crate) struct Entry<T> {
     extra: Option<ExtraId>,
 }
 
+impl<T: Task> Entry<T> {
+    /// Whether a cancel without the lock may take `entry`, opened to it at its add: a
+    /// task of a type that releases without the lock says so at each cancel (see
+    /// [`Task::RELEASE_WITHOUT_LOCK`]).
+    #[inline]
+    fn may_cancel_shared(entry: Option<&Self>) -> bool {
+        T::CANCEL_WITHOUT_LOCK
+            || entry
+                .and_then(|entry| entry.task.as_ref())
+                .is_some_and(T::drop_is_trivial)
+    }
+
+    /// The cancel without the lock that took `entry` lets go of what its task holds.
+    #[inline]
+    fn release_shared(entry: Option<&Self>) {
+        if let Some(task) = entry.and_then(|entry| entry.task.as_ref()) {
+            task.release_shared();
+        }
+    }
+}
+
 /// [`Deadline::rounded_up_ns`] as an entry keeps it: plus one, so that `Option<Entry>` has
 /// the value 0 to mark an empty wheel node with (no tag of its own, which would make the
 /// node 8 bytes larger).
@@ -333,7 +354,10 @@ impl<T> Shard<T> {
     /// Cancels a plain pending timer without the lock (`shard_lock.rs`): `Refused` when
     /// the lock is held, the log full, or the timer not open to it.
     #[inline]
-    pub(crate) fn cancel_shared(&self, key: Key) -> SharedCancel {
+    pub(crate) fn cancel_shared(&self, key: Key) -> SharedCancel
+    where
+        T: Task,
+    {
         if !self.lock.enter() {
             return SharedCancel::Refused;
         }
@@ -422,8 +446,9 @@ impl<T> ShardState<T> {
     }
 
     /// Adds a timer. A plain one (a one-shot whose task's drop does nothing, of a type that
-    /// allows it: [`Task::CANCEL_WITHOUT_LOCK`]) still pending is opened to cancels without
-    /// the lock (`shard_lock.rs`). Always inlined: out of line, the task and the result
+    /// allows it: [`Task::CANCEL_WITHOUT_LOCK`]; or any one-shot of a type that releases
+    /// without the lock: [`Task::RELEASE_WITHOUT_LOCK`]) still pending is opened to cancels
+    /// without the lock (`shard_lock.rs`). Always inlined: out of line, the task and the result
     /// move through memory.
     #[inline(always)]
     pub(crate) fn insert(
@@ -435,8 +460,8 @@ impl<T> ShardState<T> {
     where
         T: Task,
     {
-        let plain =
-            T::CANCEL_WITHOUT_LOCK && matches!(schedule, Schedule::Once) && task.drop_is_trivial();
+        let plain = matches!(schedule, Schedule::Once)
+            && (T::CANCEL_WITHOUT_LOCK && task.drop_is_trivial() || T::RELEASE_WITHOUT_LOCK);
         let key = self.insert_closed_to_shared_cancels(deadline, schedule, task)?;
         if plain && !self.due_at_add(deadline) {
             self.wheel.open_to_shared_cancel(key);
@@ -575,11 +600,16 @@ impl<T> ShardState<T> {
     /// node is marked, its index logged for
     /// [`take_shared_cancels`](Self::take_shared_cancels).
     #[inline]
-    fn cancel_shared(&self, key: Key, log: &CancelLog) -> SharedCancel {
+    fn cancel_shared(&self, key: Key, log: &CancelLog) -> SharedCancel
+    where
+        T: Task,
+    {
         let Some(slot) = log.reserve() else {
             return SharedCancel::Refused;
         };
-        let cancelled = self.wheel.cancel_shared(key);
+        let cancelled =
+            self.wheel
+                .cancel_shared(key, Entry::may_cancel_shared, Entry::release_shared);
         slot.write((cancelled == SharedCancel::Cancelled).then_some(key.index()));
         cancelled
     }

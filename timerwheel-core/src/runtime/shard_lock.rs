@@ -5,7 +5,11 @@
 //! when it is added. A cancel of it then marks its node cancelled with one compare-and-swap
 //! and logs the node's index in the shard's [`CancelLog`], without taking the lock
 //! ([`Wheel::cancel_shared`](crate::wheel::Wheel::cancel_shared)). Its place under
-//! `max_timers` is free at once; its task, which drops nothing, stays in the node.
+//! `max_timers` is free at once; its task, which drops nothing, stays in the node. A
+//! one-shot of a type that releases without the lock ([`Task::RELEASE_WITHOUT_LOCK`]: a
+//! Python callable) is opened too: its cancel goes this way when the task's drop would do
+//! nothing on the cancelling thread, then, inside, lets go of what the task holds; the
+//! emptied task stays in the node.
 //!
 //! The lock is one word ([`ShardLock`]): a bit for the holder, a bit for threads asleep
 //! waiting for it, and a count of the threads inside for a shared cancel. A shared cancel

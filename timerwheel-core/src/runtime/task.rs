@@ -55,6 +55,22 @@ pub trait Task: Send + 'static {
     /// for a drop on any thread, at any later time. The default says no.
     const CANCEL_WITHOUT_LOCK: bool = false;
 
+    /// Whether a one-shot of this type may be cancelled without the shard's lock when its
+    /// [`drop_is_trivial`](Self::drop_is_trivial) says so at the cancel, on the cancelling
+    /// thread. The cancel that takes the timer then calls
+    /// [`release_shared`](Self::release_shared) right there, and the task left behind is
+    /// dropped later, on whichever thread takes the lock next. Set it only when the answer
+    /// of `drop_is_trivial` holds on that thread until `release_shared` has returned, and
+    /// when a task that `release_shared` emptied drops nothing, on any thread. The default
+    /// says no.
+    const RELEASE_WITHOUT_LOCK: bool = false;
+
+    /// Lets go of what the task holds, through a shared reference, as its drop would (see
+    /// [`RELEASE_WITHOUT_LOCK`](Self::RELEASE_WITHOUT_LOCK)): called once, by the cancel
+    /// without the lock that took the timer, while no other thread uses the task. The
+    /// default does nothing.
+    fn release_shared(&self) {}
+
     /// Whether dropping the task runs no code of the user's and frees nothing: then the
     /// runtime drops it at once where it ends, without the scope of a drop function or an
     /// export's deferral (which only matter to code that runs, or memory that is freed). The

@@ -318,27 +318,41 @@ impl<T> Wheel<T> {
         true
     }
 
-    /// Cancels the entry `key` with shared access, if it is pending and was opened to it
-    /// ([`open_to_shared_cancel`](Self::open_to_shared_cancel)). Of threads that cancel one
-    /// entry at once, one gets `Cancelled`, the others `NotFound`.
+    /// Cancels the entry `key` with shared access, if it is pending, was opened to it
+    /// ([`open_to_shared_cancel`](Self::open_to_shared_cancel)) and `may_cancel` agrees,
+    /// asked of its value first. Of threads that cancel one entry at once, one gets
+    /// `Cancelled` (and calls `cancelled` with the value), the others `NotFound`.
     ///
     /// The wheel is then inconsistent until [`take_cancelled`](Self::take_cancelled) removed
     /// the entry: the caller keeps the node's index, and calls it with exclusive access,
     /// before any other call that takes `&mut self`. Its lock sees to that.
     #[inline]
-    pub fn cancel_shared(&self, key: Key) -> SharedCancel {
+    pub fn cancel_shared(
+        &self,
+        key: Key,
+        may_cancel: impl FnOnce(Option<&T>) -> bool,
+        cancelled: impl FnOnce(Option<&T>),
+    ) -> SharedCancel {
         let Some(node) = self.pool.live_node(key) else {
             return SharedCancel::NotFound;
         };
         if node.list & RETIRED != 0 {
             return SharedCancel::Refused; // expired (or removed)
         }
+        // The value of a live node is there: `Option` only for a caller that need not look.
+        let value = node.value.as_ref();
+        if !may_cancel(value) {
+            return SharedCancel::Refused;
+        }
         // Relaxed: the lock that keeps writers away orders this with them.
         match node
             .shared_cancel
             .compare_exchange(OPEN, CANCELLED, Relaxed, Relaxed)
         {
-            Ok(_) => SharedCancel::Cancelled,
+            Ok(_) => {
+                cancelled(value);
+                SharedCancel::Cancelled
+            }
             Err(CANCELLED) => SharedCancel::NotFound,
             Err(_) => SharedCancel::Refused,
         }
