@@ -61,8 +61,9 @@ impl Func {
         Func(AtomicPtr::new(func.into_ptr()))
     }
 
-    /// The callable; `None` once released. Relaxed: only the thread that owns the task,
-    /// or the one cancel that took it, reads or releases it.
+    /// The callable; `None` once released. Relaxed: the pointer is atomic only so that
+    /// cancels may read it, and the one that took the timer release it, through a shared
+    /// reference; they hold the GIL, which orders them.
     fn get(&self) -> Option<*mut pyo3::ffi::PyObject> {
         let func = self.0.load(Relaxed);
         (!func.is_null()).then_some(func)
