@@ -3,8 +3,10 @@ reset that hold on the loop, under asyncio's debug mode (which raises when a loo
 that is not thread-safe is called from another thread)."""
 
 import asyncio
+import gc
 import threading
 import time
+import weakref
 
 import pytest
 
@@ -78,6 +80,34 @@ def test_cancel_after_firing_before_the_loop_ran_it():
             return ran, timer.active
 
     assert run(main) == ([], False)
+
+
+class Payload:
+    def __call__(self, *args):
+        pass
+
+
+def test_a_cancelled_or_run_timer_lets_go_of_its_callback_and_arguments():
+    # As asyncio's TimerHandle does: a LoopTimer that is kept (in a dict of sessions, say)
+    # does not keep what it would have called once it was cancelled or ran.
+    async def main():
+        gone = {}
+        async with LoopWheel() as lw:
+            kept = []
+            for end in ("cancel", "run"):
+                callback, arg = Payload(), Payload()
+                gone[end] = (weakref.ref(callback), weakref.ref(arg))
+                timer = lw.call_later(0.001 if end == "run" else 60, callback, arg)
+                kept.append(timer)
+                if end == "cancel":
+                    assert timer.cancel()
+                else:
+                    await until(lambda: not timer.active)
+                del callback, arg
+            gc.collect()
+            return {end: [ref() is None for ref in refs] for end, refs in gone.items()}
+
+    assert run(main) == {"cancel": [True, True], "run": [True, True]}
 
 
 def test_reset_after_firing_before_the_loop_ran_it():

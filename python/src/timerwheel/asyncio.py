@@ -61,7 +61,7 @@ class LoopTimer:
         self._done = False  # a one-shot that ran, or a cancelled timer
         self._periodic = periodic
         self._queued = False  # a call waits for the loop (periodic timers queue one at most)
-        self._call = call
+        self._call: Optional[Callable[[], object]] = call  # None once done: let go of
 
     def cancel(self) -> bool:
         """Stops the timer; True if it was pending, or had fired and its call had not run
@@ -69,6 +69,7 @@ class LoopTimer:
         if self._done:
             return False
         self._done = True
+        self._call = None
         self._arming += 1
         self._wheel._timers.discard(self)
         assert self._timer is not None
@@ -239,14 +240,17 @@ class LoopWheel:
             timer._queued = False
             if arming != timer._arming or timer._done:
                 continue  # cancelled or reset since it fired
+            call = timer._call
+            assert call is not None
             if not timer._periodic:
                 timer._done = True
+                timer._call = None
                 self._timers.discard(timer)
-            self._run(timer)
+            self._run(timer, call)
 
-    def _run(self, timer: LoopTimer) -> None:
+    def _run(self, timer: LoopTimer, call: Callable[[], object]) -> None:
         try:
-            result = timer._call()
+            result = call()
             if inspect.isawaitable(result):
                 task = asyncio.ensure_future(result, loop=self.loop)
                 self._tasks.add(task)
