@@ -495,22 +495,20 @@ fn loom_cancels_that_release_without_the_lock_race_a_run() {
                 runtime.poll().unwrap();
             }
         });
+        // A cancel that took the timer returns after the release.
+        let cancel = move |runtime: &Runtime<Releasing>, tally: &Tally| {
+            let cancelled = runtime.cancel(id).is_ok();
+            assert!(
+                !cancelled || tally.drops.load(SeqCst) == 1,
+                "not released yet"
+            );
+            cancelled
+        };
         let canceller = thread::spawn({
             let (runtime, tally) = (Arc::clone(&runtime), Arc::clone(&tally));
-            move || {
-                let cancelled = runtime.cancel(id).is_ok();
-                assert!(
-                    !cancelled || tally.drops.load(SeqCst) == 1,
-                    "not released yet"
-                );
-                cancelled
-            }
+            move || cancel(&runtime, &tally)
         });
-        let cancelled = runtime.cancel(id).is_ok();
-        assert!(
-            !cancelled || tally.drops.load(SeqCst) == 1,
-            "not released yet"
-        );
+        let cancelled = cancel(&runtime, &tally);
         poller.join().unwrap();
         let cancels = usize::from(cancelled) + usize::from(canceller.join().unwrap());
         runtime.poll().unwrap(); // a run the poll above found due but left queued

@@ -351,8 +351,9 @@ impl<T> Shard<T> {
         Locked::new(self)
     }
 
-    /// Cancels a plain pending timer without the lock (`shard_lock.rs`): `Refused` when
-    /// the lock is held, the log full, or the timer not open to it.
+    /// Cancels a pending timer without the lock (`shard_lock.rs`): `Refused` when the lock
+    /// is held, the log full, or the timer not open to it (or its task says no at this
+    /// cancel: [`Task::RELEASE_WITHOUT_LOCK`]).
     #[inline]
     pub(crate) fn cancel_shared(&self, key: Key) -> SharedCancel
     where
@@ -448,8 +449,8 @@ impl<T> ShardState<T> {
     /// Adds a timer. A plain one (a one-shot whose task's drop does nothing, of a type that
     /// allows it: [`Task::CANCEL_WITHOUT_LOCK`]; or any one-shot of a type that releases
     /// without the lock: [`Task::RELEASE_WITHOUT_LOCK`]) still pending is opened to cancels
-    /// without the lock (`shard_lock.rs`). Always inlined: out of line, the task and the result
-    /// move through memory.
+    /// without the lock (`shard_lock.rs`). Always inlined: out of line, the task and the
+    /// result move through memory.
     #[inline(always)]
     pub(crate) fn insert(
         &mut self,
