@@ -3,6 +3,7 @@ package timerwheel
 import (
 	"errors"
 	"math"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -86,6 +87,49 @@ func TestRegistryTimerWithTwoEntries(t *testing.T) {
 	}
 	if n := r.countWheel(w); n != 0 {
 		t.Fatalf("%d live entries, want 0", n)
+	}
+}
+
+func TestRegistryFiringAllocatesNothingAndReusesEveryEntry(t *testing.T) {
+	// A burst of fires that allocated (a free list growing) would start the collector's
+	// mark phase in the middle of the burst, where its workers hold up the fires behind.
+	const n = 20000
+	var r registry
+	w := &Wheel{}
+	handles := make([]uintptr, n)
+	for i := range handles {
+		handles[i] = r.add(&Timer{w: w})
+	}
+	sizes := make([]int, shards)
+	for i := range r.shards {
+		sizes[i] = len(r.shards[i].entries)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, h := range handles {
+		if r.fired(h) == nil {
+			t.Fatal("a live one-shot entry did not fire")
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if allocs := after.Mallocs - before.Mallocs; allocs > 10 {
+		t.Fatalf("%d fires made %d allocations, want none", n, allocs)
+	}
+	taken := map[uintptr]bool{}
+	added := make([]int, shards)
+	for range handles {
+		h := r.add(&Timer{w: w})
+		if taken[h&indexMask] {
+			t.Fatalf("entry %#x given to two live timers", h&indexMask)
+		}
+		taken[h&indexMask] = true
+		added[h&shardMask]++
+	}
+	for i := range r.shards {
+		if got, want := len(r.shards[i].entries), max(sizes[i], added[i]); got != want {
+			t.Fatalf("shard %d has %d entries after %d adds into %d cleared, want %d",
+				i, got, added[i], sizes[i], want)
+		}
 	}
 }
 

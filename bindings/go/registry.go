@@ -42,9 +42,14 @@ type registry struct {
 // shard is one lock's part of the registry. Its indexes are local: handle bits above
 // shardBits.
 type shard struct {
-	mu       sync.Mutex
-	entries  []entry
-	free     []uintptr // indexes of cleared entries
+	mu      sync.Mutex
+	entries []entry
+	// freeHead is 1 + the index of the first cleared entry, 0 when none; each cleared
+	// entry's gen holds the next one the same way. Linked through the entries, the free
+	// list never grows a slice: a firing allocates nothing (an allocation per fire brings
+	// the collector's mark phase, with its idle workers on every processor, into the
+	// middle of a burst of fires).
+	freeHead uintptr
 	released []uintptr // handles released and not yet cleared
 	gen      uintptr
 	live     int
@@ -52,8 +57,8 @@ type shard struct {
 }
 
 type entry struct {
-	t   *Timer // nil when cleared
-	gen uintptr
+	t   *Timer  // nil when cleared
+	gen uintptr // the generation of its handle; when cleared, the free list's link
 }
 
 // shardOf is the shard a handle names.
@@ -67,9 +72,9 @@ func (r *registry) add(t *Timer) uintptr {
 	s := &r.shards[n]
 	s.mu.Lock()
 	var i uintptr
-	if k := len(s.free); k > 0 {
-		i = s.free[k-1]
-		s.free = s.free[:k-1]
+	if s.freeHead != 0 {
+		i = s.freeHead - 1
+		s.freeHead = s.entries[i].gen
 	} else {
 		i = uintptr(len(s.entries))
 		s.entries = append(s.entries, entry{})
@@ -194,8 +199,8 @@ func (s *shard) find(h uintptr) *entry {
 
 // clear empties entry i and makes it free.
 func (s *shard) clear(i uintptr) {
-	s.entries[i].t = nil
-	s.free = append(s.free, i)
+	s.entries[i] = entry{gen: s.freeHead}
+	s.freeHead = i + 1
 }
 
 // sweep clears the released entries.
