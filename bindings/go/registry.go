@@ -22,6 +22,14 @@ const (
 // sweepBatch is how many released entries of a shard wait before they are cleared together.
 const sweepBatch = 256
 
+// A shard keeps its entries in chunks of chunkSize, made as it grows and never moved: a
+// slice that doubled would copy every entry (through the collector's write barrier while
+// it marks) and leave the old array behind, on the path of an add.
+const (
+	chunkBits = 8
+	chunkSize = 1 << chunkBits
+)
+
 // registry holds the Go side of every C timer of every wheel: the *Timer whose func a
 // firing C timer runs. Each C timer has an entry of its own (a Timer that Reset schedules
 // again gets a new one while the old may still be firing). Releasing its entry is what
@@ -42,8 +50,9 @@ type registry struct {
 // shard is one lock's part of the registry. Its indexes are local: handle bits above
 // shardBits.
 type shard struct {
-	mu      sync.Mutex
-	entries []entry
+	mu     sync.Mutex
+	chunks []*[chunkSize]entry
+	made   uintptr // entries made so far, live or cleared: the first made of the chunks
 	// freeHead is 1 + the index of the first cleared entry, 0 when none; each cleared
 	// entry's gen holds the next one the same way. Linked through the entries, the free
 	// list never grows a slice: a firing allocates nothing (an allocation per fire brings
@@ -74,13 +83,16 @@ func (r *registry) add(t *Timer) uintptr {
 	var i uintptr
 	if s.freeHead != 0 {
 		i = s.freeHead - 1
-		s.freeHead = s.entries[i].gen
+		s.freeHead = s.entry(i).gen
 	} else {
-		i = uintptr(len(s.entries))
-		s.entries = append(s.entries, entry{})
+		i = s.made
+		if i%chunkSize == 0 {
+			s.chunks = append(s.chunks, new([chunkSize]entry))
+		}
+		s.made++
 	}
 	s.gen = (s.gen + 1) & indexMask
-	s.entries[i] = entry{t: t, gen: s.gen}
+	*s.entry(i) = entry{t: t, gen: s.gen}
 	h := s.gen<<genShift | i<<shardBits | n
 	s.live++
 	s.mu.Unlock()
@@ -161,9 +173,9 @@ func (s *shard) releaseWheel(w *Wheel) int {
 	defer s.mu.Unlock()
 	s.sweep()
 	n := 0
-	for i := range s.entries {
-		if t := s.entries[i].t; t != nil && t.w == w {
-			s.clear(uintptr(i))
+	for i := uintptr(0); i < s.made; i++ {
+		if t := s.entry(i).t; t != nil && t.w == w {
+			s.clear(i)
 			n++
 		}
 	}
@@ -177,8 +189,8 @@ func (s *shard) countWheel(w *Wheel) int {
 	defer s.mu.Unlock()
 	s.sweep()
 	n := 0
-	for _, e := range s.entries {
-		if e.t != nil && e.t.w == w {
+	for i := uintptr(0); i < s.made; i++ {
+		if e := s.entry(i); e.t != nil && e.t.w == w {
 			n++
 		}
 	}
@@ -188,18 +200,23 @@ func (s *shard) countWheel(w *Wheel) int {
 // find returns the entry a handle names, or nil.
 func (s *shard) find(h uintptr) *entry {
 	i := local(h)
-	if i >= uintptr(len(s.entries)) {
+	if i >= s.made {
 		return nil
 	}
-	if e := &s.entries[i]; e.t != nil && e.gen == h>>genShift {
+	if e := s.entry(i); e.t != nil && e.gen == h>>genShift {
 		return e
 	}
 	return nil
 }
 
+// entry is entry i of the shard, made.
+func (s *shard) entry(i uintptr) *entry {
+	return &s.chunks[i/chunkSize][i%chunkSize]
+}
+
 // clear empties entry i and makes it free.
 func (s *shard) clear(i uintptr) {
-	s.entries[i] = entry{gen: s.freeHead}
+	*s.entry(i) = entry{gen: s.freeHead}
 	s.freeHead = i + 1
 }
 
