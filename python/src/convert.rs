@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyType};
+use pyo3::types::{PyDict, PyFloat, PyType};
 use timerwheel_core::Config;
 
 use crate::errors::invalid;
@@ -28,9 +28,14 @@ pub fn as_seconds(name: &str, value: &Bound<'_, PyAny>) -> PyResult<f64> {
     )))
 }
 
-/// A delay as Python passes it, as a `Duration` (see [`as_seconds`] and [`seconds`]).
+/// A delay as Python passes it, as a `Duration` (see [`as_seconds`] and [`seconds`]). A
+/// `float`, what most callers pass, is read at once (every `call_later` comes here).
+#[inline]
 pub fn delay(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Duration> {
-    seconds(name, as_seconds(name, value)?)
+    match value.cast_exact::<PyFloat>() {
+        Ok(float) => seconds(name, float.value()),
+        Err(_) => seconds(name, as_seconds(name, value)?),
+    }
 }
 
 /// Float seconds (`name` is the argument's name, for the message) as a `Duration`, rounded
