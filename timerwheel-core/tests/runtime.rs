@@ -1165,7 +1165,7 @@ fn stress_conserves_every_timer() {
         .map(|seed| {
             let (rt, tally) = (rt.clone(), tally.clone());
             thread::spawn(move || {
-                let mut rng = seed * 0x9E37_79B9_7F4A_7C15 + 1;
+                let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) + 1;
                 let mut ids = Vec::new();
                 let mut next = move || {
                     rng ^= rng << 13;
