@@ -269,6 +269,16 @@ impl Task for PyTask {
         }
     }
 
+    /// A task a cancel without the lock took holds nothing (`release_shared` emptied its
+    /// callable): forgotten, it skips the drop's checks, on the lock's next holder.
+    fn end_taken_without_lock(self) {
+        debug_assert!(
+            matches!(&self.held, Held::Func(func) if func.get().is_none()),
+            "only a released callable is taken without the lock"
+        );
+        std::mem::forget(self);
+    }
+
     fn enter_batch(batch: &mut dyn FnMut()) {
         let keep = gil::should_keep();
         let attached = Python::try_attach(|py| {

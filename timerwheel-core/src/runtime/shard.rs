@@ -292,7 +292,7 @@ impl<T> Drop for Locked<'_, T> {
     }
 }
 
-impl<'a, T> Locked<'a, T> {
+impl<'a, T: Task> Locked<'a, T> {
     /// The lock just taken: removes what was cancelled without it.
     #[inline(always)]
     fn new(shard: &'a Shard<T>) -> Self {
@@ -334,7 +334,7 @@ impl<'a, T> Locked<'a, T> {
     }
 }
 
-impl<T> Shard<T> {
+impl<T: Task> Shard<T> {
     pub(crate) fn new(limit: usize, now: u64) -> Self {
         Shard {
             lock: ShardLock::new(),
@@ -355,10 +355,7 @@ impl<T> Shard<T> {
     /// is held, the log full, or the timer not open to it (or its task says no at this
     /// cancel: [`Task::RELEASE_WITHOUT_LOCK`]).
     #[inline]
-    pub(crate) fn cancel_shared(&self, key: Key) -> SharedCancel
-    where
-        T: Task,
-    {
+    pub(crate) fn cancel_shared(&self, key: Key) -> SharedCancel {
         if !self.lock.enter() {
             return SharedCancel::Refused;
         }
@@ -616,14 +613,20 @@ impl<T> ShardState<T> {
     }
 
     /// Removes the timers cancelled without the lock since it was last held, counting
-    /// their cancels; their tasks drop nothing. Their places under `max_timers` were freed
-    /// by their cancels.
+    /// their cancels; their tasks drop nothing ([`Task::end_taken_without_lock`] ends
+    /// them). Their places under `max_timers` were freed by their cancels.
     #[inline(never)]
-    fn take_shared_cancels(&mut self, log: &CancelLog) {
+    fn take_shared_cancels(&mut self, log: &CancelLog)
+    where
+        T: Task,
+    {
         for index in log.take() {
             if let Some(entry) = self.wheel.take_cancelled(index) {
                 debug_assert!(entry.extra.is_none(), "a plain timer");
                 self.counters.cancelled += 1;
+                if let Some(task) = entry.task {
+                    task.end_taken_without_lock();
+                }
             }
         }
     }

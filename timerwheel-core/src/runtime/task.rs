@@ -71,6 +71,18 @@ pub trait Task: Send + 'static {
     /// default does nothing.
     fn release_shared(&self) {}
 
+    /// Ends a task that a cancel without the lock took (see
+    /// [`CANCEL_WITHOUT_LOCK`](Self::CANCEL_WITHOUT_LOCK) and
+    /// [`RELEASE_WITHOUT_LOCK`](Self::RELEASE_WITHOUT_LOCK)), on the lock's next holder. The
+    /// default drops it; a type whose such tasks hold nothing at all may forget them
+    /// instead, and skip the checks its drop would make to find that out.
+    fn end_taken_without_lock(self)
+    where
+        Self: Sized,
+    {
+        drop(self);
+    }
+
     /// Whether dropping the task runs no code of the user's and frees nothing: then the
     /// runtime drops it at once where it ends, without the scope of a drop function or an
     /// export's deferral (which only matter to code that runs, or memory that is freed). The
