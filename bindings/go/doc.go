@@ -33,20 +33,24 @@
 // The package is cgo over the C library libtimerwheel, linked statically. Go funcs never
 // cross into C: each C timer carries as its user data a handle, the index of an entry of a
 // Go table that points to its Timer plus a generation, and a stale handle (its timer
-// stopped, the entry reused) finds nothing. When a timer fires, the library's worker
-// thread calls an exported Go function that runs the func right there, on that thread,
-// and returns to the library when it has returned. So the library's guarantees hold for Go
-// funcs as they are: a periodic func does not overlap itself, a fixed-delay period counts
-// from the func's return, Close waits for the funcs that run, and a slow func makes the
-// pool grow rather than delay other timers. A func may block; it holds a worker thread
-// while it does. It must return or panic: runtime.Goexit (which testing's FailNow calls)
-// cannot end a call that came from C.
+// stopped, the entry reused) finds nothing. When a periodic timer fires (or any timer of a
+// wheel on a virtual clock or with Config.SlowCallback), the library's worker thread calls
+// an exported Go function that runs the func right there, on that thread, and returns to
+// the library when it has returned. So the library's guarantees hold for those funcs as
+// they are: a periodic func does not overlap itself, a fixed-delay period counts from the
+// func's return, Close waits for the funcs that run, and a slow func makes the pool grow
+// rather than delay other timers. A one-shot func on the real clock runs instead on one of
+// the package's deliverer goroutines, which take the fires queued by the library in
+// batches (see the README, "How callbacks run"): a func that blocks holds up at most the
+// rest of its batch. A func may block. It must return or panic: runtime.Goexit (which
+// testing's FailNow calls) cannot end a call that came from C.
 //
 // A func may call any method of its wheel and of its Timer, Stop and Reset of its own
 // Timer included.
 //
 // An entry is released when its one-shot timer fires, when Stop stops the timer, or when
 // Close discards it: no handle outlives its timer. The package starts no goroutine of its
-// own, but one to finish a Close called from one of the wheel's funcs (and the one
-// context.AfterFunc starts to stop a context timer once its context is done).
+// own but the deliverers (up to 256 in a process, parked while nothing is due), one to
+// finish a Close called from one of the wheel's funcs, and the one context.AfterFunc
+// starts to stop a context timer once its context is done.
 package timerwheel

@@ -7,7 +7,7 @@ import "time"
 
 // Stats is a snapshot of a wheel's counters (the fields of the C library's tw_stats). At
 // any quiet moment Added == FiredOneShot + Cancelled + Pending + Discarded. Wheel.Stats
-// counts since the wheel started; Wheel.StatsLastMinute counts about the last minute.
+// counts since the wheel started; Wheel.StatsRecent counts about a recent window.
 type Stats struct {
 	Pending        uint64        // timers that will run (again) unless stopped
 	Added          uint64        // timers ever added (a Reset of a stopped or fired timer adds anew)
