@@ -50,7 +50,8 @@
 //
 // An entry is released when its one-shot timer fires, when Stop stops the timer, or when
 // Close discards it: no handle outlives its timer. The package starts no goroutine of its
-// own but the deliverers (up to 256 in a process, parked while nothing is due), one to
-// finish a Close called from one of the wheel's funcs, and the one context.AfterFunc
-// starts to stop a context timer once its context is done.
+// own but the deliverers (up to 256 in a process, parked while nothing is due), a janitor
+// while stopped timers wait to be cleared (it ends when none does), one to finish a Close
+// called from one of the wheel's funcs, and the one context.AfterFunc starts to stop a
+// context timer once its context is done.
 package timerwheel

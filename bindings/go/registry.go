@@ -43,6 +43,8 @@ const (
 // where their scattered cache misses overlap instead of each stalling a Stop. Until then a
 // released entry is still found, which matters only for a periodic run that the library
 // had started when Stop was called: that run goes ahead, as the library's contract says.
+// The janitor (janitor.go) clears what waits longer than a round or two, so that a
+// released entry does not keep its Timer, and the Timer's Wheel, reachable.
 type registry struct {
 	shards [shards]shard
 }
@@ -60,6 +62,7 @@ type shard struct {
 	// middle of a burst of fires).
 	freeHead uintptr
 	released []uintptr // handles released and not yet cleared
+	aged     []uintptr // of those, the ones released before the janitor's last round
 	gen      uintptr
 	live     int
 	_        [64]byte // keeps two shards' locks off one cache line
@@ -122,11 +125,30 @@ func (r *registry) release(h uintptr) {
 	s := r.shardOf(h)
 	s.mu.Lock()
 	s.released = append(s.released, h)
+	first := len(s.released) == 1
 	s.live--
 	if len(s.released) >= sweepBatch {
 		s.sweep()
 	}
 	s.mu.Unlock()
+	if first {
+		janitorWake() // so that the entry is cleared in time even if no other comes
+	}
+}
+
+// clearReleasedBefore clears, in every shard, the entries released before the previous
+// call (janitor.go), and reports whether some released ones remain.
+func (r *registry) clearReleasedBefore() bool {
+	waiting := false
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.Lock()
+		s.clearHandles(s.aged)
+		s.aged, s.released = s.released, s.aged[:0]
+		waiting = waiting || len(s.aged) > 0
+		s.mu.Unlock()
+	}
+	return waiting
 }
 
 // releaseWheel ends every live entry of w (w was destroyed) and returns how many there
@@ -222,10 +244,16 @@ func (s *shard) clear(i uintptr) {
 
 // sweep clears the released entries.
 func (s *shard) sweep() {
-	for _, h := range s.released {
+	s.clearHandles(s.aged)
+	s.clearHandles(s.released)
+	s.aged, s.released = s.aged[:0], s.released[:0]
+}
+
+// clearHandles clears the entries of released handles.
+func (s *shard) clearHandles(handles []uintptr) {
+	for _, h := range handles {
 		if s.find(h) != nil { // always true while every release is of a live handle
 			s.clear(local(h))
 		}
 	}
-	s.released = s.released[:0]
 }

@@ -48,6 +48,7 @@ type stopShard struct {
 func (w *Wheel) deferStop(id uint64, h uintptr) {
 	s := &w.stops.shards[h%stopShards]
 	s.mu.Lock()
+	first := len(s.ids) == 0
 	if s.ids == nil {
 		s.ids = make([]uint64, 0, stopBatch)
 		s.handles = make([]uintptr, 0, stopBatch)
@@ -59,6 +60,9 @@ func (w *Wheel) deferStop(id uint64, h uintptr) {
 		w.deleteStopped(s)
 	}
 	s.mu.Unlock()
+	if first {
+		janitorWatch(w) // flushed in time even if no other Stop comes (janitor.go)
+	}
 }
 
 // flushStops deletes the C timers of every Stop so far. The caller is inside w's gate, or
