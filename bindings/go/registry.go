@@ -54,7 +54,7 @@ type registry struct {
 type shard struct {
 	mu     sync.Mutex
 	chunks []*[chunkSize]entry
-	made   uintptr // entries made so far, live or cleared: the first made of the chunks
+	made   uintptr // entries made so far, live or cleared; they fill the chunks in order
 	// freeHead is 1 + the index of the first cleared entry, 0 when none; each cleared
 	// entry's gen holds the next one the same way. Linked through the entries, the free
 	// list never grows a slice: a firing allocates nothing (an allocation per fire brings
