@@ -11,8 +11,7 @@ import (
 // and the Timer its Wheel, so a wheel dropped without Close, its timers stopped, was never
 // collected (and its threads never ended). The janitor is a goroutine that runs while
 // something waits: every janitorPeriod it makes the deletes queued on the wheels that
-// asked, then clears the registry entries released before its previous round (a periodic
-// run that the library had started when Stop was called still finds its entry meanwhile).
+// asked, then clears the registry entries released before its previous round.
 // It holds a wheel only until that wheel's queue is flushed, and ends when nothing waits.
 
 // janitorPeriod is how long a round waits.

@@ -6,20 +6,22 @@ import "slices"
 // can tell when it is called from one of them. Mostly one at a time (Timer.running); a
 // one-shot reset while its func runs can have two.
 
-// begin decides, when the C timer of handle h fires, whether t's func runs now (not for a
-// one-shot stopped or armed anew meanwhile), and records the run. It returns the number of
-// the C timer that fired (see Timer.arms); 0 for a periodic C timer that no longer stands
-// for t (stopped, or replaced by a Reset after a Stop), whose run goes ahead.
+// begin decides, when the C timer of handle h fires, whether t's func runs now, and records
+// the run. It does not for a C timer that no longer stands for t: a one-shot stopped or
+// armed anew meanwhile, or a periodic timer stopped (perhaps then armed anew by Reset)
+// after the library started this run but before its callback got here. Once Stop has
+// returned, no run starts, and StopWait, which finds no run under way, need not wait for
+// one on its way. It returns the number of the C timer that fired (see Timer.arms).
 func (t *Timer) begin(h uintptr) (arm uint32, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if h == t.handle {
-		arm = t.arms
+	if h != t.handle {
+		if t.period != 0 {
+			t.w.unstarted.skipped.Add(1)
+		}
+		return 0, false
 	}
 	if t.period == 0 {
-		if h != t.handle {
-			return 0, false
-		}
 		t.handle = 0
 		t.unwatchContext()
 	}
@@ -32,7 +34,7 @@ func (t *Timer) begin(h uintptr) (arm uint32, ok bool) {
 	if t.C != nil {
 		t.x.ch.inflight.Add(1)
 	}
-	return arm, true
+	return t.arms, true
 }
 
 // end records that the run of handle h has returned, waking StopWait after the last one.

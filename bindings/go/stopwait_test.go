@@ -202,3 +202,76 @@ func TestStopWaitWithTwoRunsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// The callback of a periodic run that the library started before Stop can reach the Timer
+// after Stop has returned (its thread was descheduled on the way): the func must not start
+// then, or StopWait, which found no run under way, would return before it.
+func TestPeriodicRunReachingTheTimerAfterStopDoesNotStart(t *testing.T) {
+	w := newWheel(t, Config{})
+	var runs atomic.Int32
+	tm, err := w.Every(time.Hour, func() { runs.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm.mu.Lock()
+	h := tm.handle
+	tm.mu.Unlock()
+	if stopped, err := tm.StopWait(); !stopped || err != nil {
+		t.Fatalf("StopWait of a live periodic timer = (%v, %v), want (true, nil)", stopped, err)
+	}
+	fire(tm, h) // what twgoFire does for that run, late
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("the func ran %d times after StopWait returned", n)
+	}
+}
+
+// Many periodic timers firing every millisecond, each stopped by StopWait at a random
+// moment: once StopWait has returned, no run of that timer is under way or starts, and
+// Stats counts as fired the runs that started, not those skipped.
+func TestNoPeriodicRunStartsAfterStopWaitReturns(t *testing.T) {
+	w := newWheel(t, Config{})
+	const timerCount, stopsEach = 64, 20
+	var wg sync.WaitGroup
+	var late, runs atomic.Int32
+	for i := 0; i < timerCount; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			var returned, running atomic.Bool
+			tm, err := w.Every(time.Millisecond, func() {
+				runs.Add(1)
+				running.Store(true)
+				if returned.Load() {
+					late.Add(1)
+				}
+				time.Sleep(time.Duration(i%4) * 100 * time.Microsecond)
+				running.Store(false)
+			})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for k := 0; k < stopsEach; k++ {
+				time.Sleep(time.Duration(i%7) * 300 * time.Microsecond)
+				if _, err := tm.StopWait(); err != nil {
+					t.Error(err)
+				}
+				returned.Store(true)
+				if running.Load() {
+					late.Add(1)
+				}
+				time.Sleep(3 * time.Millisecond) // a late run would start meanwhile
+				returned.Store(false)
+				tm.Reset(time.Millisecond)
+			}
+			_, _ = tm.StopWait()
+		}(i)
+	}
+	wg.Wait()
+	if n := late.Load(); n != 0 {
+		t.Fatalf("%d runs were under way or started after StopWait returned", n)
+	}
+	if s := w.Stats(); s.Fired != uint64(runs.Load()) {
+		t.Fatalf("Stats().Fired = %d, want the %d runs that started", s.Fired, runs.Load())
+	}
+}
