@@ -75,6 +75,45 @@ func TestCloseRacingDeliveredFiresWaitsForEveryStartedFunc(t *testing.T) {
 	}
 }
 
+// Close from a delivered func while thousands of fires are due at once, the rest of its
+// batch among them: once Close has returned, no func of the wheel starts, and the fires
+// whose funcs had not started count as discarded.
+func TestCloseFromADeliveredFuncLetsNoFuncStartAfterIt(t *testing.T) {
+	w, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5000
+	var started, atClose atomic.Int64
+	closed := make(chan error, 1)
+	due := time.Now().Add(200 * time.Millisecond) // the same tick for all, even under -race
+	for i := 0; i < n; i++ {
+		mustAfterFunc(t, w, time.Until(due), func() {
+			if started.Add(1) == 100 {
+				err := w.Close()
+				atClose.Store(started.Load())
+				closed <- err
+			}
+		})
+	}
+	if err := receive(t, closed, "Close from a delivered func"); err != nil {
+		t.Fatalf("Close from a delivered func = %v, want nil", err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if late := started.Load() - atClose.Load(); late != 0 {
+		t.Fatalf("%d funcs started after Close returned", late)
+	}
+	eventually(t, "every timer counted", func() bool {
+		s := w.Stats()
+		return s.FiredOneShot+s.Discarded == n
+	})
+	s := w.Stats()
+	checkInvariant(t, s)
+	if s.FiredOneShot != uint64(started.Load()) {
+		t.Fatalf("Stats after Close: FiredOneShot %d, %d funcs ran", s.FiredOneShot, started.Load())
+	}
+}
+
 // Goroutines stop timers while their fires are queued for delivery: a timer's func runs
 // exactly when its Stop returned false, and then once.
 func TestStopRacingDeliveredFiresIsExact(t *testing.T) {

@@ -11,14 +11,14 @@ import "slices"
 // armed anew meanwhile, or a periodic timer stopped (perhaps then armed anew by Reset)
 // after the library started this run but before its callback got here. Once Stop has
 // returned, no run starts, and StopWait, which finds no run under way, need not wait for
-// one on its way. It returns the number of the C timer that fired (see Timer.arms).
+// one on its way. Nor does it once the wheel is closing: no func starts after Close, also
+// one that the library had handed out (the rest of a delivered batch, say). It returns the
+// number of the C timer that fired (see Timer.arms).
 func (t *Timer) begin(h uintptr) (arm uint32, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if h != t.handle {
-		if t.period != 0 {
-			t.w.unstarted.skipped.Add(1)
-		}
+	if h != t.handle || !t.w.gate.open() {
+		t.skip(h)
 		return 0, false
 	}
 	if t.period == 0 {
@@ -35,6 +35,20 @@ func (t *Timer) begin(h uintptr) (arm uint32, ok bool) {
 		t.x.ch.inflight.Add(1)
 	}
 	return t.arms, true
+}
+
+// skip counts a run of handle h that begin does not start, which the library counted as
+// fired: a periodic run is not counted, a one-shot's that the wheel's Close stopped is
+// discarded. A one-shot that Stop or Reset stopped was counted there. The caller holds t.mu.
+func (t *Timer) skip(h uintptr) {
+	switch {
+	case t.period != 0:
+		t.w.unstarted.skipped.Add(1)
+	case h == t.handle:
+		t.handle = 0
+		t.unwatchContext()
+		t.w.unstarted.discarded.Add(1)
+	}
 }
 
 // end records that the run of handle h has returned, waking StopWait after the last one.

@@ -40,7 +40,8 @@ type Wheel struct {
 	// stops holds the C timers of Stops not deleted yet (stops.go); batched wheels only.
 	stops stopQueue
 
-	// final is what Stats returns once the wheel is closed (set by Close).
+	// final holds the library's counters once the wheel is closed (set by Close), which
+	// Stats returns in the Go view (unstarted).
 	final atomic.Pointer[Stats]
 }
 
@@ -139,7 +140,7 @@ func (w *Wheel) Stats() Stats {
 		}
 	}
 	if final := w.final.Load(); final != nil {
-		return *final
+		return w.unstarted.adjust(*final) // funcs may still be skipped (run.go)
 	}
 	return Stats{}
 }
@@ -185,7 +186,9 @@ func (w *Wheel) MetricsText() (string, error) {
 // pending timers without running them, and stops the wheel's threads. Calls after Close
 // return ErrClosed (Stop and Reset return false). Close returns nil, every time; later
 // calls return at once. Called from one of the wheel's own callbacks, it cannot wait for
-// that callback: the wheel is then shut down as soon as the callback returns. Close does
+// that callback: the wheel is then shut down as soon as the callback returns. Once Close
+// has returned, no func of the wheel starts: a fire whose func had not started (one of
+// the same batch as the func that called Close, say) is discarded. Close does
 // nothing on the shared wheel of the package-level functions.
 func (w *Wheel) Close() error {
 	// From a callback of an Advance (or while one runs), the Advance stays inside the
@@ -193,9 +196,8 @@ func (w *Wheel) Close() error {
 	if w.shared || !w.gate.closeAllowing(w.inCallback.Load()) {
 		return nil
 	}
-	w.flushStops()      // the gate is closed: no Stop queues a delete after this
-	s, _ := cStats(w.c) // the last snapshot: the wheel is freed below
-	last := w.unstarted.adjust(s)
+	w.flushStops()         // the gate is closed: no Stop queues a delete after this
+	last, _ := cStats(w.c) // the last snapshot: the wheel is freed below
 	w.final.Store(&last)
 	if errors.Is(cDestroy(w.c), ErrBusy) {
 		// Inside one of our own callbacks, where tw_destroy would wait for itself: the
@@ -214,8 +216,9 @@ func (w *Wheel) Close() error {
 
 // closedStats derives the final counters of a wheel from its last snapshot, taken once
 // the gate was closed, and the number of timers its destruction discarded. The timers
-// that were pending then and not discarded are one-shots that ran meanwhile, as no Stop or
-// add reached the wheel.
+// that were pending then and not discarded are one-shots that fired meanwhile, as no Stop
+// or add reached the wheel (the Go view counts those whose funcs begin skipped as
+// discarded).
 func closedStats(s Stats, discarded int) Stats {
 	d := uint64(discarded)
 	if s.Pending > d {
