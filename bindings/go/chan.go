@@ -79,7 +79,13 @@ func (ch *channel) stop(t *Timer) bool {
 // stopLocked is stop; the caller holds ch.mu.
 func (ch *channel) stopLocked(t *Timer) bool {
 	stopped := t.stopFunc()
-	return ch.cut(t) || stopped
+	if !ch.cut(t) {
+		return stopped
+	}
+	if !stopped {
+		t.tookBack(false)
+	}
+	return true
 }
 
 // reset is Reset of a channel timer: the timer is stopped and armed anew, so that no
@@ -89,8 +95,33 @@ func (ch *channel) reset(t *Timer, d time.Duration) bool {
 	defer ch.mu.Unlock()
 	stopped := t.stopFunc()
 	prevented := ch.cut(t)
+	arms := t.armCount()
 	t.resetFunc(d) // re-arms the stopped timer
+	if prevented && !stopped {
+		t.tookBack(t.armCount() != arms)
+	}
 	return stopped || prevented
+}
+
+// tookBack counts in the Go view (counts.go) a one-shot whose value Stop or Reset took
+// back (from the buffer, or a send under way) after its C timer fired: the library counted
+// a fire, and the call returned true. It counts as stopped, or, when Reset armed it anew,
+// as one timer moved.
+func (t *Timer) tookBack(rearmed bool) {
+	switch {
+	case t.period != 0:
+	case rearmed:
+		t.w.unstarted.moved.Add(1)
+	default:
+		t.w.unstarted.stopped.Add(1)
+	}
+}
+
+// armCount is t.arms, read under t.mu.
+func (t *Timer) armCount() uint32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.arms
 }
 
 // NewTimer makes a timer that sends the current time on its channel C once, after d, like

@@ -53,6 +53,11 @@ func TestNewTimerStopAfterSendTakesTheValueBack(t *testing.T) {
 		t.Fatal("Stop with the value unreceived = false, want true")
 	}
 	nothingOn(t, tm.C, 20*time.Millisecond, "receive after Stop")
+	// Stop returned true: Stats counts a stopped timer, not one that fired.
+	if s := w.Stats(); s.Cancelled != 1 || s.FiredOneShot != 0 {
+		t.Fatalf("Stats after Stop took the value back: Cancelled %d FiredOneShot %d, want 1 and 0",
+			s.Cancelled, s.FiredOneShot)
+	}
 }
 
 func TestNewTimerStopBeforeFiring(t *testing.T) {
@@ -77,6 +82,11 @@ func TestNewTimerResetDropsTheStaleValue(t *testing.T) {
 	}
 	if v := receive(t, tm.C, "the value after Reset"); v.Sub(reset) < 30*time.Millisecond {
 		t.Fatalf("received a value %v after Reset, before its 30ms: a stale one", v.Sub(reset))
+	}
+	// Reset returned true: one timer, moved, whose one value was received.
+	if s := w.Stats(); s.Added != 1 || s.FiredOneShot != 1 || s.Cancelled != 0 {
+		t.Fatalf("Stats after Reset took the value back: Added %d FiredOneShot %d Cancelled %d, "+
+			"want 1, 1, 0", s.Added, s.FiredOneShot, s.Cancelled)
 	}
 	if tm.Reset(time.Millisecond) {
 		t.Fatal("Reset after the value was received = true, want false")
@@ -140,6 +150,10 @@ func TestNewTimerSendUnderWayIsDropped(t *testing.T) {
 		t.Fatal("Stop during a send under way = false, want true")
 	}
 	nothingOn(t, tm.C, 30*time.Millisecond, "the send under way at Stop")
+	if s := w.Stats(); s.Cancelled != 1 || s.FiredOneShot != 0 {
+		t.Fatalf("Stats after Stop dropped the send: Cancelled %d FiredOneShot %d, want 1 and 0",
+			s.Cancelled, s.FiredOneShot)
+	}
 }
 
 func TestTickerTicksAndStops(t *testing.T) {

@@ -4,7 +4,8 @@ import "sync/atomic"
 
 // unstarted counts the one-shots that Stop or Reset reached after the library had started
 // their C callback, and so counted them as fired, but before their func started (the
-// callback waits for the Timer's lock in expire). The Go view, where a timer is active
+// callback waits for the Timer's lock in expire), or, for a NewTimer, before its value was
+// received (chan.go). The Go view, where a timer is active
 // until its func starts, counts such a timer as stopped, or as one timer moved.
 //
 // It counts the runs that the library started and begin skipped (run.go): the library
