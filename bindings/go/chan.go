@@ -97,8 +97,12 @@ func (ch *channel) reset(t *Timer, d time.Duration) bool {
 	prevented := ch.cut(t)
 	arms := t.armCount()
 	t.resetFunc(d) // re-arms the stopped timer
-	if prevented && !stopped {
-		t.tookBack(t.armCount() != arms)
+	armed := t.armCount() != arms
+	switch {
+	case stopped && armed:
+		t.w.unstarted.rearmed.Add(1)
+	case prevented && !stopped:
+		t.tookBack(armed)
 	}
 	return stopped || prevented
 }
@@ -186,13 +190,17 @@ func (tk *Ticker) Reset(period time.Duration) error {
 	t, ch := tk.t, tk.t.x.ch
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	t.stopFunc()
+	stopped := t.stopFunc()
 	ch.cut(t)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.armWith(func(h uintptr) (uint64, error) {
+	err := t.armWith(func(h uintptr) (uint64, error) {
 		return cAdd(t.w.c, 0, period, period, fixedRate, h, false)
 	})
+	if stopped && err == nil {
+		t.w.unstarted.rearmed.Add(1) // one ticker, moved
+	}
+	return err
 }
 
 // NewTimer makes a channel timer on the shared wheel; see Wheel.NewTimer.

@@ -222,3 +222,24 @@ func TestChannelTimersOnAClosedWheel(t *testing.T) {
 	tk.Stop()
 	nothingOn(t, tm.C, 20*time.Millisecond, "a value after Close")
 }
+
+// Reset of a NewTimer that has not fired is one timer moved (a delete and an add in the
+// library), as for AfterFunc's timers; so is a Ticker's Reset.
+func TestChannelTimerResetCountsOneTimer(t *testing.T) {
+	w := newWheel(t, Config{})
+	tm := mustNewTimer(t, w, time.Hour)
+	if !tm.Reset(time.Hour) {
+		t.Fatal("Reset of a pending NewTimer = false, want true")
+	}
+	tk, err := w.NewTicker(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.Reset(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if s := w.Stats(); s.Added != 2 || s.Cancelled != 0 || s.Pending != 2 {
+		t.Fatalf("Stats after the Resets: Added %d Cancelled %d Pending %d, want 2, 0, 2",
+			s.Added, s.Cancelled, s.Pending)
+	}
+}

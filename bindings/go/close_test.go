@@ -160,3 +160,88 @@ func TestCloseWhileGoroutinesUseTheWheel(t *testing.T) {
 		t.Fatalf("%d registry entries live after Close", n)
 	}
 }
+
+// Close from a periodic func (on a library thread) while thousands of one-shot fires are
+// queued for the deliverers: each timer counts once in the final Stats, and FiredOneShot
+// is the funcs that ran.
+func TestCloseFromAPeriodicFuncCountsQueuedFiresOnce(t *testing.T) {
+	for _, cfg := range []Config{{}, {MaxWorkers: -1}} {
+		for trial := 0; trial < 8; trial++ {
+			w, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 4000
+			var ran, periodicRuns atomic.Int64
+			closed := make(chan struct{})
+			for i := 0; i < n; i++ {
+				mustAfterFunc(t, w, time.Duration(i%20)*250*time.Microsecond, func() {
+					ran.Add(1)
+					time.Sleep(20 * time.Microsecond)
+				})
+			}
+			if _, err := w.Every(time.Millisecond, func() {
+				if periodicRuns.Add(1) == 3 {
+					_ = w.Close()
+					close(closed)
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			receive(t, closed, "Close from the periodic func")
+			time.Sleep(100 * time.Millisecond) // the queued fires are taken and skipped
+			s := w.Stats()
+			checkInvariant(t, s)
+			if s.Added != n+1 || s.FiredOneShot != uint64(ran.Load()) {
+				t.Fatalf("%+v trial %d: Added %d FiredOneShot %d Discarded %d, want %d added, "+
+					"%d one-shots run", cfg, trial, s.Added, s.FiredOneShot, s.Discarded, n+1, ran.Load())
+			}
+		}
+	}
+}
+
+// Periodic timers closed from outside: Fired after Close is exactly the runs that started
+// (the library's last snapshot may miss a run that starts after it, or count one whose
+// func Close then skips).
+func TestFiredAfterCloseIsTheRunsThatStarted(t *testing.T) {
+	for _, cfg := range []Config{{}, {SlowCallback: time.Hour}} {
+		for trial := 0; trial < 8; trial++ {
+			w, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 500
+			var runs atomic.Int64
+			for i := 0; i < n; i++ {
+				if _, err := w.Every(time.Millisecond, func() { runs.Add(1) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(30 * time.Millisecond)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if s := w.Stats(); s.Fired != uint64(runs.Load()) || s.Discarded != n {
+				t.Fatalf("%+v trial %d: after Close Fired %d Discarded %d, want the %d runs and %d",
+					cfg, trial, s.Fired, s.Discarded, runs.Load(), n)
+			}
+		}
+	}
+}
+
+func TestGroupStopAfterCloseIsFalse(t *testing.T) {
+	w, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := w.Group()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if g.Stop() {
+		t.Fatal("Group.Stop after the wheel's Close = true, want false: Close closed the group")
+	}
+}

@@ -102,7 +102,7 @@ func (g *Group) pruneEnded() {
 // running (Stop called from it, say) runs no more.
 func (g *Group) Stop() bool {
 	g.mu.Lock()
-	if g.stopped {
+	if g.stopped || !g.w.gate.open() { // Close closed it, with the wheel's other groups
 		g.mu.Unlock()
 		return false
 	}

@@ -24,6 +24,8 @@ func (t *Timer) begin(h uintptr) (arm uint32, ok bool) {
 	if t.period == 0 {
 		t.handle = 0
 		t.unwatchContext()
+	} else {
+		t.w.unstarted.periodicRuns.Add(1)
 	}
 	if t.running == 0 {
 		t.running = h
@@ -37,14 +39,11 @@ func (t *Timer) begin(h uintptr) (arm uint32, ok bool) {
 	return t.arms, true
 }
 
-// skip counts a run of handle h that begin does not start, which the library counted as
-// fired: a periodic run is not counted, a one-shot's that the wheel's Close stopped is
-// discarded. A one-shot that Stop or Reset stopped was counted there. The caller holds t.mu.
+// skip counts a run of handle h that begin does not start: a one-shot that the wheel's
+// Close stopped is discarded (one that Stop or Reset stopped was counted there; a periodic
+// run counts only when it begins). The caller holds t.mu.
 func (t *Timer) skip(h uintptr) {
-	switch {
-	case t.period != 0:
-		t.w.unstarted.skipped.Add(1)
-	case h == t.handle:
+	if t.period == 0 && h == t.handle {
 		t.handle = 0
 		t.unwatchContext()
 		t.w.unstarted.discarded.Add(1)

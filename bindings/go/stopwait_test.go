@@ -275,3 +275,29 @@ func TestNoPeriodicRunStartsAfterStopWaitReturns(t *testing.T) {
 		t.Fatalf("Stats().Fired = %d, want the %d runs that started", s.Fired, runs.Load())
 	}
 }
+
+// Reset moves a periodic timer's run that was due, as Stop stops it: a run that the library
+// started before Reset, whose callback reaches the Timer after Reset returned true, does
+// not start. Stats counts one timer, neither stopped nor added twice.
+func TestPeriodicRunReachingTheTimerAfterResetDoesNotStart(t *testing.T) {
+	w := newWheel(t, Config{})
+	var runs atomic.Int32
+	tm, err := w.Every(time.Hour, func() { runs.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm.mu.Lock()
+	h := tm.handle
+	tm.mu.Unlock()
+	if !tm.Reset(time.Hour) {
+		t.Fatal("Reset of a live periodic timer = false, want true")
+	}
+	fire(tm, h) // what twgoFire does for a run started before the Reset, late
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("the func ran %d times after Reset moved it", n)
+	}
+	if s := w.Stats(); s.Added != 1 || s.Cancelled != 0 || s.Pending != 1 || s.Fired != 0 {
+		t.Fatalf("Stats after a Reset: Added %d Cancelled %d Pending %d Fired %d, want 1, 0, 1, 0",
+			s.Added, s.Cancelled, s.Pending, s.Fired)
+	}
+}

@@ -105,7 +105,9 @@ func (t *Timer) deleted(err error) bool {
 // Reset changes the timer to fire after duration d, like time.Timer's Reset for a timer
 // made by time.AfterFunc: it returns true if the timer had been active and is now moved,
 // and false if it had fired or been stopped, in which case its func is scheduled to run
-// again after d. For a periodic timer, Reset moves the next call; the period stays. On a
+// again after d. For a periodic timer, Reset moves the next call (also one that was due
+// and whose func had not started; it deletes the C timer and adds another); the period
+// stays. On a
 // closed wheel, or once the context of AfterFuncContext is done, Reset does nothing and
 // returns false. For a timer made by NewTimer, Reset follows Go 1.23's time.Timer: see
 // NewTimer.
@@ -135,6 +137,10 @@ func (t *Timer) resetFunc(d time.Duration) bool {
 	if !w.gate.enter() {
 		return false
 	}
+	if t.period != 0 {
+		defer w.gate.exit()
+		return t.rearm(d)
+	}
 	err := cReset(w.c, t.id, millis(d))
 	w.gate.exit()
 	if err == nil {
@@ -147,6 +153,22 @@ func (t *Timer) resetFunc(d time.Duration) bool {
 		return false
 	}
 	w.unstarted.moved.Add(1)
+	return true
+}
+
+// rearm moves a live periodic timer by deleting its C timer and adding another, rather
+// than re-arming it: a run that the library started before, still on its way to begin,
+// then finds its handle gone and is skipped, as after Stop, so that Reset moves the run
+// that was due too. It reports whether t is armed anew. The caller holds t.mu (and its
+// group's) and is inside the wheel's gate.
+func (t *Timer) rearm(d time.Duration) bool {
+	if !t.deleted(cDelete(t.w.c, t.id)) {
+		return false
+	}
+	if t.arm(d) != nil {
+		return false // closing, full or its group stopped: t stays stopped
+	}
+	t.w.unstarted.rearmed.Add(1)
 	return true
 }
 

@@ -184,7 +184,7 @@ func (w *Wheel) MetricsText() (string, error) {
 
 // Close shuts the wheel down: it waits for the callbacks that are running, discards the
 // pending timers without running them, and stops the wheel's threads. Calls after Close
-// return ErrClosed (Stop and Reset return false). Close returns nil, every time; later
+// return ErrClosed (Stop, Reset, StopWait and Group.Stop return false). Close returns nil, every time; later
 // calls return at once. Called from one of the wheel's own callbacks, it cannot wait for
 // that callback: the wheel is then shut down as soon as the callback returns. Once Close
 // has returned, no func of the wheel starts: a fire whose func had not started (one of
@@ -203,6 +203,7 @@ func (w *Wheel) Close() error {
 		// Inside one of our own callbacks, where tw_destroy would wait for itself: the
 		// wheel stops without waiting, and the library frees it when the callback returns.
 		_ = cDestroyNowait(w.c)
+		w.awaitTaken() // its queued fires are not discarded below: the library ran them
 	} else {
 		w.releaseDurable() // after the nowait path a handler may still run: kept
 		w.awaitDelivered() // the nowait path waits for no func, these included
