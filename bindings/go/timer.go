@@ -56,8 +56,9 @@ func (t *Timer) extras() *extras {
 // timer, false if the timer had already fired (its func has started) or been stopped, as
 // time.Timer's Stop does. Stop does not wait for a call of the func that has started
 // (StopWait does); called from a periodic timer's own func, it returns true and no further
-// call starts. Once it has returned true, no call starts: a periodic run that the library
-// had begun, but whose func had not started, is skipped. For a timer made by NewTimer, Stop follows Go 1.23's time.Timer: see
+// call starts. Once it has returned true, no run begins: a periodic run that the library
+// had started, but which had not begun here, is skipped (one that had begun may still be
+// entering the func; StopWait waits for it). For a timer made by NewTimer, Stop follows Go 1.23's time.Timer: see
 // NewTimer.
 func (t *Timer) Stop() bool {
 	if t.C != nil {
