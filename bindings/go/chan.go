@@ -177,6 +177,9 @@ func (w *Wheel) NewTicker(period time.Duration) (*Ticker, error) {
 // Stop ends the ticks; no tick from before is received after it returns. It does not
 // close C.
 func (tk *Ticker) Stop() {
+	if tk.t == nil {
+		return // a zero Ticker, as time.Ticker's Stop
+	}
 	tk.t.Stop()
 }
 
@@ -184,6 +187,9 @@ func (tk *Ticker) Stop() {
 // from now, like time.Ticker's Reset. ErrInvalid for a period of zero or less (the ticker
 // is unchanged then), ErrClosed on a closed wheel (the ticker stays stopped).
 func (tk *Ticker) Reset(period time.Duration) error {
+	if tk.t == nil {
+		return errZeroValue
+	}
 	if period <= 0 {
 		return errNonPositivePeriod
 	}

@@ -87,3 +87,6 @@ func errFromCode(code int) error {
 	}
 	return fmt.Errorf("status %d: %w", code, ErrInternal)
 }
+
+// errZeroValue is returned by the methods of a zero Group or Ticker, made by no Wheel.
+var errZeroValue = fmt.Errorf("a zero value, made by no Wheel: %w", ErrInvalid)

@@ -52,6 +52,9 @@ func (g *Group) Every(period time.Duration, f func()) (*Timer, error) {
 }
 
 func (g *Group) start(delay, period time.Duration, mode periodMode, f func()) (*Timer, error) {
+	if g.w == nil {
+		return nil, errZeroValue
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.stopped {
@@ -101,6 +104,9 @@ func (g *Group) pruneEnded() {
 // Timer.Stop, it does not wait for funcs that have started; a periodic timer whose func is
 // running (Stop called from it, say) runs no more.
 func (g *Group) Stop() bool {
+	if g.w == nil {
+		return false // a zero Group, made by no Wheel
+	}
 	g.mu.Lock()
 	if g.stopped || !g.w.gate.open() { // Close closed it, with the wheel's other groups
 		g.mu.Unlock()

@@ -113,6 +113,9 @@ func (t *Timer) deleted(err error) bool {
 // returns false. For a timer made by NewTimer, Reset follows Go 1.23's time.Timer: see
 // NewTimer.
 func (t *Timer) Reset(d time.Duration) bool {
+	if t.w == nil {
+		return false // a zero Timer, made by no Wheel: never active
+	}
 	if t.C != nil {
 		return t.x.ch.reset(t, d)
 	}

@@ -189,3 +189,29 @@ func TestResetEarlierMovesTheTimer(t *testing.T) {
 	}
 	receive(t, ran, "the run moved earlier")
 }
+
+// Zero values, made by no Wheel, are inert: a clear result or ErrInvalid, never a panic.
+func TestZeroValuesAreInert(t *testing.T) {
+	var tm Timer
+	if tm.Stop() || tm.Reset(time.Millisecond) {
+		t.Fatal("Stop or Reset of a zero Timer = true, want false")
+	}
+	if stopped, err := tm.StopWait(); stopped || err != nil {
+		t.Fatalf("StopWait of a zero Timer = (%v, %v), want (false, nil)", stopped, err)
+	}
+	var tk Ticker
+	tk.Stop()
+	if err := tk.Reset(time.Second); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Reset of a zero Ticker = %v, want ErrInvalid", err)
+	}
+	var g Group
+	if g.Stop() {
+		t.Fatal("Stop of a zero Group = true, want false")
+	}
+	if _, err := g.AfterFunc(time.Second, func() {}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("AfterFunc of a zero Group = %v, want ErrInvalid", err)
+	}
+	if _, err := g.Every(time.Second, func() {}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Every of a zero Group = %v, want ErrInvalid", err)
+	}
+}
