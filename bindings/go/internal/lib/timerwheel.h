@@ -1256,7 +1256,8 @@ enum tw_status tw_add_periodic_at(struct tw_wheel *w, int64_t first_unix_ms, uin
 
 /**
  * Re-arms a pending timer to fire `delay_ms` from now (for a periodic timer: moves its
- * next run; the period stays).
+ * next run; the period stays). A run that a worker has taken is not moved: it may still be
+ * entering its callback after tw_reset returns (docs/contract.md).
  *
  * Returns TW_OK, or (and nothing changes):
  * - TW_ERR_INVALID: `w` NULL.
@@ -1272,8 +1273,9 @@ enum tw_status tw_reset(struct tw_wheel *w, tw_timer_id id, uint64_t delay_ms);
 /**
  * Deletes a timer: TW_OK when it was pending and will not start again. A one-shot that is
  * due but has not started yet is stopped too. For a periodic timer whose callback is
- * running: TW_OK, no further run starts, and `drop` follows when the callback returns.
- * A callback may delete its own timer.
+ * running: TW_OK, no further run starts, and `drop` follows when the callback returns. A
+ * run has started when a worker took it, which may still be entering its callback after
+ * tw_delete returns; tw_delete_sync waits for it. A callback may delete its own timer.
  *
  * Returns TW_OK, or (and nothing changes):
  * - TW_ERR_INVALID: `w` NULL.
