@@ -142,3 +142,36 @@ func TestEveryKeepsAPeriodOfAFractionOfATick(t *testing.T) {
 			n, period, time.Since(start), points)
 	}
 }
+
+// Resets from the func itself and from another goroutine, at zero delay, while runs take
+// longer than the period: the runs still never overlap.
+func TestPeriodicRunsNeverOverlapUnderResets(t *testing.T) {
+	w := newWheel(t, Config{MinWorkers: 4, MaxWorkers: 4})
+	var inside, overlaps, runs atomic.Int32
+	var tm *Timer
+	ready := make(chan struct{})
+	tm, err := w.Every(time.Millisecond, func() {
+		<-ready
+		if inside.Add(1) > 1 {
+			overlaps.Add(1)
+		}
+		tm.Reset(0)
+		time.Sleep(2 * time.Millisecond)
+		inside.Add(-1)
+		runs.Add(1)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(ready)
+	for start := time.Now(); time.Since(start) < 150*time.Millisecond; {
+		tm.Reset(0)
+		time.Sleep(100 * time.Microsecond)
+	}
+	if _, err := tm.StopWait(); err != nil {
+		t.Fatal(err)
+	}
+	if n := overlaps.Load(); n != 0 || runs.Load() < 10 {
+		t.Fatalf("%d overlapping runs in %d runs of one periodic timer", n, runs.Load())
+	}
+}

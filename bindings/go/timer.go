@@ -141,7 +141,7 @@ func (t *Timer) resetFunc(d time.Duration) bool {
 	if !w.gate.enter() {
 		return false
 	}
-	if t.period != 0 {
+	if t.period != 0 && t.running == 0 {
 		defer w.gate.exit()
 		return t.rearm(d)
 	}
@@ -163,8 +163,10 @@ func (t *Timer) resetFunc(d time.Duration) bool {
 // rearm moves a live periodic timer by deleting its C timer and adding another, rather
 // than re-arming it: a run that the library started before, still on its way to begin,
 // then finds its handle gone and is skipped, as after Stop, so that Reset moves the run
-// that was due too. It reports whether t is armed anew. The caller holds t.mu (and its
-// group's) and is inside the wheel's gate.
+// that was due too. Only while no run is under way: the library starts no run of the C
+// timer before that one returns, and a second C timer could run beside it. It reports
+// whether t is armed anew. The caller holds t.mu (and its group's) and is inside the
+// wheel's gate.
 func (t *Timer) rearm(d time.Duration) bool {
 	if !t.deleted(cDelete(t.w.c, t.id)) {
 		return false
