@@ -175,3 +175,38 @@ func TestPeriodicRunsNeverOverlapUnderResets(t *testing.T) {
 		t.Fatalf("%d overlapping runs in %d runs of one periodic timer", n, runs.Load())
 	}
 }
+
+// Stop and Reset of a periodic timer while its func runs: the timer armed anew runs, but
+// not beside the run from before the Stop.
+func TestPeriodicResetAfterStopDuringARunDoesNotOverlapIt(t *testing.T) {
+	w := newWheel(t, Config{MinWorkers: 4, MaxWorkers: 4})
+	var inside, overlaps, runs atomic.Int32
+	started := make(chan struct{}, 1)
+	tm, err := w.Every(time.Millisecond, func() {
+		if inside.Add(1) > 1 {
+			overlaps.Add(1)
+		}
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		time.Sleep(20 * time.Millisecond)
+		inside.Add(-1)
+		runs.Add(1)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		receive(t, started, "a run")
+		tm.Stop()
+		tm.Reset(0)
+	}
+	eventually(t, "runs after the Resets", func() bool { return runs.Load() >= 6 })
+	if _, err := tm.StopWait(); err != nil {
+		t.Fatal(err)
+	}
+	if n := overlaps.Load(); n != 0 {
+		t.Fatalf("%d runs overlapped one from before a Stop", n)
+	}
+}

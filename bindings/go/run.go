@@ -17,6 +17,12 @@ import "slices"
 func (t *Timer) begin(h uintptr) (arm uint32, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	for t.period != 0 && h == t.handle && t.running != 0 {
+		// The library never overlaps runs of one C timer: this one was armed by a Reset
+		// after a Stop, while a run of the C timer before was under way. Runs of a
+		// periodic timer never overlap: it waits for that one (end).
+		t.awaitIdleLocked()
+	}
 	if h != t.handle || !t.w.gate.open() {
 		t.skip(h)
 		return 0, false
@@ -109,10 +115,15 @@ func (t *Timer) inOwnFunc() bool {
 // waitIdle returns once no run of t's func is under way.
 func (t *Timer) waitIdle() {
 	t.mu.Lock()
-	if t.running == 0 {
-		t.mu.Unlock()
-		return
+	defer t.mu.Unlock()
+	if t.running != 0 {
+		t.awaitIdleLocked()
 	}
+}
+
+// awaitIdleLocked lets go of t.mu until the runs under way have returned (end), then takes
+// it again. The caller holds t.mu, with a run under way.
+func (t *Timer) awaitIdleLocked() {
 	x := t.extras()
 	if x.idle == nil {
 		x.idle = make(chan struct{})
@@ -120,4 +131,5 @@ func (t *Timer) waitIdle() {
 	idle := x.idle
 	t.mu.Unlock()
 	<-idle
+	t.mu.Lock()
 }

@@ -108,8 +108,7 @@ func (t *Timer) deleted(err error) bool {
 // and false if it had fired or been stopped, in which case its func is scheduled to run
 // again after d. For a periodic timer, Reset moves the next call (also one that was due
 // and whose func had not started; it deletes the C timer and adds another); the period
-// stays. Reset of a periodic timer that Stop stopped while its func ran arms it anew at
-// once: its first run does not wait for the one from before the Stop. On a
+// stays. On a
 // closed wheel, or once the context of AfterFuncContext is done, Reset does nothing and
 // returns false. For a timer made by NewTimer, Reset follows Go 1.23's time.Timer: see
 // NewTimer.

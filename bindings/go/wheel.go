@@ -89,8 +89,7 @@ func (w *Wheel) AfterFunc(d time.Duration, f func()) (*Timer, error) {
 // runs keep the schedule period, 2 period, ..., exact to the nanosecond (the period need
 // not be a multiple of the tick). A call that returns after the next point is followed at
 // once by that call; points that passed entirely meanwhile (a slow call, a stalled
-// process) are coalesced into it. Runs of f never overlap (but after Stop and Reset: see
-// Timer.Reset). Stop ends the calls.
+// process) are coalesced into it. Runs of f never overlap. Stop ends the calls.
 func (w *Wheel) Every(period time.Duration, f func()) (*Timer, error) {
 	return w.every(period, fixedRate, f)
 }
