@@ -203,19 +203,25 @@ func TestStopWaitWithTwoRunsAtOnce(t *testing.T) {
 	}
 }
 
-// The callback of a periodic run that the library started before Stop can reach the Timer
-// after Stop has returned (its thread was descheduled on the way): the func must not start
-// then, or StopWait, which found no run under way, would return before it.
-func TestPeriodicRunReachingTheTimerAfterStopDoesNotStart(t *testing.T) {
+// hourlyTimerAndHandle makes a periodic timer and returns it with the handle of its C
+// timer, whose late callbacks a test replays with fire, and the count of its runs.
+func hourlyTimerAndHandle(t *testing.T) (*Wheel, *Timer, uintptr, *atomic.Int32) {
 	w := newWheel(t, Config{})
-	var runs atomic.Int32
+	runs := new(atomic.Int32)
 	tm, err := w.Every(time.Hour, func() { runs.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	tm.mu.Lock()
-	h := tm.handle
-	tm.mu.Unlock()
+	defer tm.mu.Unlock()
+	return w, tm, tm.handle, runs
+}
+
+// The callback of a periodic run that the library started before Stop can reach the Timer
+// after Stop has returned (its thread was descheduled on the way): the func must not start
+// then, or StopWait, which found no run under way, would return before it.
+func TestPeriodicRunReachingTheTimerAfterStopDoesNotStart(t *testing.T) {
+	_, tm, h, runs := hourlyTimerAndHandle(t)
 	if stopped, err := tm.StopWait(); !stopped || err != nil {
 		t.Fatalf("StopWait of a live periodic timer = (%v, %v), want (true, nil)", stopped, err)
 	}
@@ -280,15 +286,7 @@ func TestNoPeriodicRunStartsAfterStopWaitReturns(t *testing.T) {
 // started before Reset, whose callback reaches the Timer after Reset returned true, does
 // not start. Stats counts one timer, neither stopped nor added twice.
 func TestPeriodicRunReachingTheTimerAfterResetDoesNotStart(t *testing.T) {
-	w := newWheel(t, Config{})
-	var runs atomic.Int32
-	tm, err := w.Every(time.Hour, func() { runs.Add(1) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm.mu.Lock()
-	h := tm.handle
-	tm.mu.Unlock()
+	w, tm, h, runs := hourlyTimerAndHandle(t)
 	if !tm.Reset(time.Hour) {
 		t.Fatal("Reset of a live periodic timer = false, want true")
 	}
