@@ -23,7 +23,8 @@
  * drop function, after a one-shot ran, when the timer is cancelled, or when the wheel is
  * destroyed. An exception escaping a callback cannot cross the C boundary: it is caught,
  * counted in the wheel's callback_panics (tw_record_callback_failure) and goes no further;
- * the wheel goes on. Durations round up to whole milliseconds. A Timer is a plain handle:
+ * the wheel goes on. Durations and time points round up to whole milliseconds (never
+ * early; a duration past the library's range is held at its end). A Timer is a plain handle:
  * dropping it does not cancel the timer, and it must not be used after its Wheel is
  * destroyed. A UniqueTimer owns its timer: declare it after the Wheel (members are
  * destroyed in reverse order), so that it is destroyed first.
@@ -32,10 +33,14 @@
 #define TIMERWHEEL_HPP
 
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
+#include <mutex>
+#include <ratio>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -144,12 +149,29 @@ void check_explained(tw_status status, const char *call, Explain explain) {
     throw Error(status, call);
 }
 
+/* A Unix time in milliseconds as a time point, held at the clock's ends where the clock
+ * cannot hold it (system_clock's nanoseconds reach 2262). */
 inline std::chrono::system_clock::time_point from_unix_ms(std::int64_t ms) {
-    return std::chrono::system_clock::time_point(std::chrono::milliseconds(ms));
+    using std::chrono::system_clock;
+    constexpr auto top = std::chrono::duration_cast<std::chrono::milliseconds>(
+        system_clock::time_point::max().time_since_epoch()).count();
+    constexpr auto bottom = std::chrono::duration_cast<std::chrono::milliseconds>(
+        system_clock::time_point::min().time_since_epoch()).count();
+    if (ms >= top) return system_clock::time_point::max();
+    if (ms <= bottom) return system_clock::time_point::min();
+    return system_clock::time_point(std::chrono::milliseconds(ms));
 }
 
+/* A time point as a Unix time in milliseconds, rounded up: never early. */
 inline std::int64_t to_unix_ms(std::chrono::system_clock::time_point t) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+    return std::chrono::ceil<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+/* Nanoseconds of the library (unsigned), held at nanoseconds::max(). */
+inline std::chrono::nanoseconds from_ns(std::uint64_t ns) {
+    constexpr auto top = static_cast<std::uint64_t>(std::chrono::nanoseconds::max().count());
+    return std::chrono::nanoseconds(ns >= top ? std::chrono::nanoseconds::max().count()
+                                              : static_cast<std::int64_t>(ns));
 }
 
 /* tw_export's function: copies each timer into the Export at ctx. An allocation failure
@@ -164,8 +186,8 @@ struct Exporting {
         t.id = info->id;
         t.kind = static_cast<tw_timer_kind>(info->kind);
         t.mode = static_cast<tw_period_mode>(info->mode);
-        t.period = std::chrono::nanoseconds(info->period_ns);
-        t.due_monotonic = std::chrono::nanoseconds(info->due_ns);
+        t.period = from_ns(info->period_ns);
+        t.due_monotonic = from_ns(info->due_ns);
         t.due = from_unix_ms(info->due_unix_ms);
         t.at = from_unix_ms(info->at_unix_ms);
         try {
@@ -176,11 +198,38 @@ struct Exporting {
     }
 };
 
-/* Milliseconds, rounded up; negative durations are 0. */
+/* Milliseconds, rounded up; negative durations (and NaN) are 0, and a duration past
+ * UINT64_MAX ms is UINT64_MAX ms (the library holds such a deadline at the end of its
+ * clock's range): never early, never wrapped. Exact for every unit that is a whole number
+ * of milliseconds or a whole fraction of one (nanoseconds to hours). */
 template <class Rep, class Period>
 std::uint64_t to_ms(std::chrono::duration<Rep, Period> d) {
-    auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
-    return ms < 0 ? 0 : static_cast<std::uint64_t>(ms);
+    constexpr std::uint64_t most = std::numeric_limits<std::uint64_t>::max();
+    using InMs = std::ratio_divide<Period, std::milli>;
+    if (!(d > d.zero())) return 0;
+    if constexpr (std::is_floating_point_v<Rep> || (InMs::num != 1 && InMs::den != 1)) {
+        long double ms = std::ceil(static_cast<long double>(d.count()) * InMs::num / InMs::den);
+        return ms < static_cast<long double>(most) ? static_cast<std::uint64_t>(ms) : most;
+    } else {
+        auto count = static_cast<std::uint64_t>(d.count());
+        constexpr auto num = static_cast<std::uint64_t>(InMs::num);
+        constexpr auto den = static_cast<std::uint64_t>(InMs::den);
+        if (den == 1) return count > most / num ? most : count * num;
+        return count / den + (count % den != 0);
+    }
+}
+
+/* Keeps `owned` until the process exits, reachable (no leak is reported). */
+template <class T>
+void keep_for_the_process(std::vector<std::unique_ptr<T>> owned) noexcept {
+    static std::mutex lock;
+    static std::vector<std::unique_ptr<T>> kept;
+    std::lock_guard<std::mutex> hold(lock);
+    try {
+        for (auto &one : owned) kept.push_back(std::move(one));
+    } catch (...) {
+        for (auto &one : owned) one.release();  // out of memory: leaked, never freed early
+    }
 }
 
 /* The C callback of a callable of type F: an exception cannot unwind into C, so it is
@@ -530,6 +579,8 @@ public:
 
     /* The counters of the last `window` (1 s to 60 s; std::invalid_argument otherwise). */
     tw_stats stats_recent(std::chrono::milliseconds window) const {
+        if (window < std::chrono::seconds(1) || window > std::chrono::seconds(60))
+            throw std::invalid_argument("stats_recent: the window is 1 s to 60 s");
         tw_stats s{};
         s.size = sizeof s;
         detail::check(tw_get_stats_recent(wheel_, static_cast<std::uint64_t>(window.count()), &s),
@@ -624,8 +675,14 @@ private:
 
     void reset_handle() noexcept {
         // TW_ERR_BUSY from inside the wheel (and for the shared wheel, which both refuse).
-        if (wheel_ != nullptr && tw_destroy(wheel_) == TW_ERR_BUSY) tw_destroy_nowait(wheel_);
+        if (wheel_ != nullptr && tw_destroy(wheel_) == TW_ERR_BUSY) {
+            tw_destroy_nowait(wheel_);
+            // Handlers may still run, here up the stack or on other workers, until the
+            // wheel is freed, which no one hears of: they are kept for the process.
+            if (!handlers_.empty()) detail::keep_for_the_process(std::move(handlers_));
+        }
         wheel_ = nullptr;
+        handlers_.clear();
     }
 
     tw_wheel *wheel_ = nullptr;
@@ -637,8 +694,9 @@ private:
  * destructor deletes the group (tw_group_delete): every timer in it is deleted, those
  * running finish, and the group ends after their drops; close() lets them run on instead.
  * `on_end`, if given, runs once when the group has ended: after it was deleted or closed
- * and the drop of its last timer (each timer's callable freed). An exception from it is
- * counted like a callback's. Must not outlive its Wheel. */
+ * and the drop of its last timer (each timer's callable freed). It runs as the group's
+ * drop function, where nothing can be counted (c.md): an exception from it is caught and
+ * goes no further. Must not outlive its Wheel. */
 class Group {
 public:
     explicit Group(Wheel &wheel) : Group(wheel, nullptr) {}
@@ -715,8 +773,7 @@ public:
     /* Runs `f` once at the wall-clock time `when`, as a timer of the group. */
     template <class F>
     Timer at(std::chrono::system_clock::time_point when, F &&f) {
-        std::int64_t unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-            when.time_since_epoch()).count();
+        std::int64_t unix_ms = detail::to_unix_ms(when);
         auto add = [&](tw_callback cb, void *data, tw_drop_fn drop, tw_timer_id *id) {
             return tw_group_add_at(wheel_, id_, unix_ms, cb, data, drop, id);
         };
@@ -731,7 +788,7 @@ private:
         try {
             (*f)();
         } catch (...) {
-            tw_record_callback_failure();
+            // A drop function: tw_record_callback_failure would count nothing here.
         }
     }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <cstdio>
@@ -356,6 +357,65 @@ void test_every_from_keeps_the_phase_with_either_policy() {
     CHECK((skip_log.at == std::vector<long long>{500, 1500}));
 }
 
+void test_durations_round_up_and_saturate() {
+    using timerwheel::detail::to_ms;
+    using std::chrono::duration;
+    constexpr std::uint64_t most = UINT64_MAX;
+    CHECK(to_ms(1ns) == 1 && to_ms(1500us) == 2 && to_ms(2ms) == 2 && to_ms(1h) == 3600000);
+    CHECK(to_ms(-1ms) == 0 && to_ms(0s) == 0 && to_ms(duration<double>(NAN)) == 0);
+    CHECK(to_ms(duration<double>(0.0015)) == 2 && to_ms(duration<double, std::milli>(2.0)) == 2);
+    CHECK(to_ms(std::chrono::seconds::max()) == most && to_ms(std::chrono::hours::max()) == most);
+    CHECK(to_ms(duration<double>(1e300)) == most && to_ms(duration<double>(INFINITY)) == most);
+    CHECK(to_ms(duration<std::uint64_t, std::milli>(most)) == most);
+    CHECK(to_ms(duration<std::uint64_t>(most)) == most);
+    // A huge delay is held at the end of the clock's range: it does not fire now.
+    Wheel wheel = virtual_wheel();
+    int ran = 0;
+    wheel.after(std::chrono::hours::max(), [&] { ran++; });
+    wheel.after(duration<double>(1e300), [&] { ran++; });
+    wheel.after(1500us, [&] { ran++; });
+    CHECK(wheel.advance(1ms) == 0 && ran == 0);
+    CHECK(wheel.advance(1ms) == 1 && ran == 1);
+}
+
+void test_time_points_round_up() {
+    Wheel wheel = virtual_wheel();
+    int at = 0, every = 0;
+    wheel.at(start + 1500us, [&] { at++; });
+    wheel.every_from(start + 2500us, 1s, [&] { every++; });
+    wheel.advance(1ms);
+    CHECK(at == 0);
+    wheel.advance(1ms);
+    CHECK(at == 1 && every == 0);
+    wheel.advance(1ms);
+    CHECK(every == 1);
+}
+
+void test_stats_recent_refuses_a_window_out_of_range() {
+    Wheel wheel(small_config());
+    for (auto window : {500ms, 61000ms, -1000ms}) {
+        bool refused = false;
+        try {
+            wheel.stats_recent(window);
+        } catch (const std::invalid_argument &) {
+            refused = true;
+        }
+        CHECK(refused);
+    }
+    CHECK(wheel.stats_recent(1s).size == sizeof(tw_stats));
+}
+
+void test_export_holds_a_far_deadline_at_the_clocks_end() {
+    Wheel wheel = virtual_wheel();
+    wheel.after(std::chrono::hours(24 * 365 * 300), [] {});
+    timerwheel::Export e = wheel.export_timers();
+    CHECK(e.timers.size() == 1);
+    if (e.timers.size() == 1) {
+        CHECK(e.timers[0].due == std::chrono::system_clock::time_point::max());
+        CHECK(e.timers[0].due_monotonic == std::chrono::nanoseconds::max());
+    }
+}
+
 void test_export_timers() {
     Wheel wheel = virtual_wheel();
     Timer rate = wheel.every(250ms, 1s, [] {});
@@ -559,6 +619,36 @@ void test_durable_store_errors_carry_the_message() {
 
 }  // namespace
 
+// A durable handler that destroys its wheel: the handlers stay until the process ends, as
+// one of them (this one) is still running.
+std::atomic<bool> canary_freed{false};
+struct Canary {
+    ~Canary() { canary_freed = true; }
+};
+
+void test_wheel_destroyed_from_a_durable_handler_keeps_the_handlers() {
+    using timerwheel::Ack;
+    auto start = std::chrono::system_clock::time_point(std::chrono::milliseconds(1704067200000));
+    std::string path = fresh_store("inside");
+    auto wheel = std::make_unique<Wheel>(
+        timerwheel::Config().virtual_clock(start).durable(path.c_str(), TW_DURABLE_SYNC));
+    tw_wheel *raw = wheel->get();
+    bool freed_while_running = true;
+    auto canary = std::make_shared<Canary>();
+    wheel->handle("close", [canary, &wheel, &freed_while_running](const timerwheel::Token &,
+                                                                  const std::string &) {
+        wheel.reset();  // ~Wheel from inside its own handler
+        freed_while_running = canary_freed.load();
+        return Ack::now;
+    });
+    canary.reset();
+    wheel->durable_open();
+    wheel->durable_add(1, "close", "", start + 1s);
+    std::size_t ran = 0;
+    tw_advance(raw, 2000, &ran);
+    CHECK(wheel == nullptr && !freed_while_running);
+}
+
 int main() {
     RUN(test_after_runs_once_and_frees_the_callback);
     RUN(test_cancel_frees_the_callback_unrun);
@@ -578,11 +668,16 @@ int main() {
     RUN(test_cancel_many_and_reset_many);
     RUN(test_every_from_keeps_the_phase_with_either_policy);
     RUN(test_export_timers);
+    RUN(test_durations_round_up_and_saturate);
+    RUN(test_time_points_round_up);
+    RUN(test_stats_recent_refuses_a_window_out_of_range);
+    RUN(test_export_holds_a_far_deadline_at_the_clocks_end);
     RUN(test_unique_timer_deletes_its_timer_when_destroyed);
     RUN(test_unique_timer_waits_for_its_running_callback);
     RUN(test_unique_timer_moves_release_and_assignment);
     RUN(test_unique_timer_destroyed_from_its_own_callback);
     RUN(test_durable_timers);
     RUN(test_durable_store_errors_carry_the_message);
+    RUN(test_wheel_destroyed_from_a_durable_handler_keeps_the_handlers);
     return check_summary("test_wrapper");
 }
