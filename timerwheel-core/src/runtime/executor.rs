@@ -276,9 +276,22 @@ impl Executor {
 
     /// Keeps the thread handle so shutdown can join it; forgets the finished ones.
     pub(crate) fn adopt(&self, handle: JoinHandle<()>) {
+        let _always_ok = self.adopting(|| Ok(handle));
+    }
+
+    /// Starts a thread with `spawn` and keeps its handle, both under the handles' lock: a
+    /// [`close`](Self::close) that takes the handles finds every thread started before
+    /// it, which may already run a callback; one started after finds the executor closed
+    /// and runs nothing.
+    pub(crate) fn adopting(
+        &self,
+        spawn: impl FnOnce() -> std::io::Result<JoinHandle<()>>,
+    ) -> std::io::Result<()> {
         let mut handles = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        let handle = spawn()?;
         handles.retain(|h| !h.is_finished());
         handles.push(handle);
+        Ok(())
     }
 
     /// Queues due runs and wakes as many idle workers as there are runs. A run goes behind

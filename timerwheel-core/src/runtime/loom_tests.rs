@@ -550,6 +550,37 @@ fn loom_a_drop_stops_the_next_due_timer() {
     });
 }
 
+/// The tick thread grows the pool as the runtime shuts down: a worker it spawns takes the
+/// queued run of a periodic timer. Whatever the order, the shutdown returns only after the
+/// timer's drop: a worker that may have taken a run is joined (one adopted after the
+/// shutdown took the handles must not be).
+#[test]
+fn loom_a_worker_spawned_as_the_runtime_shuts_down_is_joined() {
+    model(
+        "a worker spawned as the runtime shuts down is joined",
+        || {
+            let config = Builder::new().manual(true).min_workers(1).max_workers(1);
+            let runtime = Arc::new(config.build().unwrap());
+            let tally = Arc::new(Tally::default());
+            add_now(&runtime, true, Probe::new(&tally));
+            advance_time(&runtime.inner);
+            let spawner = spawn(&runtime, |runtime| {
+                for _ in 0..runtime.inner.executor.reserve_initial() {
+                    spawn_worker(&runtime.inner);
+                }
+            });
+            let _ = runtime.shutdown();
+            assert_eq!(
+                tally.drops.load(SeqCst),
+                1,
+                "the shutdown returned before the drop"
+            );
+            spawner.join().unwrap();
+            check_ended(&runtime, &[&tally]);
+        },
+    );
+}
+
 /// Two idle workers; the model's thread queues one due run at a time (the tick thread's
 /// step) and waits for it to run. A queued run always wakes a worker: a wake-up lost
 /// between `Executor::push` and `Executor::wait_for_work` leaves every thread waiting.

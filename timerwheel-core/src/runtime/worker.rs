@@ -35,12 +35,13 @@ const MAX_BATCH: usize = 32;
 /// Starts a worker thread (already counted by the executor).
 pub(crate) fn spawn_worker<T: Task>(inner: &Arc<RuntimeState<T>>) {
     let worker = Arc::clone(inner);
-    let spawned = thread::Builder::new()
-        .name("timerwheel-worker".into())
-        .spawn(move || worker_main(worker));
-    match spawned {
-        Ok(handle) => inner.executor.adopt(handle),
-        Err(_) => inner.executor.worker_failed(),
+    let spawned = inner.executor.adopting(|| {
+        thread::Builder::new()
+            .name("timerwheel-worker".into())
+            .spawn(move || worker_main(worker))
+    });
+    if spawned.is_err() {
+        inner.executor.worker_failed();
     }
 }
 
