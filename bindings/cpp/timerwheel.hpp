@@ -92,7 +92,9 @@ struct Config : tw_config {
 };
 
 /* One pending timer of Wheel::export_timers (tw_timer_info). Timers are known by their
- * id: keep what each one stands for (a session's key) by the id its add returned. */
+ * id: keep what each one stands for (a session's key) by the id its add returned. A time
+ * past what std::chrono holds (nanoseconds reach 292 years; system_clock, the year 2262)
+ * is held at its type's max(). */
 struct PendingTimer {
     tw_timer_id id = 0;
     tw_timer_kind kind = TW_TIMER_ONE_SHOT;
