@@ -24,9 +24,9 @@
  * destroyed. An exception escaping a callback cannot cross the C boundary: it is caught,
  * counted in the wheel's callback_panics (tw_record_callback_failure) and goes no further;
  * the wheel goes on. Durations and time points round up to whole milliseconds (never
- * early; a duration past the library's range is held at its end). A Timer is a plain handle:
- * dropping it does not cancel the timer, and it must not be used after its Wheel is
- * destroyed. A UniqueTimer owns its timer: declare it after the Wheel (members are
+ * early; a duration past the library's range is held at its end). A Timer is a plain
+ * handle: dropping it does not cancel the timer, and it must not be used after its Wheel
+ * is destroyed. A UniqueTimer owns its timer: declare it after the Wheel (members are
  * destroyed in reverse order), so that it is destroyed first.
  */
 #ifndef TIMERWHEEL_HPP
@@ -40,9 +40,9 @@
 #include <limits>
 #include <memory>
 #include <mutex>
-#include <ratio>
 #include <new>
 #include <optional>
+#include <ratio>
 #include <stdexcept>
 #include <string>
 #include <type_traits>

@@ -53,15 +53,29 @@ func TestStopFromOwnPeriodicCallbackIsTrue(t *testing.T) {
 	}
 }
 
+// overlapProbe counts the runs of a func that began while another was under way.
+type overlapProbe struct {
+	inside, overlaps atomic.Int32
+}
+
+func (p *overlapProbe) enter() {
+	if p.inside.Add(1) > 1 {
+		p.overlaps.Add(1)
+	}
+}
+
+func (p *overlapProbe) leave() {
+	p.inside.Add(-1)
+}
+
 // checkNoOverlap runs a slow periodic timer and fails if two of its runs overlap.
 func checkNoOverlap(t *testing.T, every func(time.Duration, func()) (*Timer, error)) {
-	var inside, overlaps, runs atomic.Int32
+	var overlap overlapProbe
+	var runs atomic.Int32
 	tm, err := every(time.Millisecond, func() {
-		if inside.Add(1) > 1 {
-			overlaps.Add(1)
-		}
+		overlap.enter()
 		time.Sleep(5 * time.Millisecond)
-		inside.Add(-1)
+		overlap.leave()
 		runs.Add(1)
 	})
 	if err != nil {
@@ -69,7 +83,7 @@ func checkNoOverlap(t *testing.T, every func(time.Duration, func()) (*Timer, err
 	}
 	eventually(t, "ten slow runs", func() bool { return runs.Load() >= 10 })
 	tm.Stop()
-	if n := overlaps.Load(); n != 0 {
+	if n := overlap.overlaps.Load(); n != 0 {
 		t.Fatalf("%d overlapping runs of one periodic timer", n)
 	}
 }
@@ -147,17 +161,16 @@ func TestEveryKeepsAPeriodOfAFractionOfATick(t *testing.T) {
 // longer than the period: the runs still never overlap.
 func TestPeriodicRunsNeverOverlapUnderResets(t *testing.T) {
 	w := newWheel(t, Config{MinWorkers: 4, MaxWorkers: 4})
-	var inside, overlaps, runs atomic.Int32
+	var overlap overlapProbe
+	var runs atomic.Int32
 	var tm *Timer
 	ready := make(chan struct{})
 	tm, err := w.Every(time.Millisecond, func() {
 		<-ready
-		if inside.Add(1) > 1 {
-			overlaps.Add(1)
-		}
+		overlap.enter()
 		tm.Reset(0)
 		time.Sleep(2 * time.Millisecond)
-		inside.Add(-1)
+		overlap.leave()
 		runs.Add(1)
 	})
 	if err != nil {
@@ -171,7 +184,7 @@ func TestPeriodicRunsNeverOverlapUnderResets(t *testing.T) {
 	if _, err := tm.StopWait(); err != nil {
 		t.Fatal(err)
 	}
-	if n := overlaps.Load(); n != 0 || runs.Load() < 10 {
+	if n := overlap.overlaps.Load(); n != 0 || runs.Load() < 10 {
 		t.Fatalf("%d overlapping runs in %d runs of one periodic timer", n, runs.Load())
 	}
 }
@@ -180,18 +193,17 @@ func TestPeriodicRunsNeverOverlapUnderResets(t *testing.T) {
 // not beside the run from before the Stop.
 func TestPeriodicResetAfterStopDuringARunDoesNotOverlapIt(t *testing.T) {
 	w := newWheel(t, Config{MinWorkers: 4, MaxWorkers: 4})
-	var inside, overlaps, runs atomic.Int32
+	var overlap overlapProbe
+	var runs atomic.Int32
 	started := make(chan struct{}, 1)
 	tm, err := w.Every(time.Millisecond, func() {
-		if inside.Add(1) > 1 {
-			overlaps.Add(1)
-		}
+		overlap.enter()
 		select {
 		case started <- struct{}{}:
 		default:
 		}
 		time.Sleep(20 * time.Millisecond)
-		inside.Add(-1)
+		overlap.leave()
 		runs.Add(1)
 	})
 	if err != nil {
@@ -206,7 +218,7 @@ func TestPeriodicResetAfterStopDuringARunDoesNotOverlapIt(t *testing.T) {
 	if _, err := tm.StopWait(); err != nil {
 		t.Fatal(err)
 	}
-	if n := overlaps.Load(); n != 0 {
+	if n := overlap.overlaps.Load(); n != 0 {
 		t.Fatalf("%d runs overlapped one from before a Stop", n)
 	}
 }

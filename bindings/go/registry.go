@@ -42,8 +42,9 @@ const (
 // Stop releases an entry only by queueing its handle: the entries are cleared in batches,
 // where their scattered cache misses overlap instead of each stalling a Stop. Until then a
 // released entry is still found (by a periodic run that the library had started when Stop
-// was called; begin skips it, as the handle is no longer the Timer's). The janitor (janitor.go) clears what waits longer than a round or two, so that a
-// released entry does not keep its Timer, and the Timer's Wheel, reachable.
+// was called; begin skips it, as the handle is no longer the Timer's). The janitor
+// (janitor.go) clears what waits longer than a round or two, so that a released entry
+// does not keep its Timer, and the Timer's Wheel, reachable.
 type registry struct {
 	shards [shards]shard
 }

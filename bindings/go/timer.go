@@ -58,8 +58,8 @@ func (t *Timer) extras() *extras {
 // (StopWait does); called from a periodic timer's own func, it returns true and no further
 // call starts. Once it has returned true, no run begins: a periodic run that the library
 // had started, but which had not begun here, is skipped (one that had begun may still be
-// entering the func; StopWait waits for it). For a timer made by NewTimer, Stop follows Go 1.23's time.Timer: see
-// NewTimer.
+// entering the func; StopWait waits for it). For a timer made by NewTimer, Stop follows
+// Go 1.23's time.Timer: see NewTimer.
 func (t *Timer) Stop() bool {
 	if t.C != nil {
 		return t.x.ch.stop(t)
@@ -107,10 +107,8 @@ func (t *Timer) deleted(err error) bool {
 // made by time.AfterFunc: it returns true if the timer had been active and is now moved,
 // and false if it had fired or been stopped, in which case its func is scheduled to run
 // again after d. For a periodic timer, Reset moves the next call (also one that was due
-// and whose func had not started; it deletes the C timer and adds another); the period
-// stays. On a
-// closed wheel, or once the context of AfterFuncContext is done, Reset does nothing and
-// returns false. For a timer made by NewTimer, Reset follows Go 1.23's time.Timer: see
+// and whose func had not started); the period stays. On a closed wheel, or once the
+// context of AfterFuncContext is done, Reset does nothing and returns false. For a timer made by NewTimer, Reset follows Go 1.23's time.Timer: see
 // NewTimer.
 func (t *Timer) Reset(d time.Duration) bool {
 	if t.w == nil {

@@ -184,12 +184,12 @@ func (w *Wheel) MetricsText() (string, error) {
 
 // Close shuts the wheel down: it waits for the callbacks that are running, discards the
 // pending timers without running them, and stops the wheel's threads. Calls after Close
-// return ErrClosed (Stop, Reset, StopWait and Group.Stop return false). Close returns nil, every time; later
-// calls return at once. Called from one of the wheel's own callbacks, it cannot wait for
-// that callback: the wheel is then shut down as soon as the callback returns. Once Close
-// has returned, no func of the wheel starts: a fire whose func had not started (one of
-// the same batch as the func that called Close, say) is discarded. Close does
-// nothing on the shared wheel of the package-level functions.
+// return ErrClosed (Stop, Reset, StopWait and Group.Stop return false). Close returns
+// nil, every time; later calls return at once. Called from one of the wheel's own
+// callbacks, it cannot wait for that callback: the wheel is then shut down as soon as the
+// callback returns. Once Close has returned, no func of the wheel starts: a fire whose
+// func had not started (one of the same batch as the func that called Close, say) is
+// discarded. Close does nothing on the shared wheel of the package-level functions.
 func (w *Wheel) Close() error {
 	// From a callback of an Advance (or while one runs), the Advance stays inside the
 	// library until the callback returns: the library's destroy waits for it there.
@@ -223,9 +223,7 @@ func (w *Wheel) Close() error {
 func closedStats(s Stats, discarded int) Stats {
 	d := uint64(discarded)
 	if s.Pending > d {
-		ran := s.Pending - d
-		s.Fired += ran
-		s.FiredOneShot += ran
+		s.FiredOneShot += s.Pending - d // Fired is the Go view's own count (counts.go)
 	}
 	s.Discarded += d
 	s.Pending, s.QueueDepth, s.Workers = 0, 0, 0
