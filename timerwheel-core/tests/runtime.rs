@@ -661,6 +661,47 @@ fn panics_are_counted_and_the_runtime_goes_on() {
     wait_until("panic count", || rt.stats().callback_panics == 3);
 }
 
+/// A panic payload whose own drop panics.
+struct PanicsWhenDropped;
+
+impl Drop for PanicsWhenDropped {
+    fn drop(&mut self) {
+        panic!("the payload's drop");
+    }
+}
+
+/// A callback, and a task's drop, that panic with a payload whose drop panics too: caught
+/// and counted like any panic; the only worker lives on and runs the next timer.
+#[test]
+fn a_panic_whose_payload_panics_when_dropped_is_caught_too() {
+    let rt = runtime(1);
+    rt.after(ms(1), |_| std::panic::panic_any(PanicsWhenDropped))
+        .unwrap();
+    let dropped_badly = DropPanics(Some(PanicsWhenDropped));
+    let doomed = rt
+        .after(Duration::from_secs(3600), move |_| {
+            let _ = &dropped_badly;
+        })
+        .unwrap();
+    assert!(doomed.cancel());
+    let (tx, rx) = mpsc::channel();
+    rt.after(ms(20), move |_| tx.send(()).unwrap()).unwrap();
+    rx.recv_timeout(PATIENCE)
+        .expect("the worker died with the panic");
+    wait_until("panic count", || rt.stats().callback_panics == 2);
+}
+
+/// Panics in its drop with a payload whose drop panics.
+struct DropPanics(Option<PanicsWhenDropped>);
+
+impl Drop for DropPanics {
+    fn drop(&mut self) {
+        if let Some(payload) = self.0.take() {
+            std::panic::panic_any(payload);
+        }
+    }
+}
+
 #[test]
 fn inline_mode_runs_on_the_tick_thread() {
     let rt = runtime(0);
@@ -1355,6 +1396,32 @@ fn a_hold_begun_after_a_shutdown_nowait_keeps_the_release_waiting() {
     assert_eq!(second.check_open(), Err(Error::Shutdown));
     drop(second);
     assert!(released.load(SeqCst));
+}
+
+/// A shutdown waits for the runtime's holds: from the thread that holds it, it would wait
+/// for itself. It is `Busy` there and changes nothing; dropping the runtime there shuts it
+/// down without waiting, its pending timers dropped before the drop returns.
+#[test]
+fn a_shutdown_on_the_thread_that_holds_the_runtime_is_busy() {
+    let tally = Tally::default();
+    let probe = tally.probe();
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let rt: Runtime<Probe> = runtime(1);
+        rt.add(Duration::from_secs(3600), probe).ok().unwrap();
+        let hold = rt.hold();
+        let shutdown = rt.shutdown();
+        let open = hold.check_open();
+        drop(rt);
+        let dropped = tally.drops();
+        let after = hold.check_open();
+        drop(hold);
+        tx.send((shutdown, open, dropped, after)).unwrap();
+    });
+    let seen = rx
+        .recv_timeout(PATIENCE)
+        .expect("the shutdown waited for its own hold");
+    assert_eq!(seen, (Err(Error::Busy), Ok(()), 1, Err(Error::Shutdown)));
 }
 
 /// `add_publishing` hands the id over before the timer can run: a run that reads it from

@@ -541,3 +541,27 @@ fn a_schedule_resumed_from_far_back_keeps_its_phase() {
     }
     assert_eq!(cases, 11 * 9 * 4);
 }
+
+/// An advance may end between two ticks: the clock reads its target, and a timer added
+/// there with delay 0 is due at the next tick (deadlines are whole ticks, never early),
+/// which `poll` (an advance by zero) does not reach and `advance_to_next` does.
+#[test]
+fn a_zero_delay_added_between_ticks_runs_at_the_next_tick() {
+    let rt = virtual_runtime();
+    let log = Log::default();
+    let between = Duration::from_micros(7_333); // the default tick is 1 ms
+    assert_eq!(rt.advance(between), Ok(0));
+    assert_eq!(
+        since_start(&rt),
+        between,
+        "the clock reads the advance's target"
+    );
+    rt.add(Duration::ZERO, logger(&rt, &log, "zero")).unwrap();
+    assert_eq!(
+        rt.poll(),
+        Ok(0),
+        "due at the next tick, not at this reading"
+    );
+    assert_eq!(rt.advance_to_next(), Ok(1));
+    assert_eq!(times(&log), [Duration::from_millis(8)]);
+}

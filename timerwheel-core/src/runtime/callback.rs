@@ -146,7 +146,20 @@ pub(crate) fn current_timer(runtime: usize) -> u64 {
 /// the timer it was deferred from.
 pub(crate) fn drop_task_of<T>(task: T, runtime: usize, timer: u64, panics: &AtomicU64) {
     let _dropping = CallbackScope::drop_of(runtime, timer);
-    if catch_unwind(AssertUnwindSafe(move || drop(task))).is_err() {
+    if panicked(move || drop(task)) {
         panics.fetch_add(1, Relaxed);
     }
+}
+
+/// Runs `f`; whether it panicked. No panic leaves: the payload is dropped here, and a
+/// payload whose own drop panics is let go without that second payload being dropped
+/// (it is forgotten, as its drop could panic again).
+pub(crate) fn panicked(f: impl FnOnce()) -> bool {
+    let Err(payload) = catch_unwind(AssertUnwindSafe(f)) else {
+        return false;
+    };
+    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(again);
+    }
+    true
 }

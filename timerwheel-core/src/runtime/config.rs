@@ -27,7 +27,9 @@ pub struct Config {
     pub max_workers: usize,
     /// A worker idle this long retires (down to `min_workers`).
     pub worker_keepalive: Duration,
-    /// Most pending timers at once; 0 means no limit.
+    /// Most pending timers at once; 0 means no limit. A timer's place is free as soon as
+    /// a cancel of it returns `Ok`, and a one-shot's when its run starts (a periodic timer
+    /// keeps its place while it runs).
     pub max_timers: usize,
     /// No threads at all: the caller drives time with `poll` and `next_timeout`.
     pub manual: bool,

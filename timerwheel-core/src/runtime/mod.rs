@@ -52,6 +52,7 @@ mod export;
 mod extras;
 mod fork;
 mod group;
+mod hold;
 mod lifecycle;
 #[cfg(all(test, loom))]
 mod loom_tests;
@@ -86,6 +87,7 @@ pub use config::{Builder, Config, ConfigError, MAX_TICK, MAX_WORKERS, MIN_TICK};
 pub use error::{Error, Rejected};
 pub use fork::PerProcess;
 pub use group::{GroupData, GroupId};
+pub use hold::Hold;
 pub use metrics::{Metrics, MAX_WINDOW, MIN_WINDOW, PROMETHEUS_CONTENT_TYPE};
 pub use restart::{Export, ExportedTimer, Missed, TimerKind};
 pub use scope::{Group, GroupHandle};
@@ -112,7 +114,8 @@ impl Runtime<BoxTask> {
         Builder::new()
     }
 
-    /// Runs `f` once, `delay` from now (rounded up to the tick).
+    /// Runs `f` once, not before `delay` from now: at that exact time on a runtime with
+    /// threads, at that time rounded up to the tick on a manual or virtual one.
     pub fn after(
         &self,
         delay: Duration,
@@ -413,9 +416,7 @@ impl<T: Task> Runtime<T> {
 
     /// A hold for a run of calls on this thread (a batch): see [`Hold`].
     pub fn hold(&self) -> Hold<T> {
-        let inner = Arc::clone(&self.inner);
-        inner.executor.begin_hold();
-        Hold { inner }
+        Hold::begin(Arc::clone(&self.inner))
     }
 
     /// Whether this process is a fork() child of the one that started the runtime (its
@@ -508,11 +509,13 @@ impl<T: Task> Runtime<T> {
         Ok(ran)
     }
 
-    /// Stops the tick thread, waits for running callbacks, drops every pending timer
-    /// without running it and returns how many were dropped. `Busy` from inside one of
-    /// this runtime's callbacks or on a shared runtime (nothing changes); `Shutdown` if
-    /// already shut down, also from inside its callbacks and drops (a drop the shutdown
-    /// runs, one that shut it down without waiting).
+    /// Stops the tick thread, waits for running callbacks and for the holds ([`Hold`]) of
+    /// other threads, drops every pending timer without running it and returns how many
+    /// were dropped. `Busy` where it would wait for itself: from inside one of this
+    /// runtime's callbacks or drops, and on a thread that holds the runtime; `Busy` on a
+    /// shared runtime too (nothing changes). `Shutdown` if a shutdown has begun, at once
+    /// (a second shutdown does not wait for the first), also from inside its callbacks and
+    /// drops (a drop the shutdown runs, one that shut it down without waiting).
     /// In a fork() child, for a runtime started before the fork: drops
     /// the pending timers without waiting for the parent's threads (see the module docs).
     pub fn shutdown(&self) -> Result<usize, Error> {
@@ -568,64 +571,6 @@ fn period_ns(period: Duration) -> Option<u64> {
     (period_ns != 0).then_some(period_ns)
 }
 
-/// How many timers ahead of the one at hand a batch prefetches: enough for a cache miss to
-/// be over by the time its call comes.
-const PREFETCH_AHEAD: usize = 8;
-
-/// The places in a batch of `len` whose records are prefetched before the call on place
-/// `at`: every place once over the batch, [`PREFETCH_AHEAD`] places before its call.
-fn prefetched_before(at: usize, len: usize) -> std::ops::Range<usize> {
-    let first = if at == 0 { 0 } else { at + PREFETCH_AHEAD };
-    first.min(len)..len.min(at + PREFETCH_AHEAD + 1)
-}
-
-/// A runtime held for a run of calls made on one thread, as a poll holds it: a drop run by
-/// one of them, or a callback on another thread, may shut the runtime down without
-/// waiting and let its owner free the [`Runtime`] handle
-/// ([`Runtime::shutdown_nowait_then`]); the owner's release then waits for the hold to end
-/// (a hold begun after that shutdown as well, while the release has not run), and the
-/// calls still to come answer `Shutdown` through the hold.
-pub struct Hold<T: Task> {
-    inner: Arc<RuntimeState<T>>,
-}
-
-impl<T: Task> Hold<T> {
-    /// [`Runtime::cancel`].
-    pub fn cancel(&self, id: TimerId) -> Result<(), Error> {
-        self.inner.cancel(id)
-    }
-
-    /// [`Runtime::reset`].
-    pub fn reset(&self, id: TimerId, delay: Duration) -> Result<(), Error> {
-        self.inner.reset(id, delay)
-    }
-
-    /// Before the call on timer `at` of a batch of `len`, starts loading into the cache the
-    /// records of the timers a few places further (at the first, of those up to there),
-    /// so that the batch's cache misses overlap; `id_at(i)` is timer `i`'s id, if it is
-    /// one. Does nothing else, whatever the ids are.
-    #[inline]
-    pub fn prefetch_ahead(&self, at: usize, len: usize, id_at: impl Fn(usize) -> Option<TimerId>) {
-        for ahead in prefetched_before(at, len) {
-            if let Some(id) = id_at(ahead) {
-                self.inner.prefetch(id);
-            }
-        }
-    }
-
-    /// Whether the runtime still takes calls: `Shutdown` once it was shut down (by a drop
-    /// or a callback during the hold too), `Forked` in a fork() child.
-    pub fn check_open(&self) -> Result<(), Error> {
-        self.inner.check_open()
-    }
-}
-
-impl<T: Task> Drop for Hold<T> {
-    fn drop(&mut self) {
-        self.inner.executor.end_poll();
-    }
-}
-
 impl<T: Task> Drop for Runtime<T> {
     /// Shuts down: [`shutdown`](Runtime::shutdown), or, dropped from inside one of its own
     /// callbacks or drops, where waiting would wait for itself,
@@ -651,27 +596,6 @@ impl<T: Task> std::fmt::Debug for Runtime<T> {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-
-    #[test]
-    fn a_batch_prefetches_every_place_once_and_ahead_of_its_call() {
-        for len in 0..3 * PREFETCH_AHEAD {
-            let mut seen = vec![0; len];
-            for at in 0..len {
-                for place in prefetched_before(at, len) {
-                    seen[place] += 1;
-                    assert!(
-                        place >= at,
-                        "place {place} prefetched after its call at {at}"
-                    );
-                }
-                assert_eq!(
-                    seen[at], 1,
-                    "place {at} of {len} not prefetched before its call"
-                );
-            }
-            assert!(seen.iter().all(|&count| count == 1), "{len}: {seen:?}");
-        }
-    }
 
     /// A manual runtime and a counter of the runs of a wall-clock timer due `ahead` from now
     /// on its system clock.

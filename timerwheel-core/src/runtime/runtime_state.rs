@@ -15,6 +15,7 @@ use super::export::{exporting_here, Ending, ExportGuard, Exports};
 use super::extras::{Schedule, Slot};
 use super::fork::{self, Held, Lockable};
 use super::group::{GroupData, GroupId};
+use super::hold::holding_here;
 use super::metrics::{Metrics, Reading, Window};
 use super::shard::{Ids, Removed, Shard, MAX_SHARDS};
 use super::stats::Histogram;
@@ -944,10 +945,14 @@ impl<T: Task> RuntimeState<T> {
         running(|c| c.runtime == self.id())
     }
 
-    /// Whether a shutdown that waits for the runtime's threads would wait for the calling
-    /// thread: inside one of its callbacks, or on one of its threads at all.
+    /// Whether a shutdown that waits for the runtime's threads and holds would wait for the
+    /// calling thread: inside one of its callbacks, on one of its threads at all, or while
+    /// this thread holds it.
     pub(crate) fn would_wait_for_itself(&self) -> bool {
-        self.in_callback() || self.executor.runs_here() || self.exporting_here()
+        self.in_callback()
+            || self.executor.runs_here()
+            || self.exporting_here()
+            || holding_here(self.id())
     }
 
     /// Whether an export of this runtime runs on the calling thread (its function called

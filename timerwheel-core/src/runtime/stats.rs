@@ -39,7 +39,9 @@ pub struct Stats {
     pub late_p99_us: u64,
     /// Largest lateness seen, microseconds.
     pub late_max_us: u64,
-    /// Callbacks that panicked (or raised).
+    /// Callbacks that panicked (or raised), and drops of tasks that panicked (a panic is
+    /// caught and counted there too; nothing else follows from it: a periodic timer whose
+    /// callback panics keeps its schedule).
     pub callback_panics: u64,
     /// Callbacks that ran for at least `Config::slow_callback` (0 while it is unset).
     pub slow_callbacks: u64,

@@ -120,8 +120,9 @@ pub type BoxTask = Box<dyn FnMut(TimerId) + Send + 'static>;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PeriodMode {
     /// Runs at the points `delay, delay + period, delay + 2 period, ...`: each point is
-    /// exact (to the nanosecond, from the add) and rounded up to the tick on its own, so a
-    /// period that is not a multiple of the tick does not drift, and lateness is measured
+    /// exact (to the nanosecond, from the add) on its own (on a manual or virtual runtime,
+    /// rounded up to the tick), so a period that is not a multiple of the tick does not
+    /// drift, and lateness is measured
     /// from the exact point. When a run returns, the next run is the latest point that has
     /// come by then, if any: it starts at once, late, and the points before it, which
     /// passed entirely while the run was under way (or the process stalled), are coalesced

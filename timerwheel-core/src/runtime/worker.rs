@@ -12,10 +12,9 @@
 //! On a worker, the monitor sees a callback and a drop that runs code alike: either may
 //! block, and a worker blocked in one is replaced (`executor.rs`).
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use super::callback::CallbackScope;
+use super::callback::{panicked, CallbackScope};
 use super::clock::Deadline;
 use super::executor::WorkerThread;
 use super::export::Ending;
@@ -208,7 +207,7 @@ impl<'a, T: Task> Runner<'a, T> {
         let late_ns = start_ns.saturating_sub(self.inner.clock.exact_ns(run.deadline));
         self.inner.lateness.record(late_ns / 1000);
         let scope = CallbackScope::enter(self.inner.id(), id, &self.inner.panics);
-        let panicked = catch_unwind(AssertUnwindSafe(|| run.task.run(id))).is_err();
+        let panicked = panicked(|| run.task.run(id));
         let recorded = scope.leave(); // counted when it was recorded
         if panicked && !recorded {
             self.inner.panics.fetch_add(1, Relaxed);
