@@ -1,7 +1,9 @@
 //! Who runs on this thread: the callback (or drop function) of which runtime and timer, at
 //! every depth (a callback that polls a manual runtime runs that runtime's callbacks inside
-//! its own). A callback's own calls read it: `cancel_sync` of its own timer and a shutdown
-//! from inside are `Busy`, and a failure it records is counted once.
+//! its own), and which runtimes it holds for a batch of calls ([`Hold`](super::Hold)). A
+//! callback's own calls read it: `cancel_sync` of its own timer and a shutdown from inside
+//! are `Busy`, and a failure it records is counted once; a shutdown that would wait for a
+//! hold of its own thread is `Busy` too.
 
 use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -16,6 +18,28 @@ thread_local! {
     /// The callbacks this thread runs further out, innermost last: a callback that polls a
     /// manual runtime runs that runtime's callbacks inside its own.
     static OUTER: RefCell<Vec<Current>> = const { RefCell::new(Vec::new()) };
+    /// The runtimes this thread holds, once for each of its holds.
+    static HOLDING: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+/// This thread holds the runtime `runtime` until [`hold_ends`] (see [`Hold`](super::Hold)).
+pub(crate) fn hold_begins(runtime: usize) {
+    HOLDING.with(|holding| holding.borrow_mut().push(runtime));
+}
+
+/// One hold of the runtime `runtime` on this thread ended.
+pub(crate) fn hold_ends(runtime: usize) {
+    HOLDING.with(|holding| {
+        let mut holding = holding.borrow_mut();
+        if let Some(at) = holding.iter().rposition(|&held| held == runtime) {
+            holding.remove(at);
+        }
+    });
+}
+
+/// Whether this thread holds the runtime `runtime`.
+pub(crate) fn holding_here(runtime: usize) -> bool {
+    HOLDING.with(|holding| holding.borrow().contains(&runtime))
 }
 
 /// Whether this thread runs, at any depth, a callback for which `matches` holds.

@@ -1,25 +1,14 @@
-//! A runtime held for a run of calls on one thread (a batch), and the record of the
-//! runtimes each thread holds: a shutdown waits for the holds, so from a thread that holds
-//! the runtime it would wait for itself.
+//! A runtime held for a run of calls on one thread (a batch). A shutdown waits for the
+//! holds, so from a thread that holds the runtime it would wait for itself: the thread's
+//! holds are recorded (`callback.rs`) for the shutdown to see.
 
-use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::callback::{hold_begins, hold_ends};
 use super::runtime_state::RuntimeState;
-use super::sync::thread_local;
 use super::{Error, Task, TimerId};
-
-thread_local! {
-    /// The runtimes this thread holds, once for each of its holds.
-    static HOLDING: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Whether the calling thread holds the runtime `runtime` ([`Hold`]).
-pub(crate) fn holding_here(runtime: usize) -> bool {
-    HOLDING.with(|holding| holding.borrow().contains(&runtime))
-}
 
 /// How many timers ahead of the one at hand a batch prefetches: enough for a cache miss to
 /// be over by the time its call comes.
@@ -53,7 +42,7 @@ impl<T: Task> Hold<T> {
     /// Holds the runtime on the calling thread until the hold is dropped.
     pub(crate) fn begin(inner: Arc<RuntimeState<T>>) -> Self {
         inner.executor.begin_hold();
-        HOLDING.with(|holding| holding.borrow_mut().push(inner.id()));
+        hold_begins(inner.id());
         Hold {
             inner,
             on_this_thread: PhantomData,
@@ -92,13 +81,7 @@ impl<T: Task> Hold<T> {
 
 impl<T: Task> Drop for Hold<T> {
     fn drop(&mut self) {
-        let runtime = self.inner.id();
-        HOLDING.with(|holding| {
-            let mut holding = holding.borrow_mut();
-            if let Some(at) = holding.iter().rposition(|&held| held == runtime) {
-                holding.remove(at);
-            }
-        });
+        hold_ends(self.inner.id());
         self.inner.executor.end_poll();
     }
 }

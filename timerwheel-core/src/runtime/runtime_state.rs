@@ -7,7 +7,7 @@ use std::cell::Cell;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
-use super::callback::{current_timer, drop_task_of, running};
+use super::callback::{current_timer, drop_task_of, holding_here, running};
 use super::clock::{Clock, Deadline};
 use super::drops::DropRecord;
 use super::executor::Executor;
@@ -15,7 +15,6 @@ use super::export::{exporting_here, Ending, ExportGuard, Exports};
 use super::extras::{Schedule, Slot};
 use super::fork::{self, Held, Lockable};
 use super::group::{GroupData, GroupId};
-use super::hold::holding_here;
 use super::metrics::{Metrics, Reading, Window};
 use super::shard::{Ids, Removed, Shard, MAX_SHARDS};
 use super::stats::Histogram;
