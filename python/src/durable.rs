@@ -172,6 +172,38 @@ fn no_store(what: &str) -> PyErr {
     wrong_mode(&format!("{what}() needs a Wheel(store_path=...)"))
 }
 
+/// Why a call found no open store.
+enum NotOpen {
+    /// No store_path in the wheel's config.
+    Off,
+    /// Not opened yet, or closed.
+    NotNow,
+    /// `durable_open` on a store opened already.
+    OpenAlready,
+}
+
+impl NotOpen {
+    fn error(self, what: &str) -> PyErr {
+        match self {
+            NotOpen::Off => no_store(what),
+            NotOpen::NotNow => wrong_mode(&format!("{what}() needs durable_open() first")),
+            NotOpen::OpenAlready => wrong_mode(&format!("{what}(): the store is open already")),
+        }
+    }
+}
+
+/// Runs `call` on the slot under its lock, without the GIL: the lock is taken after the
+/// GIL is let go and let go before the GIL is taken back, so a thread that holds the GIL
+/// never waits for one that holds the slot (which may need the GIL to go on: a handler, a
+/// callback, the thread itself on its way back).
+fn in_slot<R: Send>(
+    py: Python<'_>,
+    slot: &Mutex<DurableSlot>,
+    call: impl FnOnce(&mut DurableSlot) -> R + Send,
+) -> R {
+    py.detach(|| call(&mut lock(slot)))
+}
+
 /// Calls `handler(token, payload)` on a worker thread; its truth says "acknowledge now".
 /// A handler that raises is reported (`sys.unraisablehook`) and its fire stays
 /// unacknowledged: it is delivered again after a restart.
@@ -226,35 +258,39 @@ pub fn register(slot: &Mutex<DurableSlot>, name: &str, handler: Bound<'_, PyAny>
 }
 
 pub fn open(py: Python<'_>, slot: &Mutex<DurableSlot>, rt: &Arc<Runtime<PyTask>>) -> PyResult<()> {
-    let mut guard = lock(slot);
-    let (config, builder) = match &*guard {
-        DurableSlot::Registering(config, builder) => (config, builder.clone()),
-        DurableSlot::Off => return Err(no_store("durable_open")),
-        _ => return Err(wrong_mode("durable_open(): the store is open already")),
-    };
-    let (path, mode, missed) = (config.path.clone(), config.mode, config.missed);
-    let rt = Arc::clone(rt);
     // The restore may run handlers, which take the GIL.
-    let opened = py.detach(move || builder.mode(mode).missed(missed).open_sqlite(rt, path));
-    *guard = DurableSlot::Open(opened.map_err(|err| durable_error(err, "durable_open"))?);
-    Ok(())
+    let opened = in_slot(py, slot, |slot| {
+        let (config, builder) = match slot {
+            DurableSlot::Registering(config, builder) => (config, builder.clone()),
+            DurableSlot::Off => return Err(NotOpen::Off),
+            _ => return Err(NotOpen::OpenAlready),
+        };
+        let (path, mode, missed) = (config.path.clone(), config.mode, config.missed);
+        let opened = builder
+            .mode(mode)
+            .missed(missed)
+            .open_sqlite(Arc::clone(rt), path);
+        Ok(opened.map(|durable| *slot = DurableSlot::Open(durable)))
+    });
+    let opened = opened.map_err(|not_open| not_open.error("durable_open"))?;
+    opened.map_err(|err| durable_error(err, "durable_open"))
 }
 
-/// Runs `call` on the open store without the GIL (a sync-mode change waits for its commit).
+/// Runs `call` on the open store, without the GIL (a sync-mode change waits for its
+/// commit).
 pub fn with_open<R: Send>(
     py: Python<'_>,
     slot: &Mutex<DurableSlot>,
     what: &str,
     call: impl FnOnce(&Durable<PyTask>) -> Result<R, DurableError> + Send,
 ) -> PyResult<R> {
-    let guard = lock(slot);
-    let durable = match &*guard {
-        DurableSlot::Open(durable) => durable,
-        DurableSlot::Off => return Err(no_store(what)),
-        _ => return Err(wrong_mode(&format!("{what}() needs durable_open() first"))),
-    };
-    py.detach(|| call(durable))
-        .map_err(|err| durable_error(err, what))
+    let called = in_slot(py, slot, |slot| match slot {
+        DurableSlot::Open(durable) => Ok(call(durable)),
+        DurableSlot::Off => Err(NotOpen::Off),
+        _ => Err(NotOpen::NotNow),
+    });
+    let called = called.map_err(|not_open| not_open.error(what))?;
+    called.map_err(|err| durable_error(err, what))
 }
 
 pub fn add(py: Python<'_>, slot: &Mutex<DurableSlot>, timer: DurableTimer<'_>) -> PyResult<()> {
@@ -285,10 +321,10 @@ pub fn stats<'py>(py: Python<'py>, slot: &Mutex<DurableSlot>) -> PyResult<Bound<
     Ok(dict)
 }
 
-/// At close: commits what is queued and leaves every durable timer in the store.
+/// At close, once no callback runs any more (a handler's acknowledgement is in the
+/// journal): commits what is queued and leaves every durable timer in the store.
 pub fn close(py: Python<'_>, slot: &Mutex<DurableSlot>) {
-    let taken = std::mem::replace(&mut *lock(slot), DurableSlot::Closed);
-    if let DurableSlot::Open(durable) = taken {
-        py.detach(move || drop(durable));
-    }
+    in_slot(py, slot, |slot| {
+        drop(std::mem::replace(slot, DurableSlot::Closed))
+    });
 }

@@ -498,7 +498,6 @@ impl Wheel {
     /// can start any more. Idempotent. Raises TimerwheelBusyError from one of this
     /// wheel's own callbacks, and for the shared default wheel until the interpreter exits.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        durable::close(py, &self.durable);
         let at_exit = EXITING.load(Ordering::Acquire);
         let shutdown = || {
             if at_exit {
@@ -509,6 +508,9 @@ impl Wheel {
         };
         match py.detach(shutdown) {
             Ok(_) | Err(Error::Shutdown) => {
+                // After the callbacks: what a handler acknowledged as it returned is
+                // committed with the rest.
+                durable::close(py, &self.durable);
                 self.closed.store(true, Ordering::Release);
                 Ok(())
             }

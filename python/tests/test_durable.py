@@ -230,3 +230,106 @@ def test_a_flush_to_a_sequence_makes_it_durable_and_refuses_one_not_handed_out(t
         with pytest.raises(ValueError, match="sequence 4 was not handed out"):
             w.durable_flush_to(4)
         assert w.durable_stats()["last_seq"] == 3
+
+
+def run_child(source, *args, timeout=60):
+    """Runs `source` in a child interpreter; its standard output. A child that hangs fails
+    the test (subprocess.TimeoutExpired) instead of hanging the suite."""
+    child = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(source), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert child.returncode == 0, child.stderr
+    return child.stdout
+
+
+THREADS_AT_ONCE = """
+    import sys, threading, time
+    from timerwheel import Token, Wheel
+
+    w = Wheel(store_path=sys.argv[1], durability=sys.argv[2])
+    w.register_handler("h", lambda token, payload: True)
+    w.durable_open()
+    end = time.monotonic() + 1.0
+
+    def calls(n):
+        i = 0
+        while time.monotonic() < end:
+            w.durable_add(n, "h", time.time() + 3600, replace=True)
+            w.durable_ack([Token(n, "h", i, 1)])
+            w.durable_stats()
+            i += 1
+
+    threads = [threading.Thread(target=calls, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    w.close()
+    print("done")
+"""
+
+
+@pytest.mark.parametrize("durability", ["sync", "async"])
+def test_threads_calling_durable_methods_at_once_go_on(tmp_path, durability):
+    # A thread that waited for the store's lock while holding the GIL, and one that held
+    # that lock and waited for the GIL to come back from its call, waited for each other.
+    out = run_child(THREADS_AT_ONCE, str(tmp_path / "s.db"), durability)
+    assert out.split() == ["done"]
+
+
+HANDLER_ADDS = """
+    import sys, threading, time
+    from timerwheel import Wheel
+
+    w = Wheel(store_path=sys.argv[1], durability="sync")
+    added = threading.Event()
+
+    def handler(token, payload):
+        if token.key == 0:
+            w.durable_add(1, "h", time.time() + 3600)
+            added.set()
+        return True
+
+    w.register_handler("h", handler)
+    w.durable_open()
+    w.durable_add(0, "h", time.time())  # due at once: its handler may run before this returns
+    assert added.wait(30), "the handler's durable_add did not return"
+    w.close()
+    print("done")
+"""
+
+
+def test_a_handler_makes_a_sync_change_while_its_add_commits(tmp_path):
+    assert run_child(HANDLER_ADDS, str(tmp_path / "s.db")).split() == ["done"]
+
+
+@pytest.mark.parametrize("durability", ["sync", "async"])
+def test_an_acknowledgement_made_while_close_waits_is_kept(tmp_path, durability):
+    store = str(tmp_path / "s.db")
+    started = []
+
+    def slow_true(token, payload):
+        started.append(token)
+        time.sleep(0.3)
+        return True
+
+    w = Wheel(store_path=store, durability=durability)
+    w.register_handler("h", slow_true)
+    w.durable_open()
+    w.durable_add(9, "h", time.time())
+    deadline = time.monotonic() + 30
+    while not started and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert started, "the timer did not fire"
+    w.close()  # waits for the handler, whose True acknowledges its fire
+
+    fires, handler = recorder(answer=True)
+    with Wheel(store_path=store, durability=durability) as again:
+        again.register_handler("h", handler)
+        again.durable_open()
+        time.sleep(0.5)
+        assert fires == [], "an acknowledged fire was delivered again"
+        assert again.durable_stats()["unacked_fires"] == 0
