@@ -108,8 +108,8 @@ func (t *Timer) deleted(err error) bool {
 // and false if it had fired or been stopped, in which case its func is scheduled to run
 // again after d. For a periodic timer, Reset moves the next call (also one that was due
 // and whose func had not started); the period stays. On a closed wheel, or once the
-// context of AfterFuncContext is done, Reset does nothing and returns false. For a timer made by NewTimer, Reset follows Go 1.23's time.Timer: see
-// NewTimer.
+// context of AfterFuncContext is done, Reset does nothing and returns false. For a timer
+// made by NewTimer, Reset follows Go 1.23's time.Timer: see NewTimer.
 func (t *Timer) Reset(d time.Duration) bool {
 	if t.w == nil {
 		return false // a zero Timer, made by no Wheel: never active

@@ -18,28 +18,49 @@ thread_local! {
     /// The callbacks this thread runs further out, innermost last: a callback that polls a
     /// manual runtime runs that runtime's callbacks inside its own.
     static OUTER: RefCell<Vec<Current>> = const { RefCell::new(Vec::new()) };
-    /// The runtimes this thread holds, once for each of its holds.
-    static HOLDING: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    /// The runtimes this thread holds.
+    static HOLDING: RuntimesHere = const { RuntimesHere::new() };
+}
+
+/// The runtimes a thread is inside of in one way (holding them, exporting them), once for
+/// each time it entered, innermost last.
+pub(crate) struct RuntimesHere(RefCell<Vec<usize>>);
+
+impl RuntimesHere {
+    pub(crate) const fn new() -> Self {
+        RuntimesHere(RefCell::new(Vec::new()))
+    }
+
+    pub(crate) fn enter(&self, runtime: usize) {
+        self.0.borrow_mut().push(runtime);
+    }
+
+    /// Leaves the innermost entry of `runtime`.
+    pub(crate) fn leave(&self, runtime: usize) {
+        let mut inside = self.0.borrow_mut();
+        if let Some(at) = inside.iter().rposition(|&r| r == runtime) {
+            inside.remove(at);
+        }
+    }
+
+    pub(crate) fn contains(&self, runtime: usize) -> bool {
+        self.0.borrow().contains(&runtime)
+    }
 }
 
 /// This thread holds the runtime `runtime` until [`hold_ends`] (see [`Hold`](super::Hold)).
 pub(crate) fn hold_begins(runtime: usize) {
-    HOLDING.with(|holding| holding.borrow_mut().push(runtime));
+    HOLDING.with(|holding| holding.enter(runtime));
 }
 
 /// One hold of the runtime `runtime` on this thread ended.
 pub(crate) fn hold_ends(runtime: usize) {
-    HOLDING.with(|holding| {
-        let mut holding = holding.borrow_mut();
-        if let Some(at) = holding.iter().rposition(|&held| held == runtime) {
-            holding.remove(at);
-        }
-    });
+    HOLDING.with(|holding| holding.leave(runtime));
 }
 
 /// Whether this thread holds the runtime `runtime`.
 pub(crate) fn holding_here(runtime: usize) -> bool {
-    HOLDING.with(|holding| holding.borrow().contains(&runtime))
+    HOLDING.with(|holding| holding.contains(runtime))
 }
 
 /// Whether this thread runs, at any depth, a callback for which `matches` holds.

@@ -9,10 +9,9 @@
 //! its own thread once the function returned, before it returns itself. So the data a copy
 //! points to stays valid while the function runs, whatever other threads do meanwhile.
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
 
-use super::callback::drop_task_of;
+use super::callback::{drop_task_of, RuntimesHere};
 use super::group::GroupData;
 use super::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use super::sync::thread_local;
@@ -20,7 +19,7 @@ use super::sync::{Condvar, Mutex, MutexGuard};
 
 thread_local! {
     /// The runtimes whose export runs on this thread, innermost last.
-    static EXPORTING: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    static EXPORTING: RuntimesHere = const { RuntimesHere::new() };
     /// The runtime whose deferred drops this thread runs, if any (0: none).
     static DRAINING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
@@ -36,7 +35,7 @@ pub(crate) enum Ending<T> {
 /// Whether an export of the runtime `runtime` runs on this thread (its copy or its
 /// function): every call of that runtime that changes it or waits is `Busy` there.
 pub(crate) fn exporting_here(runtime: usize) -> bool {
-    EXPORTING.with(|exporting| exporting.borrow().contains(&runtime))
+    EXPORTING.with(|exporting| exporting.contains(runtime))
 }
 
 /// The exports under way in one runtime and the drops they defer.
@@ -74,7 +73,7 @@ impl<T> Exports<T> {
     pub(crate) fn begin<'a>(&'a self, runtime: usize, panics: &'a AtomicU64) -> ExportGuard<'a, T> {
         let _state = self.lock();
         self.active.fetch_add(1, Relaxed);
-        EXPORTING.with(|exporting| exporting.borrow_mut().push(runtime));
+        EXPORTING.with(|exporting| exporting.enter(runtime));
         ExportGuard {
             exports: self,
             runtime,
@@ -174,12 +173,7 @@ pub(crate) struct ExportGuard<'a, T> {
 
 impl<T> Drop for ExportGuard<'_, T> {
     fn drop(&mut self) {
-        EXPORTING.with(|exporting| {
-            let mut exporting = exporting.borrow_mut();
-            if let Some(at) = exporting.iter().rposition(|&r| r == self.runtime) {
-                exporting.remove(at);
-            }
-        });
+        EXPORTING.with(|exporting| exporting.leave(self.runtime));
         self.exports.end(self.runtime, self.panics);
     }
 }
